@@ -1,0 +1,1 @@
+"""Kernel Inducing Points with the Neural Tangent Kernel (3A / ClustMix)."""
