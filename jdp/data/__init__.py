@@ -1,0 +1,1 @@
+"""Data handling: public schemas, reversible encodings and dataset loaders."""

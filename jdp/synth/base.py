@@ -1,0 +1,396 @@
+"""The synthesizer protocol, the fitted model, the registry, save/load and the estimator layer.
+
+How a method plugs in
+=====================
+
+A method lives in ``jdp/synth/<name>.py`` (the registry name with ``-`` written ``_``: the
+method ``"pca-gauss"`` lives in ``jdp/synth/pca_gauss.py``) and registers itself when that
+module is imported::
+
+    @dataclass(frozen=True, kw_only=True)
+    class MyConfig:                    # JSON-serialisable fields, ALL with defaults,
+        bins: int = 32                 # validated in __post_init__
+        ...
+
+    def fit(key: jax.Array, data: Table, budget: PrivacyBudget, config: MyConfig) -> FittedModel:
+        ...
+    def sample(key: jax.Array, model: FittedModel, n: int) -> pd.DataFrame:
+        ...
+
+    register(Method(name="my-method", config_cls=MyConfig, fit=fit, sample=sample,
+                    description="one line for `jdp fit --help`"))
+
+    class MyMethod(Synthesizer):       # the scikit-learn-style class, exported from jdp
+        method = "my-method"
+
+What ``fit`` receives
+---------------------
+* ``key`` -- a JAX PRNG key (typed ``jax.random.key`` or legacy ``PRNGKey``). numpy methods
+  turn it into a generator with :func:`numpy_rng`.
+* ``data`` -- a :class:`jdp.data.schema.Table`: ``data.frame`` is a pandas DataFrame whose
+  columns are exactly ``data.schema.names`` in schema order, already checked (no NaN/inf,
+  no unseen category) and clipped to the public bounds; numeric columns are float64
+  (continuous) or int64 (integer), categorical columns hold the schema's category labels.
+  ``data.schema`` says which columns are continuous / integer / categorical and which one is
+  the target (``data.schema.target``, may be ``None``). To get arrays, build an encoder from
+  the schema alone -- e.g. ``TableEncoder(data.schema, continuous_range=(-1, 1))`` in
+  :mod:`jdp.data.transforms` (min-max to bounds, one-hot categoricals, column spans,
+  unit-norm rows) -- so no encoder state is read off the data.
+* ``budget`` -- the :class:`accounting.PrivacyBudget` to meet; ``fit_model`` checks after the
+  fit that the model's ledger does not exceed it.
+* ``config`` -- an instance of the method's ``config_cls``.
+
+``len(data)`` (the row count) is private under add/remove neighbours: a method may use it
+inside a mechanism whose analysis covers it, never copy it into the model.
+
+What ``fit`` returns: a :class:`FittedModel` whose ``params`` is a nested ``dict`` of numpy
+(or JAX) arrays -- only values released by mechanisms, or computed from them and from public
+inputs -- whose ``ledger`` records every event spent, and whose ``schema``, ``config`` and
+``budget`` are the public inputs. ``sample`` is post-processing: it may read only the model
+and must return a DataFrame with the schema's columns, decoded to the user's labels
+(``TableEncoder.decode`` does this).
+
+Saving writes ``params.npz`` (arrays, loaded with ``allow_pickle=False``) and ``model.json``
+(method, config, schema, budget, ledger); nothing executable is stored.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+import secrets
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import jax
+import numpy as np
+import pandas as pd
+
+from accounting import PrivacyBudget, PrivacyLedger
+from accounting._validate import check_count
+from jdp.data.schema import Schema, Table
+
+FORMAT_VERSION = 1
+PARAMS_FILE = "params.npz"
+MODEL_FILE = "model.json"
+_SEP = "/"
+
+Params = Mapping[str, Any]  # nested dict of arrays
+FitFn = Callable[[jax.Array, Table, PrivacyBudget, Any], "FittedModel"]
+SampleFn = Callable[[jax.Array, "FittedModel", int], pd.DataFrame]
+
+
+class DeltaWarning(UserWarning):
+    """``delta >= 1/n``: a mechanism at this delta may release a record outright."""
+
+
+# -- keys ----------------------------------------------------------------------------------
+
+
+def key_from_seed(seed: int | None) -> jax.Array:
+    """A JAX key from ``seed``, or from fresh OS entropy when ``seed is None``.
+
+    A fixed seed is for research reproducibility only: a real release must not use one.
+    """
+    if seed is None:
+        seed = secrets.randbits(63)
+    check_count("seed", seed)
+    return jax.random.key(seed)
+
+
+def numpy_rng(key: jax.Array) -> np.random.Generator:
+    """A numpy generator seeded from all the bits of a JAX key (typed or legacy)."""
+    if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):
+        key = jax.random.key_data(key)
+    return np.random.default_rng(np.asarray(key, dtype=np.uint32).ravel().tolist())
+
+
+# -- the fitted model ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FittedModel:
+    """A fitted synthesizer: released parameters plus the public inputs and the ledger."""
+
+    method: str
+    params: Params
+    schema: Schema
+    config: Any
+    budget: PrivacyBudget
+    ledger: PrivacyLedger
+
+    def epsilon(self, delta: float | None = None) -> float:
+        """The epsilon the ledger composes to at ``delta`` (default: the budget's delta)."""
+        return self.ledger.epsilon(self.budget.delta if delta is None else delta)
+
+    def privacy_statement(self) -> str:
+        return self.ledger.report(self.budget.delta)
+
+
+# -- registry ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Method:
+    """A registered synthesizer: its name, config class and pure ``fit``/``sample``."""
+
+    name: str
+    config_cls: type
+    fit: FitFn
+    sample: SampleFn
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if not dataclasses.is_dataclass(self.config_cls):
+            raise TypeError(f"method {self.name!r}: config_cls must be a dataclass")
+
+    def make_config(self, config: Any = None, **overrides: Any) -> Any:
+        """``config`` (or the default config) with ``overrides`` replaced."""
+        if config is None:
+            config = self.config_cls()
+        if not isinstance(config, self.config_cls):
+            raise TypeError(
+                f"method {self.name!r} expects a {self.config_cls.__name__}, "
+                f"got {type(config).__name__}"
+            )
+        return dataclasses.replace(config, **overrides) if overrides else config
+
+
+_REGISTRY: dict[str, Method] = {}
+
+
+def register(method: Method) -> Method:
+    """Add ``method`` to the registry (re-registering the same name replaces it)."""
+    _REGISTRY[method.name] = method
+    return method
+
+
+def get_method(name: str) -> Method:
+    """The registered method ``name``, importing ``jdp.synth.<name>`` on first use."""
+    if name not in _REGISTRY:
+        module = f"jdp.synth.{name.replace('-', '_')}"
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+    if name not in _REGISTRY:
+        raise ValueError(f"unknown synthesizer {name!r}; available: {available_methods()}")
+    return _REGISTRY[name]
+
+
+def available_methods() -> list[str]:
+    """Names of all methods shipped in ``jdp.synth`` (imports each module once)."""
+    import pkgutil
+
+    import jdp.synth
+
+    for info in pkgutil.iter_modules(jdp.synth.__path__):
+        if not info.name.startswith("_") and info.name != "base":
+            importlib.import_module(f"jdp.synth.{info.name}")
+    return sorted(_REGISTRY)
+
+
+# -- the pure core, wrapped with checks ------------------------------------------------------
+
+
+def fit_model(
+    key: jax.Array,
+    method: str,
+    data: Table | pd.DataFrame,
+    budget: PrivacyBudget,
+    config: Any = None,
+    *,
+    schema: Schema | None = None,
+) -> FittedModel:
+    """Fit ``method`` under ``budget``; check the ledger meets it.
+
+    ``data`` is a :class:`Table`, or a DataFrame together with ``schema``. Warns
+    (:class:`DeltaWarning`) when ``delta >= 1/n``. Raises ``RuntimeError`` if the method's
+    ledger composes to more than ``budget.epsilon`` at ``budget.delta`` (a bug in the method).
+    """
+    m = get_method(method)
+    if not isinstance(budget, PrivacyBudget):
+        raise TypeError(f"expected a PrivacyBudget, got {type(budget).__name__}")
+    if not isinstance(data, Table):
+        if schema is None:
+            raise ValueError(
+                "a schema is required: declare one (jdp.Schema), load one (Schema.load), or use "
+                "jdp.data.dp_schema.infer_schema_dp"
+            )
+        data = schema.conform(data)
+    message = budget.delta_warning(len(data))
+    if message:
+        warnings.warn(message, DeltaWarning, stacklevel=2)
+    model = m.fit(key, data, budget, m.make_config(config))
+    spent = model.epsilon()
+    if spent > budget.epsilon * (1 + 1e-9):
+        raise RuntimeError(
+            f"method {method!r} spent epsilon={spent:.6g} at delta={budget.delta:g}, "
+            f"over the budget epsilon={budget.epsilon:g}"
+        )
+    return model
+
+
+def sample_model(key: jax.Array, model: FittedModel, n: int) -> pd.DataFrame:
+    """Draw ``n`` synthetic rows from a fitted model (post-processing: no privacy cost)."""
+    n = check_count("n", n, minimum=1)
+    out = get_method(model.method).sample(key, model, n)
+    if list(out.columns) != model.schema.names or len(out) != n:
+        raise RuntimeError(f"method {model.method!r} returned a table that does not match its schema")
+    return out
+
+
+# -- save / load ---------------------------------------------------------------------------
+
+
+def _flatten(params: Params, prefix: str = "") -> dict[str, np.ndarray]:
+    flat: dict[str, np.ndarray] = {}
+    for name, value in params.items():
+        if not isinstance(name, str) or not name or _SEP in name:
+            raise ValueError(f"parameter names must be non-empty strings without {_SEP!r}: {name!r}")
+        path = f"{prefix}{name}"
+        if isinstance(value, Mapping):
+            flat.update(_flatten(value, path + _SEP))
+        else:
+            array = np.asarray(value)
+            if array.dtype == object:
+                raise TypeError(f"parameter {path!r} is not a numeric array")
+            flat[path] = array
+    return flat
+
+
+def _unflatten(flat: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    for path, value in flat.items():
+        node = params
+        *parents, leaf = path.split(_SEP)
+        for p in parents:
+            node = node.setdefault(p, {})
+        node[leaf] = value
+    return params
+
+
+def _config_to_dict(config: Any) -> dict[str, Any]:
+    return {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
+
+
+def _config_from_dict(cls: type, data: Mapping[str, Any]) -> Any:
+    fields = {f.name for f in dataclasses.fields(cls)}
+    unknown = set(data) - fields
+    if unknown:
+        raise ValueError(f"unknown {cls.__name__} fields in saved model: {sorted(unknown)}")
+    return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
+
+
+def save(model: FittedModel, directory: str | Path) -> Path:
+    """Write ``model`` to ``directory`` as ``params.npz`` + ``model.json``; return the path."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    np.savez(directory / PARAMS_FILE, **_flatten(model.params))
+    doc = {
+        "format_version": FORMAT_VERSION,
+        "method": model.method,
+        "config": _config_to_dict(model.config),
+        "schema": model.schema.to_dict(),
+        "budget": {"epsilon": model.budget.epsilon, "delta": model.budget.delta},
+        "ledger": model.ledger.to_dict(),
+    }
+    (directory / MODEL_FILE).write_text(json.dumps(doc, indent=1) + "\n")
+    return directory
+
+
+def load(directory: str | Path) -> FittedModel:
+    """Inverse of :func:`save` (arrays loaded with ``allow_pickle=False``)."""
+    directory = Path(directory)
+    if not (directory / MODEL_FILE).is_file():
+        raise FileNotFoundError(f"no saved model in {directory} (missing {MODEL_FILE})")
+    doc = json.loads((directory / MODEL_FILE).read_text())
+    if doc.get("format_version") != FORMAT_VERSION:
+        raise ValueError(f"unsupported model format version {doc.get('format_version')!r}")
+    method = get_method(doc["method"])
+    with np.load(directory / PARAMS_FILE, allow_pickle=False) as npz:
+        flat = {name: npz[name] for name in npz.files}
+    return FittedModel(
+        method=method.name,
+        params=_unflatten(flat),
+        schema=Schema.from_dict(doc["schema"]),
+        config=_config_from_dict(method.config_cls, doc["config"]),
+        budget=PrivacyBudget(**doc["budget"]),
+        ledger=PrivacyLedger.from_dict(doc["ledger"]),
+    )
+
+
+# -- scikit-learn-style layer --------------------------------------------------------------
+
+
+class Synthesizer:
+    """Estimator-style wrapper: ``Cls(epsilon=1, delta=1e-5, schema=...).fit(df).sample(n)``.
+
+    Subclasses set ``method``. Keyword arguments other than ``epsilon``, ``delta``, ``schema``
+    and ``seed`` are fields of the method's config. ``seed=None`` (the default) draws fresh OS
+    entropy for the fit and for each ``sample`` call; a fixed seed makes fit and the sequence
+    of ``sample`` calls reproducible (research only -- never for a real release).
+
+    Attributes after ``fit``: ``model_`` (:class:`FittedModel`), ``ledger_``, ``schema_``.
+    """
+
+    method: ClassVar[str]
+
+    def __init__(
+        self,
+        *,
+        epsilon: float = 1.0,
+        delta: float = 1e-5,
+        schema: Schema | str | Path | Mapping[str, Any] | None = None,
+        seed: int | None = None,
+        **config: Any,
+    ) -> None:
+        self.budget = PrivacyBudget(epsilon=epsilon, delta=delta)
+        self.schema = _as_schema(schema)
+        self.seed = seed
+        self.config = get_method(self.method).make_config(None, **config)
+        self._key = key_from_seed(seed)
+
+    def _next_key(self) -> jax.Array:
+        self._key, sub = jax.random.split(self._key)
+        return sub
+
+    def fit(self, data: pd.DataFrame | Table) -> Synthesizer:
+        schema = data.schema if isinstance(data, Table) else self.schema
+        self.model_ = fit_model(
+            self._next_key(), self.method, data, self.budget, self.config, schema=schema
+        )
+        self.ledger_ = self.model_.ledger
+        self.schema_ = self.model_.schema
+        return self
+
+    def sample(self, n: int) -> pd.DataFrame:
+        if not hasattr(self, "model_"):
+            raise RuntimeError(f"{type(self).__name__} is not fitted yet: call fit(data) first")
+        return sample_model(self._next_key(), self.model_, n)
+
+    def save(self, directory: str | Path) -> Path:
+        if not hasattr(self, "model_"):
+            raise RuntimeError(f"{type(self).__name__} is not fitted yet: call fit(data) first")
+        return save(self.model_, directory)
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(epsilon={self.budget.epsilon:g}, delta={self.budget.delta:g}, "
+            f"config={self.config})"
+        )
+
+
+def _as_schema(schema: Schema | str | Path | Mapping[str, Any] | None) -> Schema | None:
+    if schema is None or isinstance(schema, Schema):
+        return schema
+    if isinstance(schema, Mapping):
+        return Schema.from_dict(dict(schema))
+    if isinstance(schema, (str, Path)):
+        return Schema.load(schema)
+    raise TypeError(f"expected a Schema, a dict or a JSON path, got {type(schema).__name__}")
