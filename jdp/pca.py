@@ -1,0 +1,431 @@
+"""Differentially private PCA: Analyze Gauss, Lap-PCA, and PCA from a public sample.
+
+Three ways to obtain a principal subspace for the encoding phase of P3GM and PCA-Gauss:
+
+* :func:`dp_pca_gaussian` -- "Analyze Gauss" (Dwork, Talwar, Thakurta & Zhang 2014; the
+  DP-PCA of P3GM, Sec. II-D): rows (after centring) clipped to L2 norm ``<= l2_clip_norm``,
+  symmetric Gaussian noise on the scatter matrix ``sum_i x_i x_i^T``, ``eigh``, top-k.
+* :func:`dp_pca_laplace` -- Lap-PCA of PCA-Gauss (Chanyaswad et al., Sec. VII): data inside
+  declared public per-feature bounds, symmetric Laplace noise on the centred scatter matrix,
+  pure epsilon-DP.
+* :func:`public_pca` -- components from a declared public sample, at zero privacy cost.
+
+Centring never uses the raw data mean: it is either a declared public centre, the origin
+(no centring: the second-moment matrix), or a DP mean released as its own ledger entry
+(:func:`dp_mean_gaussian`, :func:`dp_mean_laplace`). Every function returns
+``(result, ledger)`` where ``ledger`` is a :class:`accounting.ledger.PrivacyLedger` holding
+what was spent (empty for :func:`public_pca`).
+
+The released matrix is the *sum* ``sum_i (x_i - c)(x_i - c)^T`` plus noise, not the
+covariance: under add/remove-one neighbours the number of records is private, and the
+eigenvectors do not depend on the normalisation. ``PcaResult.eigenvalues`` are those of
+the released sum (clipped below at 0); divide by a public or DP count for covariance scale.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from accounting import events as ev
+from accounting._validate import check_count, check_positive
+from accounting.ledger import PrivacyLedger
+from jdp.mechanisms import clip_rows, gaussian_mechanism, laplace_mechanism
+from jdp.suffstats import check_data_matrix, chunked_sum
+
+Centre = np.ndarray | Literal["dp"] | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class PcaResult:
+    """A principal subspace.
+
+    Attributes:
+      components: ``(d, k)`` orthonormal columns, sorted by decreasing eigenvalue; each
+        column's largest-magnitude entry is positive (a deterministic sign).
+      eigenvalues: ``(k,)`` non-increasing eigenvalues of the released (noisy) scatter
+        matrix ``sum_i (x_i - c)(x_i - c)^T + E``, clipped below at 0.
+      centre: ``(d,)`` the centre ``c`` subtracted before projecting (public or DP).
+    """
+
+    components: np.ndarray
+    eigenvalues: np.ndarray
+    centre: np.ndarray
+
+    def __post_init__(self) -> None:
+        d, k = self.components.shape
+        if self.eigenvalues.shape != (k,) or self.centre.shape != (d,):
+            raise ValueError(
+                f"expected eigenvalues of shape ({k},) and centre of shape ({d},), got "
+                f"{self.eigenvalues.shape} and {self.centre.shape}"
+            )
+        for a in (self.components, self.eigenvalues, self.centre):
+            a.setflags(write=False)
+
+    def transform(self, x: np.ndarray) -> np.ndarray:
+        """Project rows of ``x`` onto the subspace: ``(x - centre) @ components``."""
+        x = check_data_matrix(x, n_cols=self.components.shape[0])
+        return (x - self.centre) @ self.components
+
+    def inverse_transform(self, y: np.ndarray) -> np.ndarray:
+        """Map projected rows back to the data space: ``y @ components^T + centre``."""
+        y = check_data_matrix(y, name="y", n_cols=self.components.shape[1])
+        return y @ self.components.T + self.centre
+
+
+def top_k_eigh(matrix: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Top-k eigenpairs of a symmetric matrix, eigenvalues non-increasing.
+
+    ``numpy.linalg.eigh`` returns ascending eigenvalues; taking its first columns (or using
+    the unsorted ``eig``, as the P3GM reference code does) selects the wrong subspace.
+    Signs are fixed so that each column's largest-magnitude entry is positive.
+    """
+    sym = (matrix + matrix.T) / 2.0
+    values, vectors = np.linalg.eigh(sym)
+    order = np.argsort(values)[::-1][:k]
+    values, vectors = values[order], vectors[:, order]
+    pivot = vectors[np.argmax(np.abs(vectors), axis=0), np.arange(k)]
+    vectors = vectors * np.where(pivot < 0, -1.0, 1.0)
+    return values, vectors
+
+
+def _check_k(k: int, x: np.ndarray) -> int:
+    k = check_count("k", k, minimum=1)
+    n, d = x.shape
+    if k > d:
+        raise ValueError(f"expected k <= number of features {d}, got k={k}")
+    if k > n:
+        raise ValueError(f"expected k <= number of records {n}, got k={k}")
+    return k
+
+
+def scatter_sum(
+    x: np.ndarray,
+    centre: np.ndarray,
+    *,
+    l2_clip_norm: float = np.inf,
+    lower: np.ndarray | None = None,
+    upper: np.ndarray | None = None,
+) -> np.ndarray:
+    """The pre-noise statistic ``sum_i y_i y_i^T`` in chunks (the exact, private value).
+
+    ``y_i = clip(x_i - centre, l2_clip_norm)`` (Analyze Gauss), or, with declared bounds,
+    ``y_i = clip_box(x_i, lower, upper) - centre`` (Lap-PCA).
+    """
+
+    def part(chunk: np.ndarray) -> np.ndarray:
+        y = chunk if lower is None else np.clip(chunk, lower, upper)
+        y = clip_rows(y - centre, l2_clip_norm)
+        return y.T @ y
+
+    return chunked_sum(part, x)
+
+
+def _result(noisy_scatter: np.ndarray, k: int, centre: np.ndarray) -> PcaResult:
+    values, vectors = top_k_eigh(noisy_scatter, k)
+    return PcaResult(components=vectors, eigenvalues=np.maximum(values, 0.0), centre=centre)
+
+
+# -- DP means --------------------------------------------------------------------------------
+
+
+def dp_mean_gaussian(
+    rng: np.random.Generator, x: np.ndarray, *, noise_multiplier: float, l2_clip_norm: float = 1.0
+) -> tuple[np.ndarray, ev.GaussianDpEvent]:
+    """DP mean of rows clipped to L2 norm ``l2_clip_norm`` (Gaussian mechanism).
+
+    Releases ``v = (sum_i clip(x_i), C * n) + N(0, (z * sqrt(2) * C)^2 I)`` in one Gaussian
+    mechanism and returns ``v[:d] / max(v[d] / C, 1)`` projected into the ball of radius
+    ``C`` (where every clipped row and hence their mean lies).
+
+    Privacy:
+      Add/remove-one: one record moves ``v`` by ``(clip(x), C)``, L2 norm
+      ``<= sqrt(C^2 + C^2) = sqrt(2) C`` (docs/privacy.md, "DP mean"). Event:
+      ``GaussianDpEvent(noise_multiplier)``.
+    """
+    x = check_data_matrix(x)
+    l2_clip_norm = check_positive("l2_clip_norm", l2_clip_norm)
+    d = x.shape[1]
+    noisy, event = gaussian_mechanism(
+        rng,
+        clipped_sum_count(x, l2_clip_norm),
+        l2_sensitivity=np.sqrt(2.0) * l2_clip_norm,
+        noise_multiplier=noise_multiplier,
+    )
+    count = max(noisy[d] / l2_clip_norm, 1.0)
+    return clip_rows(noisy[:d] / count, l2_clip_norm), event
+
+
+def dp_mean_laplace(
+    rng: np.random.Generator, x: np.ndarray, *, epsilon: float, lower: np.ndarray, upper: np.ndarray
+) -> tuple[np.ndarray, ev.LaplaceDpEvent]:
+    """Pure epsilon-DP mean of data inside the public box ``[lower, upper]`` (Laplace).
+
+    With the public midpoint ``m = (lower + upper) / 2`` and half-widths ``h``, releases
+    ``v = (sum_i (x_i - m), n) + Lap(Delta_1 / epsilon)`` and returns
+    ``m + v[:d] / max(v[d], 1)`` clipped into the box. Values outside the box are clipped
+    to it first (with a warning).
+
+    Privacy:
+      Add/remove-one: one record moves ``v`` by ``(x - m, 1)``, L1 norm
+      ``<= ||h||_1 + 1 = Delta_1`` (docs/privacy.md, "DP mean"). Event:
+      ``LaplaceDpEvent(1 / epsilon)`` (pure epsilon-DP).
+    """
+    x = check_data_matrix(x)
+    lower, upper = _check_bounds(lower, upper, x.shape[1])
+    mid, half = (lower + upper) / 2.0, (upper - lower) / 2.0
+    _warn_out_of_bounds(x, lower, upper)
+    noisy, event = laplace_mechanism(
+        rng, bounded_sum_count(x, lower, upper), l1_sensitivity=float(half.sum()) + 1.0, epsilon=epsilon
+    )
+    d = x.shape[1]
+    return np.clip(mid + noisy[:d] / max(noisy[d], 1.0), lower, upper), event
+
+
+def clipped_sum_count(x: np.ndarray, l2_clip_norm: float) -> np.ndarray:
+    """Pre-noise statistic of :func:`dp_mean_gaussian`: ``(sum_i clip(x_i, C), C * n)``."""
+    return chunked_sum(
+        lambda c: np.append(clip_rows(c, l2_clip_norm).sum(axis=0), l2_clip_norm * c.shape[0]), x
+    )
+
+
+def bounded_sum_count(x: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """Pre-noise statistic of :func:`dp_mean_laplace`: ``(sum_i (clip_box(x_i) - m), n)``."""
+    mid = (lower + upper) / 2.0
+    return chunked_sum(lambda c: np.append((np.clip(c, lower, upper) - mid).sum(axis=0), c.shape[0]), x)
+
+
+def _check_bounds(lower: object, upper: object, d: int) -> tuple[np.ndarray, np.ndarray]:
+    lower = np.broadcast_to(np.asarray(lower, dtype=np.float64), (d,)).copy()
+    upper = np.broadcast_to(np.asarray(upper, dtype=np.float64), (d,)).copy()
+    if not (np.all(np.isfinite(lower)) and np.all(np.isfinite(upper))):
+        raise ValueError("expected finite declared bounds, got NaN/inf")
+    if np.any(upper <= lower):
+        j = int(np.argmax(upper <= lower))
+        raise ValueError(
+            f"expected upper > lower for every feature, got [{lower[j]}, {upper[j]}] for feature {j} "
+            "(a zero-variance feature: drop it or declare a non-degenerate range)"
+        )
+    return lower, upper
+
+
+def _warn_out_of_bounds(x: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> None:
+    import warnings
+
+    outside = chunked_sum(lambda c: np.array(float(np.count_nonzero((c < lower) | (c > upper)))), x)
+    if outside:
+        warnings.warn(
+            f"{int(outside)} values lie outside the declared bounds and were clipped to them",
+            stacklevel=3,
+        )
+
+
+# -- DP PCA ----------------------------------------------------------------------------------
+
+
+def dp_pca_gaussian(
+    rng: np.random.Generator,
+    x: np.ndarray,
+    k: int,
+    *,
+    noise_multiplier: float,
+    centre: Centre = None,
+    mean_noise_multiplier: float | None = None,
+    l2_clip_norm: float = 1.0,
+) -> tuple[PcaResult, PrivacyLedger]:
+    """Analyze Gauss: DP principal subspace from a symmetric-Gaussian-noised scatter matrix.
+
+    ``A = sum_i y_i y_i^T`` with ``y_i = clip(x_i - c, C)``; releases ``A + E`` where ``E``
+    is symmetric with upper triangle (diagonal included) i.i.d. ``N(0, (z C^2)^2)``; returns
+    the top-k eigenvectors of the release (``eigh``, sorted descending).
+
+    Args:
+      rng: noise source.
+      x: ``(n, d)`` private data; scale it (with public knowledge) so norms are about ``C``.
+      k: number of components, ``1 <= k <= min(n, d)``.
+      noise_multiplier: ``z``; noise std on each upper-triangle entry is ``z * C^2``.
+      centre: ``None`` (origin: the second-moment matrix, as in Dwork et al.), a declared
+        public ``(d,)`` centre, or ``"dp"`` for a DP mean (:func:`dp_mean_gaussian`, its
+        own ledger entry "dp-mean").
+      mean_noise_multiplier: noise multiplier of the DP mean (default: ``noise_multiplier``).
+      l2_clip_norm: ``C``.
+
+    Returns:
+      ``(PcaResult, ledger)`` with entries ``["dp-mean",] "dp-pca"``.
+
+    Privacy:
+      Add/remove-one. Adding ``y`` changes the upper triangle of ``A`` by that of ``y y^T``,
+      whose Frobenius norm is ``sqrt((||y||^4 + sum_j y_j^4) / 2) <= ||y||^2 <= C^2``
+      (docs/privacy.md, "Analyze Gauss"). Event ``GaussianDpEvent(z)``; with
+      ``centre="dp"`` also ``GaussianDpEvent(mean_noise_multiplier)`` (the centre is then
+      public for the second release: adaptive composition).
+
+    References:
+      Dwork et al. 2014, "Analyze Gauss", Alg. 1; P3GM Sec. II-D (Eq. A + E).
+    """
+    x = check_data_matrix(x)
+    k = _check_k(k, x)
+    l2_clip_norm = check_positive("l2_clip_norm", l2_clip_norm)
+    ledger = PrivacyLedger()
+    c, ledger = _gaussian_centre(rng, x, centre, mean_noise_multiplier, noise_multiplier, l2_clip_norm, ledger)
+    noisy, event = noisy_scatter_gaussian(rng, x, c, noise_multiplier=noise_multiplier, l2_clip_norm=l2_clip_norm)
+    return _result(noisy, k, c), ledger.record("dp-pca", event)
+
+
+def noisy_scatter_gaussian(
+    rng: np.random.Generator,
+    x: np.ndarray,
+    centre: np.ndarray,
+    *,
+    noise_multiplier: float,
+    l2_clip_norm: float = 1.0,
+) -> tuple[np.ndarray, ev.GaussianDpEvent]:
+    """The Analyze-Gauss release itself: :func:`scatter_sum` plus symmetric Gaussian noise.
+
+    ``centre`` must be public (declared, or released by a DP mechanism). Upper-triangle
+    noise std ``noise_multiplier * l2_clip_norm**2``; see :func:`dp_pca_gaussian` for the
+    privacy statement. Useful on its own where the noisy second moment is the output.
+    """
+    l2_clip_norm = check_positive("l2_clip_norm", l2_clip_norm)
+    return gaussian_mechanism(
+        rng,
+        scatter_sum(x, centre, l2_clip_norm=l2_clip_norm),
+        l2_sensitivity=l2_clip_norm**2,
+        noise_multiplier=noise_multiplier,
+        symmetric=True,
+    )
+
+
+def _gaussian_centre(
+    rng: np.random.Generator,
+    x: np.ndarray,
+    centre: Centre,
+    mean_noise_multiplier: float | None,
+    noise_multiplier: float,
+    l2_clip_norm: float,
+    ledger: PrivacyLedger,
+) -> tuple[np.ndarray, PrivacyLedger]:
+    d = x.shape[1]
+    if isinstance(centre, str):
+        if centre != "dp":
+            raise ValueError(f"expected centre to be None, an array or 'dp', got {centre!r}")
+        z = noise_multiplier if mean_noise_multiplier is None else mean_noise_multiplier
+        mean, event = dp_mean_gaussian(rng, x, noise_multiplier=z, l2_clip_norm=l2_clip_norm)
+        return mean, ledger.record("dp-mean", event)
+    return _public_centre(centre, d), ledger
+
+
+def _public_centre(centre: object, d: int) -> np.ndarray:
+    if centre is None:
+        return np.zeros(d)
+    c = np.asarray(centre, dtype=np.float64)
+    if c.shape != (d,):
+        raise ValueError(f"expected centre of shape ({d},), got {c.shape}")
+    if not np.all(np.isfinite(c)):
+        raise ValueError("expected a finite centre, got NaN/inf")
+    return c
+
+
+def dp_pca_laplace(
+    rng: np.random.Generator,
+    x: np.ndarray,
+    k: int,
+    *,
+    epsilon: float,
+    lower: np.ndarray | float,
+    upper: np.ndarray | float,
+    centre: np.ndarray | Literal["dp", "midpoint"] = "midpoint",
+    mean_epsilon: float | None = None,
+) -> tuple[PcaResult, PrivacyLedger]:
+    """Lap-PCA (PCA-Gauss Sec. VII): pure epsilon-DP PCA of data in declared public bounds.
+
+    With centre ``c`` and ``r_j = max(upper_j - c_j, c_j - lower_j)`` (the largest possible
+    ``|x_j - c_j|``), releases ``S + L`` where ``S = sum_i (x_i - c)(x_i - c)^T`` and ``L``
+    is symmetric with upper triangle i.i.d. ``Laplace(Delta_1 / epsilon)``,
+    ``Delta_1 = (||r||_1^2 + ||r||_2^2) / 2``; returns the top-k eigenvectors.
+
+    Args:
+      rng: noise source.
+      x: ``(n, d)`` private data; values outside ``[lower, upper]`` are clipped (warning).
+      k: number of components.
+      epsilon: budget of the covariance release.
+      lower, upper: declared public per-feature bounds (scalars broadcast); ``upper > lower``.
+      centre: ``"midpoint"`` (public, the default, free), a declared public ``(d,)`` centre,
+        or ``"dp"`` for a DP mean (:func:`dp_mean_laplace`, entry "dp-mean").
+      mean_epsilon: budget of the DP mean (default ``epsilon``).
+
+    Returns:
+      ``(PcaResult, ledger)`` with entries ``["dp-mean",] "lap-pca"``, all Laplace.
+
+    Privacy:
+      Add/remove-one: adding ``x`` changes the upper triangle of ``S`` by that of
+      ``(x - c)(x - c)^T``, L1 norm ``sum_{j<=l} |x_j - c_j||x_l - c_l| <= Delta_1``
+      (docs/privacy.md, "Lap-PCA"). Event ``LaplaceDpEvent(1 / epsilon)``: pure epsilon-DP
+      (plus ``mean_epsilon`` for a DP centre). The paper adds i.i.d. noise to all ``d^2``
+      entries and normalises by ``n`` under replace-one (docs/errata.md).
+
+    References:
+      Chanyaswad, Liu & Mittal, PCA-Gauss, Sec. V-B1 (Prop. 3) and Sec. VII (Thm. 7).
+    """
+    x = check_data_matrix(x)
+    k = _check_k(k, x)
+    epsilon = check_positive("epsilon", epsilon)
+    lower, upper = _check_bounds(lower, upper, x.shape[1])
+    ledger = PrivacyLedger()
+    if isinstance(centre, str) and centre == "dp":
+        c, event = dp_mean_laplace(rng, x, epsilon=epsilon if mean_epsilon is None else mean_epsilon, lower=lower, upper=upper)
+        ledger = ledger.record("dp-mean", event)
+    elif isinstance(centre, str):
+        if centre != "midpoint":
+            raise ValueError(f"expected centre to be an array, 'midpoint' or 'dp', got {centre!r}")
+        c = (lower + upper) / 2.0
+    else:
+        c = _public_centre(centre, x.shape[1])
+    _warn_out_of_bounds(x, lower, upper)
+    noisy, event = noisy_scatter_laplace(rng, x, c, epsilon=epsilon, lower=lower, upper=upper)
+    return _result(noisy, k, c), ledger.record("lap-pca", event)
+
+
+def noisy_scatter_laplace(
+    rng: np.random.Generator,
+    x: np.ndarray,
+    centre: np.ndarray,
+    *,
+    epsilon: float,
+    lower: np.ndarray,
+    upper: np.ndarray,
+) -> tuple[np.ndarray, ev.LaplaceDpEvent]:
+    """The Lap-PCA release itself: bounded :func:`scatter_sum` plus symmetric Laplace noise.
+
+    ``centre`` must be public. Upper-triangle noise scale ``Delta_1 / epsilon`` with
+    ``Delta_1 = lap_pca_l1_sensitivity(max(upper - centre, centre - lower))``; see
+    :func:`dp_pca_laplace`.
+    """
+    r = np.maximum(upper - centre, centre - lower)
+    return laplace_mechanism(
+        rng,
+        scatter_sum(x, centre, lower=lower, upper=upper),
+        l1_sensitivity=lap_pca_l1_sensitivity(r),
+        epsilon=epsilon,
+        symmetric=True,
+    )
+
+
+def lap_pca_l1_sensitivity(radius: np.ndarray) -> float:
+    """``(||r||_1^2 + ||r||_2^2) / 2``: the L1 norm of the upper triangle of ``r r^T``."""
+    r = np.asarray(radius, dtype=np.float64)
+    return float((r.sum() ** 2 + (r**2).sum()) / 2.0)
+
+
+def public_pca(x_public: np.ndarray, k: int, *, centre: np.ndarray | None = None) -> tuple[PcaResult, PrivacyLedger]:
+    """PCA of a declared *public* sample: zero privacy cost (empty ledger).
+
+    Only pass data that is genuinely public (e.g. a released reference set): nothing here
+    is noised. ``centre`` defaults to the public sample's own mean.
+    """
+    x_public = check_data_matrix(x_public, name="x_public")
+    k = _check_k(k, x_public)
+    c = x_public.mean(axis=0) if centre is None else _public_centre(centre, x_public.shape[1])
+    return _result(scatter_sum(x_public, c), k, c), PrivacyLedger()
