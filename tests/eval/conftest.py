@@ -23,3 +23,9 @@ def tables() -> tuple[pd.DataFrame, pd.DataFrame]:
     """(train, test) drawn from the same distribution with a fixed seed."""
     rng = np.random.default_rng(20240521)
     return make_table(rng, 1500), make_table(rng, 1000)
+
+
+@pytest.fixture
+def table_factory():
+    """:func:`make_table`, for tests that draw further samples of the same law."""
+    return make_table
