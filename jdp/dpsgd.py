@@ -1,0 +1,394 @@
+"""DP-SGD in JAX: per-example clipping, one Gaussian noise draw, optax composition.
+
+**Loss signature.** Losses are written for ONE example (DESIGN.md §3)::
+
+    loss_fn(params, example, key) -> scalar                # has_aux=False
+    loss_fn(params, example, key) -> (scalar, aux)         # has_aux=True
+
+``example`` is one row of the data pytree (the batch axis removed) and ``key`` is a
+per-example PRNG key (for a VAE's reparameterisation, dropout, ...). Models with state that
+is NOT computed from private data (an RBM's persistent chains) pass it as a fourth argument
+through :func:`make_dp_step` / :func:`jdp.train.train`.
+
+**The step** (Abadi et al. 2016; P3GM II-D; dp-GAN Alg. 1; DPGM Alg. 4) on a padded batch
+``x_1..x_B`` with mask ``m_i``::
+
+    g_i   = grad loss(params, x_i, k_i)                 per example
+    ĝ_i   = g_i * min(1, C / ||g_i||_2)                 global L2 norm over the whole pytree
+    S     = sum_i m_i ĝ_i                                padded rows contribute exactly 0
+    ḡ     = (S + N(0, (z C)^2 I)) / E[|batch|]          noise once; expected batch size q n
+
+Two ways to ``S`` give the same result (tested): the **general** path, ``vmap(grad)`` over
+memory-bounded micro-batches in ``lax.scan`` (any loss: LSTMs, gradient penalties, RBMs), and
+the **ghost** path of :mod:`jdp.ghost_clipping` (dense/embedding/conv layers: per-example
+norms without per-example gradients). ``method="auto"`` picks ghost when it applies.
+
+**Per-layer clipping.** ``l2_clip_norm`` may be a pytree of per-leaf bounds ``C_l`` (see
+:func:`per_layer_clip_norms`); each leaf is clipped to its own bound and the sum's L2
+sensitivity is ``sqrt(sum_l C_l^2)``, which the noise uses.
+
+Privacy:
+    Add/remove-one neighbours. ``S`` changes by at most one clipped gradient, so its L2
+    sensitivity is ``C`` (or ``sqrt(sum_l C_l^2)``). With Poisson sampling at rate ``q``
+    and noise std ``z C`` each step is ``PoissonSampledDpEvent(q, GaussianDpEvent(z))``;
+    ``T`` steps self-compose (:func:`dpsgd_event`). Dividing by the *expected* batch size
+    ``q n`` (public) is post-processing; dividing by the actual size would release a
+    data-dependent quantity (see docs/privacy.md).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any, Literal, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from accounting._validate import check_count, check_nonnegative, check_positive
+
+Params = Any
+LossFn = Callable[..., Any]
+Method = Literal["auto", "general", "ghost"]
+
+
+class ClippedSum(NamedTuple):
+    """The sum of clipped per-example gradients and the L2 sensitivity that bounds it."""
+
+    grads: Params
+    l2_sensitivity: jax.Array
+
+
+class StepInfo(NamedTuple):
+    """Per-example diagnostics of one clipped sum (derived from private data: NOT private)."""
+
+    norms: jax.Array
+    aux: Any
+
+
+# -- validation ------------------------------------------------------------------------------
+def check_clip_norm(l2_clip_norm: Any) -> Any:
+    """Validate a global bound (float > 0, inf allowed) or a pytree of per-leaf bounds."""
+    leaves = jax.tree_util.tree_leaves(l2_clip_norm)
+    if not leaves:
+        raise ValueError("expected l2_clip_norm to be a number or a non-empty pytree of numbers")
+    for leaf in leaves:
+        check_positive("l2_clip_norm", float(leaf), allow_inf=True)
+    return l2_clip_norm
+
+
+def check_batch(batch: Any, mask: jax.Array | None = None) -> int:
+    """Check that every leaf of ``batch`` has the same leading (batch) axis; return its size."""
+    leaves = jax.tree_util.tree_leaves(batch)
+    if not leaves:
+        raise ValueError("expected a non-empty data pytree")
+    sizes = set()
+    for leaf in leaves:
+        if jnp.ndim(leaf) == 0:
+            raise ValueError(
+                "expected every data leaf to have a leading batch axis, got a scalar; "
+                "wrap a single example as x[None]"
+            )
+        sizes.add(jnp.shape(leaf)[0])
+    if len(sizes) != 1:
+        raise ValueError(f"expected all data leaves to share one batch size, got {sorted(sizes)}")
+    (size,) = sizes
+    if mask is not None and jnp.shape(mask) != (size,):
+        raise ValueError(f"expected mask of shape ({size},), got {jnp.shape(mask)}")
+    return size
+
+
+def per_layer_clip_norms(params: Params, l2_clip_norm: float) -> Params:
+    """Split a total bound ``C`` equally over the ``L`` leaves: ``C_l = C / sqrt(L)``.
+
+    The per-layer sensitivity ``sqrt(sum_l C_l^2)`` then equals ``C``.
+    """
+    c = check_positive("l2_clip_norm", l2_clip_norm)
+    leaves = jax.tree_util.tree_leaves(params)
+    return jax.tree_util.tree_map(lambda _: c / math.sqrt(len(leaves)), params)
+
+
+def is_per_layer(l2_clip_norm: Any) -> bool:
+    """True for a pytree of per-leaf bounds, False for one global bound (a scalar)."""
+    return not jax.tree_util.treedef_is_leaf(jax.tree_util.tree_structure(l2_clip_norm))
+
+
+def l2_sensitivity(l2_clip_norm: Any) -> jax.Array:
+    """``C`` for a global bound, ``sqrt(sum_l C_l^2)`` for per-leaf bounds (jit-safe)."""
+    if not is_per_layer(l2_clip_norm):
+        return jnp.asarray(l2_clip_norm, jnp.float32)
+    leaves = jax.tree_util.tree_leaves(l2_clip_norm)
+    return jnp.sqrt(sum(jnp.square(jnp.asarray(c, jnp.float32)) for c in leaves))
+
+
+# -- clipping --------------------------------------------------------------------------------
+def clip_factor(norm: jax.Array, bound: jax.Array | float) -> jax.Array:
+    """``min(1, C / norm)``, equal to 1 for ``norm <= C`` (including ``norm = 0``, ``C = inf``)."""
+    return jnp.where(norm > bound, bound / jnp.where(norm > bound, norm, 1.0), 1.0)
+
+
+def leaf_sq_norms(grads: Params) -> list[jax.Array]:
+    """Squared L2 norm of each leaf of a per-example gradient pytree (leading axis kept)."""
+    return [
+        jnp.sum(jnp.square(g).reshape(g.shape[0], -1), axis=1) for g in jax.tree_util.tree_leaves(grads)
+    ]
+
+
+def clip_weights(sq_norms: list[jax.Array], l2_clip_norm: Any, treedef: Any) -> list[jax.Array]:
+    """Per-example, per-leaf scale factors from per-leaf squared norms.
+
+    Global clipping gives every leaf the factor ``min(1, C / ||g_i||)`` of the whole pytree;
+    per-layer clipping gives leaf ``l`` the factor ``min(1, C_l / ||g_{i,l}||)``.
+    """
+    if is_per_layer(l2_clip_norm):
+        bounds = treedef.flatten_up_to(l2_clip_norm)
+        return [clip_factor(jnp.sqrt(s), c) for s, c in zip(sq_norms, bounds, strict=True)]
+    factor = clip_factor(jnp.sqrt(sum(sq_norms)), l2_clip_norm)
+    return [factor] * len(sq_norms)
+
+
+def _example_grad_fn(loss_fn: LossFn, has_aux: bool) -> Callable:
+    def one(params: Params, example: Any, key: jax.Array) -> tuple[Params, Any]:
+        if has_aux:
+            (_, aux), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, example, key)
+        else:
+            grads, aux = jax.grad(loss_fn)(params, example, key), None
+        return grads, aux
+
+    return jax.vmap(one, in_axes=(None, 0, 0))
+
+
+def per_example_grads(
+    loss_fn: LossFn, params: Params, batch: Any, keys: jax.Array, *, has_aux: bool = False
+) -> tuple[Params, Any]:
+    """``vmap(grad(loss_fn))``: per-example gradients with a leading batch axis (and aux)."""
+    return _example_grad_fn(loss_fn, has_aux)(params, batch, keys)
+
+
+def _chunked(tree: Any, microbatch_size: int) -> Any:
+    return jax.tree_util.tree_map(
+        lambda x: x.reshape((x.shape[0] // microbatch_size, microbatch_size) + x.shape[1:]), tree
+    )
+
+
+def _unchunked(tree: Any) -> Any:
+    return jax.tree_util.tree_map(lambda x: x.reshape((-1,) + x.shape[2:]), tree)
+
+
+def clipped_sum_general(
+    loss_fn: LossFn,
+    params: Params,
+    batch: Any,
+    mask: jax.Array,
+    keys: jax.Array,
+    *,
+    l2_clip_norm: Any,
+    has_aux: bool = False,
+    microbatch_size: int | None = None,
+) -> tuple[ClippedSum, StepInfo]:
+    """General path: ``vmap(grad)`` per micro-batch inside ``lax.scan``; peak memory holds
+    one micro-batch of per-example gradients (``microbatch_size x |params|``)."""
+    size = mask.shape[0]
+    m = size if microbatch_size is None else min(microbatch_size, size)
+    if size % m:
+        raise ValueError(f"expected the padded batch ({size}) to be a multiple of microbatch_size ({m})")
+    grad_fn = _example_grad_fn(loss_fn, has_aux)
+    leaves, treedef = jax.tree_util.tree_flatten(params)
+
+    def body(acc: list[jax.Array], chunk: tuple) -> tuple[list[jax.Array], tuple]:
+        x, k, mk = chunk
+        grads, aux = grad_fn(params, x, k)
+        g_leaves = treedef.flatten_up_to(grads)
+        sq = leaf_sq_norms(grads)
+        weights = clip_weights(sq, l2_clip_norm, treedef)
+        new = [
+            a + jnp.sum(jnp.where(mk[:, None], w[:, None] * g.reshape(m, -1), 0.0), 0).reshape(a.shape)
+            for a, g, w in zip(acc, g_leaves, weights, strict=True)
+        ]
+        return new, (jnp.where(mk, jnp.sqrt(sum(sq)), 0.0), aux)
+
+    init = [jnp.zeros_like(p) for p in leaves]
+    acc, (norms, aux) = jax.lax.scan(body, init, (_chunked(batch, m), _chunked(keys, m), _chunked(mask, m)))
+    return ClippedSum(treedef.unflatten(acc), l2_sensitivity(l2_clip_norm)), StepInfo(_unchunked(norms), _unchunked(aux))
+
+
+def clipped_grad_sum(
+    loss_fn: LossFn,
+    params: Params,
+    batch: Any,
+    mask: jax.Array,
+    keys: jax.Array,
+    *,
+    l2_clip_norm: Any,
+    has_aux: bool = False,
+    microbatch_size: int | None = None,
+    method: Method = "general",
+) -> tuple[ClippedSum, StepInfo]:
+    """Sum of per-example clipped gradients over the unmasked rows, by either path.
+
+    ``method="ghost"`` requires a loss accepted by :func:`jdp.ghost_clipping.supports`;
+    ``"auto"`` must be resolved beforehand with :func:`jdp.ghost_clipping.choose_method`
+    (it needs example shapes, which :func:`make_dp_step` has).
+    """
+    if method == "ghost":
+        from jdp.ghost_clipping import clipped_sum_ghost
+
+        return clipped_sum_ghost(
+            loss_fn, params, batch, mask, keys, l2_clip_norm=l2_clip_norm, has_aux=has_aux
+        )
+    if method != "general":
+        raise ValueError(f"expected method in ('general', 'ghost') here, got {method!r}")
+    return clipped_sum_general(
+        loss_fn,
+        params,
+        batch,
+        mask,
+        keys,
+        l2_clip_norm=l2_clip_norm,
+        has_aux=has_aux,
+        microbatch_size=microbatch_size,
+    )
+
+
+# -- noise: the optax transformation ---------------------------------------------------------
+class DPAggregateState(NamedTuple):
+    """State of :func:`dp_aggregate`: the noise key (split on every update) and a step count."""
+
+    key: jax.Array
+    count: jax.Array
+
+
+def gaussian_noise_like(key: jax.Array, tree: Params, std: jax.Array) -> Params:
+    """Independent ``N(0, std^2)`` for every coordinate of ``tree``."""
+    leaves, treedef = jax.tree_util.tree_flatten(tree)
+    keys = jax.random.split(key, len(leaves))
+    return treedef.unflatten(
+        [std * jax.random.normal(k, x.shape, x.dtype) for k, x in zip(keys, leaves, strict=True)]
+    )
+
+
+def dp_aggregate(
+    key: jax.Array, *, noise_multiplier: float, expected_batch_size: float
+) -> optax.GradientTransformation:
+    """Gaussian mechanism on a :class:`ClippedSum`, then normalisation by ``E[|batch|]``.
+
+    ``update(ClippedSum(S, Δ), state) -> (S + N(0, (z Δ)^2 I)) / expected_batch_size``.
+    Put it first in ``optax.chain(dp_aggregate(...), optax.adam(...))``; the chain's
+    ``update`` then takes the clipped sum in place of a gradient.
+
+    Args:
+        key: PRNG key kept in the state and split at every update (never reused).
+        noise_multiplier: ``z >= 0``; the noise std is ``z`` times the sum's sensitivity.
+        expected_batch_size: ``q n`` for Poisson sampling, ``L`` for fixed-size batches.
+
+    Privacy:
+        Gaussian mechanism with noise multiplier ``z`` on a sum of L2 sensitivity ``Δ``
+        (add/remove one): ``GaussianDpEvent(z)`` per application, before subsampling.
+    """
+    z = check_nonnegative("noise_multiplier", noise_multiplier)
+    n = check_positive("expected_batch_size", expected_batch_size)
+
+    def init(params: Params) -> DPAggregateState:
+        del params
+        return DPAggregateState(key, jnp.zeros((), jnp.int32))
+
+    def update(updates: ClippedSum, state: DPAggregateState, params: Params = None) -> tuple:
+        del params
+        if not isinstance(updates, ClippedSum):
+            raise TypeError(f"expected a ClippedSum, got {type(updates).__name__}")
+        next_key, noise_key = jax.random.split(state.key)
+        noise = gaussian_noise_like(noise_key, updates.grads, z * updates.l2_sensitivity)
+        out = jax.tree_util.tree_map(lambda s, e: (s + e) / n, updates.grads, noise)
+        return out, DPAggregateState(next_key, state.count + 1)
+
+    return optax.GradientTransformation(init, update)
+
+
+# -- the jitted step -------------------------------------------------------------------------
+def _bind_state(loss_fn: LossFn, model_state: Any) -> LossFn:
+    if model_state is None:
+        return loss_fn
+    return lambda p, x, k: loss_fn(p, x, k, model_state)
+
+
+def make_dp_step(
+    loss_fn: LossFn,
+    optimizer: optax.GradientTransformation,
+    *,
+    l2_clip_norm: Any,
+    has_aux: bool = False,
+    microbatch_size: int | None = None,
+    method: Method = "general",
+    with_model_state: bool = False,
+) -> Callable:
+    """A jitted DP-SGD step ``step(params, opt_state, batch, mask, key[, model_state])``.
+
+    ``optimizer`` must start with :func:`dp_aggregate` (it receives a :class:`ClippedSum`).
+    Returns ``(params, opt_state, info)``. ``method`` is ``"general"`` or ``"ghost"``
+    (resolve ``"auto"`` with :func:`jdp.ghost_clipping.choose_method`). ``l2_clip_norm``
+    is static here; for schedules pass it per call through :func:`make_clipped_sum_fn`.
+    """
+    check_clip_norm(l2_clip_norm)
+
+    def step(params, opt_state, batch, mask, key, model_state=None):
+        keys = jax.random.split(key, mask.shape[0])
+        clipped, info = clipped_grad_sum(
+            _bind_state(loss_fn, model_state),
+            params,
+            batch,
+            mask,
+            keys,
+            l2_clip_norm=l2_clip_norm,
+            has_aux=has_aux,
+            microbatch_size=microbatch_size,
+            method=method,
+        )
+        updates, opt_state = optimizer.update(clipped, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state, info
+
+    if not with_model_state:
+        return jax.jit(lambda p, o, b, m, k: step(p, o, b, m, k))
+    return jax.jit(step)
+
+
+def make_clipped_sum_fn(
+    loss_fn: LossFn,
+    *,
+    has_aux: bool = False,
+    microbatch_size: int | None = None,
+    method: Method = "general",
+) -> Callable:
+    """Jitted ``f(params, batch, mask, key, l2_clip_norm, model_state) -> (ClippedSum, info)``
+    with the clip norm as a traced argument (schedules, overflow accumulation)."""
+
+    def f(params, batch, mask, key, l2_clip_norm, model_state=None):
+        keys = jax.random.split(key, mask.shape[0])
+        return clipped_grad_sum(
+            _bind_state(loss_fn, model_state),
+            params,
+            batch,
+            mask,
+            keys,
+            l2_clip_norm=l2_clip_norm,
+            has_aux=has_aux,
+            microbatch_size=microbatch_size,
+            method=method,
+        )
+
+    return jax.jit(f)
+
+
+def add_clipped_sums(a: ClippedSum, b: ClippedSum) -> ClippedSum:
+    """Gradient accumulation: sums add, the sensitivity of one logical step stays the same."""
+    return ClippedSum(jax.tree_util.tree_map(jnp.add, a.grads, b.grads), a.l2_sensitivity)
+
+
+def dpsgd_event(
+    noise_multiplier: float, sampling_prob: float, steps: int, **kwargs: Any
+) -> Any:
+    """The ledger event of ``steps`` DP-SGD steps (delegates to :mod:`accounting.events`)."""
+    from accounting.events import dpsgd_event as event
+
+    check_count("steps", steps, minimum=1)
+    return event(noise_multiplier, sampling_prob, steps, **kwargs)
