@@ -298,7 +298,17 @@ def _conform_categorical(col: Column, series: pd.Series) -> np.ndarray:
         raise ValueError(
             f"column {col.name!r} has {len(unseen)} value(s) outside its declared domain: {shown}"
         )
-    return values
+    return typed_labels(col, values)
+
+
+def typed_labels(column: Column, values: np.ndarray) -> np.ndarray:
+    """Category labels as the array type of their domain: bool, int64, or object (str)."""
+    first = column.categories[0]
+    if isinstance(first, bool):
+        return np.asarray(values, dtype=object).astype(bool)
+    if isinstance(first, int):
+        return np.asarray(values, dtype=object).astype(np.int64)
+    return np.asarray(values, dtype=object)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,270 @@
+"""Reversible encodings between a schema-conforming table and a numeric matrix.
+
+Every encoder here is a function of the public :class:`~jdp.data.schema.Schema` and of
+options alone; it reads nothing off the data, so building one costs no privacy and two
+neighbouring datasets get the identical encoder.
+
+Layout of an encoded row (``TableEncoder.spans``), one span per column in schema order:
+
+* numeric column ``x`` in ``[lo, hi]`` -> one coordinate
+  ``a + (b - a) (x - lo) / (hi - lo)`` in ``continuous_range = [a, b]`` (min-max to the
+  declared bounds; values outside were clipped by :meth:`Schema.conform`, with a counted
+  warning);
+* categorical column with ``K`` categories -> ``K`` coordinates, the one-hot vector of its
+  category (a softmax head in a generator: :func:`apply_output_activations`).
+
+With ``unit_norm=True`` each row is divided by the public constant
+``row_norm_bound = sqrt(sum_numeric max(a^2, b^2) + n_categorical)``, the largest L2 norm an
+encoded row can have, so every row has L2 norm <= 1 (what DP-PCA, DP-EM and similar
+mechanisms assume) and the scaling is exactly invertible (a data-dependent normalisation
+``x / ||x||`` would not be).
+
+Decoding maps numeric coordinates back (clipped into the range; integers rounded), and each
+categorical span to the category of its largest coordinate (argmax), so it accepts a
+generator's softmax output or a noisy one-hot as well as an exact one. For in-bound data,
+``decode(encode(t))`` returns ``t`` exactly for integer and categorical columns and to within
+a few floating-point ulps for continuous ones.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, Literal
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+
+from jdp.data.schema import Column, Schema, Table, typed_labels
+
+Activation = Literal["sigmoid", "tanh", "identity", "softmax"]
+
+
+@dataclass(frozen=True)
+class Span:
+    """Coordinates ``[start, stop)`` of one column in an encoded row."""
+
+    name: str
+    kind: str
+    start: int
+    stop: int
+    activation: Activation
+
+    @property
+    def size(self) -> int:
+        return self.stop - self.start
+
+
+def category_index(column: Column, values: np.ndarray | pd.Series) -> np.ndarray:
+    """Positions of ``values`` in ``column.categories`` (int64); raises on an unseen value."""
+    lookup = {c: i for i, c in enumerate(column.categories)}
+    values = np.asarray(values, dtype=object)
+    try:
+        return np.fromiter((lookup[v] for v in values), dtype=np.int64, count=len(values))
+    except KeyError as exc:
+        raise ValueError(
+            f"column {column.name!r} has a value outside its declared domain: {exc.args[0]!r}"
+        ) from None
+
+
+def category_labels(column: Column, index: np.ndarray) -> np.ndarray:
+    """Inverse of :func:`category_index`, as an array of the categories' own type."""
+    return typed_labels(column, np.asarray(column.categories, dtype=object)[np.asarray(index, dtype=np.int64)])
+
+
+def _numeric_activation(lo: float, hi: float) -> Activation:
+    if (lo, hi) == (0.0, 1.0):
+        return "sigmoid"
+    if (lo, hi) == (-1.0, 1.0):
+        return "tanh"
+    return "identity"
+
+
+@dataclass(frozen=True)
+class TableEncoder:
+    """Min-max + one-hot encoder built from a public schema (see the module docstring).
+
+    Args:
+      schema: the public schema.
+      continuous_range: the interval ``[a, b]`` numeric columns are mapped onto.
+      unit_norm: divide rows by :attr:`row_norm_bound` so every row has L2 norm <= 1.
+      exclude_target: leave the target column out of the matrix (encode it with
+        :meth:`encode_target`; give its codes back to :meth:`decode`).
+    """
+
+    schema: Schema
+    continuous_range: tuple[float, float] = (0.0, 1.0)
+    unit_norm: bool = False
+    exclude_target: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.schema, Schema):
+            raise TypeError(f"expected a Schema, got {type(self.schema).__name__}")
+        a, b = (float(v) for v in self.continuous_range)
+        if not (math.isfinite(a) and math.isfinite(b) and a < b):
+            raise ValueError(f"expected continuous_range (a, b) with a < b, got {self.continuous_range}")
+        object.__setattr__(self, "continuous_range", (a, b))
+        if self.exclude_target and self.schema.target is None:
+            raise ValueError("exclude_target=True needs a schema with a target column")
+        if not self.columns:
+            raise ValueError("nothing to encode: the schema has no column besides the target")
+
+    # -- layout -----------------------------------------------------------------------------
+    @cached_property
+    def columns(self) -> tuple[Column, ...]:
+        skip = self.schema.target if self.exclude_target else None
+        return tuple(c for c in self.schema.columns if c.name != skip)
+
+    @cached_property
+    def spans(self) -> tuple[Span, ...]:
+        spans, start = [], 0
+        numeric_act = _numeric_activation(*self.continuous_range)
+        for col in self.columns:
+            size = 1 if col.is_numeric else len(col.categories)
+            act: Activation = numeric_act if col.is_numeric else "softmax"
+            spans.append(Span(col.name, col.kind, start, start + size, act))
+            start += size
+        return tuple(spans)
+
+    @property
+    def width(self) -> int:
+        return self.spans[-1].stop
+
+    @cached_property
+    def row_norm_bound(self) -> float:
+        """The largest L2 norm of an encoded row before unit-norm scaling (public)."""
+        a, b = self.continuous_range
+        n_numeric = sum(c.is_numeric for c in self.columns)
+        return math.sqrt(n_numeric * max(a * a, b * b) + (len(self.columns) - n_numeric))
+
+    @property
+    def scale(self) -> float:
+        return self.row_norm_bound if self.unit_norm else 1.0
+
+    # -- encode / decode --------------------------------------------------------------------
+    def _table(self, data: Table | pd.DataFrame) -> Table:
+        if isinstance(data, Table):
+            if data.schema != self.schema:
+                raise ValueError("the table's schema differs from the encoder's schema")
+            return data
+        return self.schema.conform(data)
+
+    def encode(self, data: Table | pd.DataFrame) -> np.ndarray:
+        """Encode a table (a DataFrame is first checked and clipped by ``schema.conform``)."""
+        frame = self._table(data).frame
+        a, b = self.continuous_range
+        out = np.zeros((len(frame), self.width), dtype=np.float64)
+        for col, span in zip(self.columns, self.spans):
+            if col.is_numeric:
+                u = (frame[col.name].to_numpy(dtype=np.float64) - col.lower) / col.width
+                out[:, span.start] = a + (b - a) * u
+            else:
+                out[np.arange(len(frame)), span.start + category_index(col, frame[col.name])] = 1.0
+        return out / self.scale
+
+    def encode_target(self, data: Table | pd.DataFrame) -> np.ndarray:
+        """The target column as category indices (int64)."""
+        if self.schema.target is None:
+            raise ValueError("the schema has no target column")
+        frame = self._table(data).frame
+        return category_index(self.schema[self.schema.target], frame[self.schema.target])
+
+    def decode(self, x: np.ndarray | jax.Array, target_codes: np.ndarray | None = None) -> pd.DataFrame:
+        """Map encoded rows back to a DataFrame with the schema's columns, labels and dtypes.
+
+        ``target_codes`` (category indices) is required when ``exclude_target`` is set.
+        """
+        x = np.asarray(x, dtype=np.float64)
+        if x.ndim != 2 or x.shape[1] != self.width:
+            raise ValueError(f"expected an array of shape (n, {self.width}), got {x.shape}")
+        if not np.all(np.isfinite(x)):
+            raise ValueError("cannot decode non-finite values")
+        x = x * self.scale
+        a, b = self.continuous_range
+        decoded: dict[str, Any] = {}
+        for col, span in zip(self.columns, self.spans):
+            if col.is_numeric:
+                u = np.clip((x[:, span.start] - a) / (b - a), 0.0, 1.0)
+                v = col.lower + u * col.width
+                if col.kind == "integer":
+                    decoded[col.name] = np.clip(np.round(v), col.lower, col.upper).astype(np.int64)
+                else:
+                    decoded[col.name] = np.clip(v, col.lower, col.upper)
+            else:
+                decoded[col.name] = category_labels(col, np.argmax(x[:, span.start : span.stop], axis=1))
+        if self.exclude_target:
+            if target_codes is None:
+                raise ValueError("decode needs target_codes when the encoder excludes the target")
+            target = self.schema[self.schema.target]
+            codes = np.asarray(target_codes)
+            if codes.shape != (len(x),):
+                raise ValueError(f"expected {len(x)} target codes, got shape {codes.shape}")
+            decoded[target.name] = category_labels(target, codes)
+        return pd.DataFrame({name: decoded[name] for name in self.schema.names})
+
+
+def apply_output_activations(z: jax.Array, spans: tuple[Span, ...]) -> jax.Array:
+    """A generator's output head: each span's activation on raw outputs ``z`` of shape (..., width).
+
+    ``softmax`` over each categorical span, ``sigmoid``/``tanh``/identity on numeric ones
+    (the dp-GAN layout: Frigerio et al. 2019, Section 3.1). Pure and jit-able (``spans`` is
+    static).
+    """
+    parts = []
+    for span in spans:
+        piece = z[..., span.start : span.stop]
+        if span.activation == "softmax":
+            piece = jax.nn.softmax(piece, axis=-1)
+        elif span.activation == "sigmoid":
+            piece = jax.nn.sigmoid(piece)
+        elif span.activation == "tanh":
+            piece = jnp.tanh(piece)
+        parts.append(piece)
+    return jnp.concatenate(parts, axis=-1)
+
+
+# -- discretisation (histogram-based methods) -----------------------------------------------
+
+
+def n_bins(column: Column, bins: int) -> int:
+    """Number of cells of ``column``: its categories, its integers (if at most ``bins``), or
+    ``bins`` equal-width cells of its public bounds."""
+    if not column.is_numeric:
+        return len(column.categories)
+    if column.kind == "integer":
+        return min(bins, int(column.upper - column.lower) + 1)
+    return bins
+
+
+def discretize(column: Column, values: np.ndarray | pd.Series, bins: int) -> np.ndarray:
+    """Cell index (int64) of each value: category position or equal-width bin of the bounds.
+
+    An integer column with ``R = upper - lower + 1`` values in ``B = n_bins`` cells puts
+    ``x`` in cell ``floor((x - lower) B / R)``, so each cell holds a run of whole integers.
+    """
+    if not column.is_numeric:
+        return category_index(column, values)
+    x = np.asarray(values, dtype=np.float64)
+    b = n_bins(column, bins)
+    if column.kind == "integer":
+        r = int(column.upper - column.lower) + 1
+        return np.clip(((x - column.lower) * b) // r, 0, b - 1).astype(np.int64)
+    return np.clip(np.floor((x - column.lower) / column.width * b), 0, b - 1).astype(np.int64)
+
+
+def undiscretize(rng: np.random.Generator, column: Column, cells: np.ndarray, bins: int) -> np.ndarray:
+    """Values for cell indices: the category, or a uniform draw inside the cell."""
+    cells = np.asarray(cells, dtype=np.int64)
+    if not column.is_numeric:
+        return category_labels(column, cells)
+    b = n_bins(column, bins)
+    if column.kind == "integer":
+        r = int(column.upper - column.lower) + 1
+        first = -((-cells * r) // b)  # ceil(k R / B)
+        stop = -((-(cells + 1) * r) // b)  # ceil((k + 1) R / B)
+        return (column.lower + rng.integers(first, stop)).astype(np.int64)
+    u = (cells + rng.random(len(cells))) / b
+    return np.clip(column.lower + u * column.width, column.lower, column.upper)

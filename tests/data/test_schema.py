@@ -1,0 +1,135 @@
+"""Schema declaration, JSON round trip, and conform(): every bad input names its column."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from jdp.data.schema import (
+    ClipWarning,
+    Column,
+    NonPrivateSchemaWarning,
+    Schema,
+    infer_schema_nonprivate,
+)
+
+SCHEMA = Schema(
+    columns=(
+        Column(name="age", kind="integer", lower=17, upper=90),
+        Column(name="income", kind="continuous", lower=0.0, upper=1e5),
+        Column(name="color", kind="categorical", categories=("red", "green", "blue")),
+        Column(name="label", kind="categorical", categories=(0, 1)),
+    ),
+    target="label",
+)
+
+
+def frame(**overrides: list) -> pd.DataFrame:
+    base = {
+        "age": [20, 35, 61],
+        "income": [100.5, 2e4, 9.9e4],
+        "color": ["red", "blue", "green"],
+        "label": [0, 1, 1],
+    }
+    base.update(overrides)
+    return pd.DataFrame(base)
+
+
+def test_json_round_trip(tmp_path):
+    path = tmp_path / "s.json"
+    SCHEMA.save(path)
+    assert Schema.load(path) == SCHEMA
+    assert Schema.from_json(SCHEMA.to_json()) == SCHEMA
+    assert SCHEMA.features == ["age", "income", "color"]
+
+
+@pytest.mark.parametrize(
+    "kwargs, err, match",
+    [
+        (dict(name="a", kind="continuous", lower=1, upper=1), ValueError, "lower < upper"),
+        (dict(name="a", kind="continuous", lower=0, upper=float("inf")), ValueError, "finite"),
+        (dict(name="a", kind="continuous", lower=0), TypeError, "upper bound"),
+        (dict(name="a", kind="integer", lower=0.5, upper=3), ValueError, "integer lower"),
+        (dict(name="a", kind="categorical", categories=()), ValueError, "non-empty"),
+        (dict(name="a", kind="categorical", categories=("x", "x")), ValueError, "duplicate"),
+        (dict(name="a", kind="categorical", categories=("x", 1)), TypeError, "mix"),
+        (dict(name="a", kind="categorical", categories=(1.5,)), TypeError, "str, int or bool"),
+        (dict(name="a", kind="ordinal"), ValueError, "kind"),
+    ],
+)
+def test_bad_columns_raise(kwargs, err, match):
+    with pytest.raises(err, match=match):
+        Column(**kwargs)
+
+
+def test_bad_schemas_raise():
+    a = Column(name="a", kind="continuous", lower=0, upper=1)
+    with pytest.raises(ValueError, match="duplicate"):
+        Schema(columns=(a, a))
+    with pytest.raises(ValueError, match="'zz' is not in the schema"):
+        Schema(columns=(a,), target="zz")
+    with pytest.raises(ValueError, match="must be categorical"):
+        Schema(columns=(a,), target="a")
+    with pytest.raises(ValueError, match="unknown schema keys"):
+        Schema.from_dict({"columns": [{"name": "a", "kind": "integer", "lower": 0, "upper": 1, "x": 1}]})
+
+
+def test_conform_returns_typed_frame_without_clipping():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        table = SCHEMA.conform(frame())
+    assert list(table.frame.columns) == SCHEMA.names
+    assert table.frame["age"].dtype == np.int64
+    assert table.frame["income"].dtype == np.float64
+    assert table.clip_counts == {} and len(table) == 3
+
+
+def test_out_of_bounds_values_clip_and_are_counted():
+    with pytest.warns(ClipWarning, match=r"2 value\(s\) of column 'age'.*1 value\(s\) of column 'income'"):
+        table = SCHEMA.conform(frame(age=[5, 35, 200], income=[-1.0, 2e4, 5e4]))
+    assert table.clip_counts == {"age": 2, "income": 1}
+    assert table.frame["age"].tolist() == [17, 35, 90]
+    assert table.frame["income"].tolist() == [0.0, 2e4, 5e4]
+
+
+@pytest.mark.parametrize(
+    "data, err, match",
+    [
+        (frame(income=[1.0, np.nan, 3.0]), ValueError, "column 'income' has 1 NaN"),
+        (frame(income=[1.0, np.inf, 3.0]), ValueError, "column 'income' has 1 infinite"),
+        (frame(color=["red", "pink", "blue"]), ValueError, "column 'color' has 1 value.*'pink'"),
+        (frame(color=["red", None, "blue"]), ValueError, "column 'color' has 1 missing"),
+        (frame(age=["20", "35", "61"]), TypeError, "column 'age': expected a numeric dtype"),
+        (frame(age=[True, False, True]), TypeError, "column 'age': expected a numeric dtype"),
+        (frame(color=[1, 2, 3]), TypeError, "column 'color': expected string categories"),
+        (frame(label=["0", "1", "1"]), TypeError, "column 'label': expected non-string"),
+        (frame(label=[0, 2, 1]), ValueError, "column 'label' has 1 value.*2"),
+        (frame(age=[20.5, 35, 61]), ValueError, "column 'age' is declared integer"),
+        (frame().iloc[:0], ValueError, r"at least 2 rows, got 0 \(empty table\)"),
+        (frame().iloc[:1], ValueError, r"at least 2 rows, got 1 \(a single row\)"),
+        (frame().drop(columns="label"), ValueError, "target column 'label' is missing"),
+        (frame().drop(columns="color"), ValueError, "column 'color' of the schema is missing"),
+        (frame().assign(extra=1), ValueError, "column 'extra' of the data is not in the schema"),
+        (frame().to_numpy(), TypeError, "expected a pandas DataFrame"),
+    ],
+)
+def test_bad_data_raises_naming_the_column(data, err, match):
+    with pytest.raises(err, match=match):
+        SCHEMA.conform(data)
+
+
+def test_column_order_of_data_does_not_matter():
+    shuffled = frame()[["label", "color", "age", "income"]]
+    assert list(SCHEMA.conform(shuffled).frame.columns) == SCHEMA.names
+
+
+def test_infer_schema_nonprivate_warns_and_reads_the_data():
+    with pytest.warns(NonPrivateSchemaWarning, match="NOT differentially private"):
+        schema = infer_schema_nonprivate(frame(), target="label")
+    assert schema["age"] == Column(name="age", kind="integer", lower=20, upper=61)
+    assert schema["income"].kind == "continuous"
+    assert schema["color"].categories == ("blue", "green", "red")
+    assert schema.target == "label" and schema["label"].categories == (0, 1)

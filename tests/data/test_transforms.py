@@ -1,0 +1,166 @@
+"""Encoders: exact round trips, clipping, spans, unit-norm scaling, discretisation."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+import pytest
+
+from jdp.data.datasets import load_adult
+from jdp.data.schema import ClipWarning, Column, Schema
+from jdp.data.transforms import (
+    TableEncoder,
+    apply_output_activations,
+    discretize,
+    n_bins,
+    undiscretize,
+)
+
+SCHEMA = Schema(
+    columns=(
+        Column(name="x", kind="continuous", lower=-3.5, upper=1e6),
+        Column(name="k", kind="integer", lower=-5, upper=300),
+        Column(name="c", kind="categorical", categories=("a", "b", "c", "d")),
+        Column(name="flag", kind="categorical", categories=(False, True)),
+        Column(name="y", kind="categorical", categories=(3, 7, 11)),
+    ),
+    target="y",
+)
+OPTIONS = [
+    {},
+    {"continuous_range": (-1.0, 1.0)},
+    {"continuous_range": (-1.0, 1.0), "unit_norm": True},
+    {"exclude_target": True},
+    {"unit_norm": True, "exclude_target": True},
+]
+
+
+def random_frame(rng: np.random.Generator, n: int) -> pd.DataFrame:
+    x = rng.uniform(-3.5, 1e6, size=n)
+    x[:2] = [-3.5, 1e6]  # the bounds themselves are in bounds
+    return pd.DataFrame(
+        {
+            "x": x,
+            "k": rng.integers(-5, 301, size=n),
+            "c": rng.choice(["a", "b", "c", "d"], size=n),
+            "flag": rng.random(n) < 0.5,
+            "y": rng.choice([3, 7, 11], size=n),
+        }
+    ).astype({"c": object, "flag": object})
+
+
+def round_trip(encoder: TableEncoder, table) -> pd.DataFrame:
+    codes = encoder.encode_target(table) if encoder.exclude_target else None
+    return encoder.decode(encoder.encode(table), codes)
+
+
+@pytest.mark.parametrize("options", OPTIONS)
+def test_round_trip_is_exact_for_in_bound_data(options):
+    table = SCHEMA.conform(random_frame(np.random.default_rng(1), 500))
+    out = round_trip(TableEncoder(SCHEMA, **options), table)
+    pd.testing.assert_frame_equal(out.drop(columns="x"), table.frame.drop(columns="x"))
+    # continuous: exact up to floating-point rounding of the affine maps (a few ulps of 1e6)
+    np.testing.assert_allclose(out["x"], table.frame["x"], rtol=0, atol=8 * np.spacing(1e6))
+    assert out["x"].dtype == np.float64
+
+
+def test_round_trip_on_adult():
+    adult = load_adult()
+    table = adult.schema.conform(adult.train.iloc[:2000])
+    out = round_trip(TableEncoder(adult.schema), table)
+    pd.testing.assert_frame_equal(out.drop(columns="fnlwgt"), table.frame.drop(columns="fnlwgt"))
+    np.testing.assert_allclose(out["fnlwgt"], table.frame["fnlwgt"], rtol=0, atol=8 * np.spacing(2e6))
+
+
+def test_out_of_bound_values_clip_to_range_ends_and_are_counted():
+    data = random_frame(np.random.default_rng(2), 10)
+    data.loc[0, "x"], data.loc[1, "k"], data.loc[2, "k"] = 5e6, -100, 1000
+    encoder = TableEncoder(SCHEMA, continuous_range=(-1.0, 1.0))
+    with pytest.warns(ClipWarning, match=r"1 value\(s\) of column 'x'.*2 value\(s\) of column 'k'"):
+        z = encoder.encode(data)
+    x_col, k_col = encoder.spans[0].start, encoder.spans[1].start
+    assert z[0, x_col] == 1.0 and z[1, k_col] == -1.0 and z[2, k_col] == 1.0
+    assert np.all((z[:, [x_col, k_col]] >= -1) & (z[:, [x_col, k_col]] <= 1))
+
+
+def test_layout_spans_and_activations():
+    enc = TableEncoder(SCHEMA, continuous_range=(-1.0, 1.0))
+    assert [(s.name, s.start, s.stop, s.activation) for s in enc.spans] == [
+        ("x", 0, 1, "tanh"),
+        ("k", 1, 2, "tanh"),
+        ("c", 2, 6, "softmax"),
+        ("flag", 6, 8, "softmax"),
+        ("y", 8, 11, "softmax"),
+    ]
+    assert enc.width == 11
+    assert TableEncoder(SCHEMA, exclude_target=True).width == 8
+    z = jax.random.normal(jax.random.key(0), (64, enc.width)) * 5
+    out = apply_output_activations(z, enc.spans)
+    for s in enc.spans:
+        block = out[:, s.start : s.stop]
+        if s.activation == "softmax":
+            np.testing.assert_allclose(block.sum(axis=1), 1.0, rtol=1e-5)
+        else:
+            assert bool(jnp.all(jnp.abs(block) <= 1))
+    jitted = jax.jit(lambda v: apply_output_activations(v, enc.spans))
+    np.testing.assert_allclose(jitted(z), out, rtol=1e-6)
+    decoded = enc.decode(out)  # a generator's soft output decodes by argmax
+    assert set(decoded["c"]) <= {"a", "b", "c", "d"}
+
+
+@pytest.mark.parametrize("options", OPTIONS)
+def test_unit_norm_bound_holds_and_is_attained(options):
+    enc = TableEncoder(SCHEMA, **options)
+    table = SCHEMA.conform(random_frame(np.random.default_rng(3), 400))
+    norms = np.linalg.norm(enc.encode(table), axis=1)
+    limit = 1.0 if enc.unit_norm else enc.row_norm_bound
+    assert norms.max() <= limit * (1 + 1e-12)
+    # the adversarial row: every numeric column at its largest-magnitude end
+    a, b = enc.continuous_range
+    extreme = random_frame(np.random.default_rng(4), 2)
+    extreme["x"] = 1e6 if abs(b) >= abs(a) else -3.5
+    extreme["k"] = 300 if abs(b) >= abs(a) else -5
+    np.testing.assert_allclose(np.linalg.norm(enc.encode(extreme), axis=1), limit, rtol=1e-12)
+
+
+def test_encoder_depends_on_the_schema_only():
+    assert TableEncoder(SCHEMA) == TableEncoder(SCHEMA)
+    assert TableEncoder(SCHEMA).spans == TableEncoder(SCHEMA).spans
+
+
+def test_decode_rejects_bad_input():
+    enc = TableEncoder(SCHEMA)
+    with pytest.raises(ValueError, match=r"shape \(n, 11\)"):
+        enc.decode(np.zeros((3, 5)))
+    with pytest.raises(ValueError, match="non-finite"):
+        enc.decode(np.full((2, 11), np.nan))
+    with pytest.raises(ValueError, match="target_codes"):
+        TableEncoder(SCHEMA, exclude_target=True).decode(np.zeros((2, 8)))
+    with pytest.raises(ValueError, match="continuous_range"):
+        TableEncoder(SCHEMA, continuous_range=(1.0, 1.0))
+
+
+def test_integer_cells_partition_the_domain():
+    col = Column(name="k", kind="integer", lower=-5, upper=300)  # 306 integers
+    values = np.arange(-5, 301)
+    for bins in (2, 7, 32, 306, 1000):
+        cells = discretize(col, values, bins)
+        b = n_bins(col, bins)
+        assert b == min(bins, 306)
+        assert np.all(np.diff(cells) >= 0) and set(cells) == set(range(b))  # contiguous runs
+        back = undiscretize(np.random.default_rng(0), col, cells, bins)
+        assert np.array_equal(discretize(col, back, bins), cells)  # draws stay in their cell
+        if b == 306:
+            assert np.array_equal(back, values)
+
+
+def test_continuous_cells_round_trip_to_the_same_cell():
+    col = Column(name="x", kind="continuous", lower=-3.5, upper=1e6)
+    x = np.random.default_rng(5).uniform(-3.5, 1e6, 5000)
+    x[:2] = [-3.5, 1e6]
+    cells = discretize(col, x, 32)
+    assert cells.min() == 0 and cells.max() == 31
+    back = undiscretize(np.random.default_rng(6), col, cells, 32)
+    assert np.array_equal(discretize(col, back, 32), cells)
