@@ -11,12 +11,23 @@ interoperable with jax-privacy and TF Privacy, and add our own (as ``attrs`` sub
 * :class:`MuGdpEvent` -- a mechanism that is mu-Gaussian-DP (Dong, Roth & Su 2019): its
   trade-off curve is that of distinguishing N(0, 1) from N(mu, 1). A Gaussian mechanism with
   noise multiplier ``z`` is (1/z)-GDP.
+* :class:`ParallelComposedDpEvent` -- mechanisms run on disjoint partitions of the data
+  (PCA-Gauss per-class models, DPGM per-cluster models). See its docstring for the
+  neighbouring-relation subtleties.
+
+Conventions: a ``GaussianDpEvent(z)`` means noise of standard deviation ``z`` times the L2
+sensitivity *under the ledger's neighbouring relation*; ``noise_multiplier = 0`` is the
+non-private limit (infinite epsilon), as in ``dp_accounting``. Several Gaussian mechanisms run
+on the SAME Poisson sample (DPGM Algorithms 3/4: a noisy norm histogram and a noisy gradient
+on one batch) are written ``PoissonSampledDpEvent(q, ComposedDpEvent([Gaussian z1, ...]))``.
 
 The neighbouring relation is not part of an event; it is carried by the ledger entry
 (:class:`accounting.ledger.LedgerEntry`) that records the event.
 """
 
 from __future__ import annotations
+
+import math
 
 import attr
 from dp_accounting import NeighboringRelation
@@ -34,6 +45,8 @@ from dp_accounting.dp_event import (
     ZCDpEvent,
 )
 
+from accounting._validate import check_count, check_positive, check_probability
+
 
 @attr.s(frozen=True, slots=True, auto_attribs=True)
 class PureDpEvent(DpEvent):
@@ -49,6 +62,145 @@ class MuGdpEvent(DpEvent):
     mu: float
 
 
+@attr.s(frozen=True, slots=True, auto_attribs=True)
+class ParallelComposedDpEvent(DpEvent):
+    """Mechanisms applied to disjoint partitions of the data (parallel composition).
+
+    ``events[j]`` describes the mechanism run on partition ``j`` *under add/remove of one
+    record of that partition* (always: that is what a partition sees when a record enters or
+    leaves it).
+
+    * Add/remove one record: the record lies in at most one partition, so only one component
+      sees a change and the cost is the maximum over components (McSherry 2009, Thm. 4; for
+      RDP the maximum is taken order by order, which is valid because every neighbouring
+      pair is bounded by one component at every order simultaneously).
+    * Replace one record: when partitions are data-dependent (class labels, cluster
+      assignments) the replaced record can leave partition ``a`` and enter partition ``b``.
+      Then two components change, each by one add/remove step, and the cost is the
+      sequential composition of ``events[a]`` and ``events[b]``; when it stays in one
+      partition the change is a replacement there, i.e. ``events[j]`` converted to
+      replace-one (group privacy of size 2, :func:`accounting.compose.convert_relation`).
+      The accountants take the maximum over all these cases
+      (:func:`parallel_worst_cases`).
+
+    Inside a ``SelfComposedDpEvent`` a record may fall into different partitions in
+    different rounds; the RDP, GDP, zCDP and pure accountants remain valid there (they bound
+    every round by its worst component); the PLD accountant refuses that case.
+    """
+
+    events: list[DpEvent]
+
+
+def parallel_worst_cases(
+    events: list[DpEvent], neighboring_relation: NeighboringRelation
+) -> list[DpEvent]:
+    """Events, each to be accounted under ADD_OR_REMOVE_ONE, whose maximum bounds a
+    :class:`ParallelComposedDpEvent` under ``neighboring_relation``.
+
+    Add/remove: the components themselves. Replace-one: every pair ``(a, b)`` of distinct
+    partitions composed (the record moves from ``a`` to ``b``), and every component converted
+    to replace-one (the record is replaced inside its partition; for the non-sampled events
+    that conversion yields, the RDP/GDP/zCDP/pure formulas do not depend on the relation).
+    """
+    if neighboring_relation == NeighboringRelation.ADD_OR_REMOVE_ONE:
+        return list(events)
+    if neighboring_relation != NeighboringRelation.REPLACE_ONE:
+        raise ValueError(f"unsupported neighboring_relation {neighboring_relation!r}")
+    from accounting.compose import convert_relation
+
+    pairs = [
+        ComposedDpEvent([events[a], events[b]])
+        for a in range(len(events))
+        for b in range(a + 1, len(events))
+    ]
+    within = [
+        convert_relation(e, NeighboringRelation.ADD_OR_REMOVE_ONE, NeighboringRelation.REPLACE_ONE)
+        for e in events
+    ]
+    return pairs + within
+
+
+def gaussian_multipliers(event: DpEvent) -> list[float] | None:
+    """The noise multipliers of ``event`` if it is a plain (composition of) Gaussian
+    mechanism(s), one entry per mechanism application; ``None`` otherwise."""
+    if isinstance(event, GaussianDpEvent):
+        return [float(event.noise_multiplier)]
+    if isinstance(event, SelfComposedDpEvent):
+        inner = gaussian_multipliers(event.event)
+        return None if inner is None else inner * int(event.count)
+    if isinstance(event, ComposedDpEvent):
+        out: list[float] = []
+        for e in event.events:
+            inner = gaussian_multipliers(e)
+            if inner is None:
+                return None
+            out.extend(inner)
+        return out
+    if isinstance(event, NoOpDpEvent):
+        return []
+    return None
+
+
+def effective_noise_multiplier(multipliers: list[float]) -> float:
+    """The one Gaussian mechanism equivalent to releasing several on the same data.
+
+    Jointly releasing ``f_i(D) + N(0, z_i^2 s_i^2 I)`` for ``i = 1..k`` (sensitivities
+    ``s_i``) is, after rescaling each block by ``1/(z_i s_i)``, one Gaussian mechanism with
+    unit noise and L2 sensitivity ``sqrt(sum_i z_i^-2)``; i.e. noise multiplier
+    ``(sum_i z_i^-2)^(-1/2)``. This is exact (the privacy-loss distributions coincide), also
+    after Poisson subsampling of the shared batch. ``z_i = 0`` gives 0 (non-private).
+    """
+    if not multipliers:
+        return math.inf
+    if any(z == 0 for z in multipliers):
+        return 0.0
+    return float(sum(z**-2 for z in multipliers) ** -0.5)
+
+
+def dpsgd_event(
+    noise_multiplier: float,
+    sampling_prob: float,
+    steps: int,
+    *,
+    sampling: str = "poisson",
+    dataset_size: int | None = None,
+) -> DpEvent:
+    """The event of ``steps`` DP-SGD steps (Abadi et al. 2016, Alg. 1).
+
+    Args:
+      noise_multiplier: noise std / L2 clip norm (per step).
+      sampling_prob: ``q`` = expected batch size / dataset size.
+      steps: number of noisy gradient steps.
+      sampling: ``"poisson"`` (each record joins each batch independently with probability
+        ``q``; add/remove relation) or ``"without_replacement"`` (fixed batches of
+        ``round(q * dataset_size)`` records; replace-one relation, record the event with
+        ``neighboring_relation=REPLACE_ONE``).
+      dataset_size: required for ``"without_replacement"``.
+
+    Returns:
+      ``SelfComposedDpEvent(PoissonSampledDpEvent(q, GaussianDpEvent(z)), steps)`` or the
+      ``SampledWithoutReplacementDpEvent`` analogue.
+    """
+    z = check_positive("noise_multiplier", noise_multiplier)
+    q = check_probability("sampling_prob", sampling_prob)
+    steps = check_count("steps", steps)
+    if sampling == "poisson":
+        inner: DpEvent = PoissonSampledDpEvent(q, GaussianDpEvent(z))
+    elif sampling == "without_replacement":
+        if dataset_size is None:
+            raise ValueError("expected dataset_size for sampling='without_replacement', got None")
+        n = check_count("dataset_size", dataset_size, minimum=1)
+        m = int(round(q * n))
+        if m < 1:
+            raise ValueError(f"expected sampling_prob * dataset_size >= 1, got {q * n:g}")
+        inner = SampledWithoutReplacementDpEvent(n, m, GaussianDpEvent(z))
+    else:
+        raise ValueError(
+            f"expected sampling in ('poisson', 'without_replacement'), got {sampling!r}"
+        )
+    return SelfComposedDpEvent(inner, steps)
+
+
 __all__ = [
     "ComposedDpEvent",
     "DpEvent",
@@ -58,10 +210,15 @@ __all__ = [
     "NeighboringRelation",
     "NonPrivateDpEvent",
     "NoOpDpEvent",
+    "ParallelComposedDpEvent",
     "PoissonSampledDpEvent",
     "PureDpEvent",
     "SampledWithoutReplacementDpEvent",
     "SelfComposedDpEvent",
     "UnsupportedDpEvent",
     "ZCDpEvent",
+    "dpsgd_event",
+    "effective_noise_multiplier",
+    "gaussian_multipliers",
+    "parallel_worst_cases",
 ]

@@ -1,0 +1,130 @@
+"""Calibration: the smallest noise scale that meets a target (epsilon, delta).
+
+Epsilon is non-increasing in every noise multiplier (more noise is a post-processing of less
+noise: ``N(0, s'^2) = N(0, s^2) + N(0, s'^2 - s^2)``), so the set of scales meeting the target
+is an interval ``[s*, inf)`` and bisection finds ``s*``. We return the upper end of the final
+bracket, so the returned scale always meets the target (never overshoots ``target_epsilon``)
+and its epsilon lies within ``rtol`` (default 0.1%) below the target.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from accounting import events as ev
+from accounting._validate import check_count, check_open_unit, check_positive, check_probability
+from accounting.compose import ADD_OR_REMOVE_ONE, REPLACE_ONE, compute_epsilon
+
+_MAX_UPPER = 1e6
+
+
+def calibrate(
+    event_fn: Callable[[float], ev.DpEvent],
+    *,
+    target_epsilon: float,
+    target_delta: float,
+    accountant: str = "rdp",
+    neighboring_relation: ev.NeighboringRelation = ADD_OR_REMOVE_ONE,
+    lower: float = 1e-2,
+    upper: float = 100.0,
+    rtol: float = 1e-3,
+) -> float:
+    """The smallest scale ``s`` (up to ``rtol``) such that ``event_fn(s)`` meets the target.
+
+    ``event_fn`` maps a scale to an event whose epsilon is non-increasing in the scale (e.g.
+    every noise multiplier of the plan multiplied by ``s``). If ``upper`` does not meet the
+    target it is doubled (up to 1e6); if ``lower`` already meets it, ``lower`` is returned.
+
+    Multi-phase plans scale every phase together. P3GM (PCA + EM + SGD) with noise ratios
+    fixed by the user and one scale for all:
+
+    >>> from accounting import events as ev
+    >>> def p3gm_plan(s):
+    ...     return ev.ComposedDpEvent([
+    ...         ev.GaussianDpEvent(4.0 * s),                            # DP-PCA
+    ...         ev.SelfComposedDpEvent(ev.GaussianDpEvent(8.0 * s), 20 * 5),  # 20 EM steps x (2K+1)
+    ...         ev.dpsgd_event(1.0 * s, sampling_prob=0.01, steps=2000),      # DP-SGD
+    ...     ])
+    >>> s = calibrate(p3gm_plan, target_epsilon=1.0, target_delta=1e-5)
+    >>> 0.99 <= compute_epsilon(p3gm_plan(s), 1e-5) / 1.0 <= 1.0
+    True
+
+    Args:
+      event_fn: scale -> event.
+      target_epsilon: > 0.
+      target_delta: in (0, 1).
+      accountant: see :data:`accounting.compose.ACCOUNTANTS`.
+      neighboring_relation: relation the events are analysed under.
+      lower, upper: initial bracket, ``0 < lower < upper``.
+      rtol: relative tolerance on epsilon, in (0, 0.01].
+
+    Returns:
+      the scale; ``compute_epsilon(event_fn(s), target_delta) <= target_epsilon`` always, and
+      ``>= (1 - rtol) * target_epsilon`` unless ``lower`` already met the target.
+
+    Raises:
+      ValueError: bad arguments, or no scale up to 1e6 meets the target.
+    """
+    target = check_positive("target_epsilon", target_epsilon)
+    delta = check_open_unit("target_delta", target_delta)
+    lo = check_positive("lower", lower)
+    hi = check_positive("upper", upper)
+    if not lo < hi:
+        raise ValueError(f"expected lower < upper, got {lower} >= {upper}")
+    if not 0 < rtol <= 0.01:
+        raise ValueError(f"expected rtol in (0, 0.01], got {rtol}")
+
+    def eps(s: float) -> float:
+        return compute_epsilon(
+            event_fn(s), delta, accountant=accountant, neighboring_relation=neighboring_relation
+        )
+
+    eps_hi = eps(hi)
+    while eps_hi > target:
+        if hi >= _MAX_UPPER:
+            raise ValueError(
+                f"no scale up to {_MAX_UPPER:g} meets target_epsilon={target} at "
+                f"target_delta={delta} (epsilon there: {eps_hi:.4g})"
+            )
+        lo, hi = hi, min(2 * hi, _MAX_UPPER)
+        eps_hi = eps(hi)
+    if eps(lo) <= target:
+        return lo
+    # Invariant: eps(lo) > target >= eps(hi). Bisect in log-scale.
+    while eps_hi < (1 - rtol) * target and hi / lo > 1 + 1e-12:
+        mid = math.sqrt(lo * hi)
+        e = eps(mid)
+        if e <= target:
+            hi, eps_hi = mid, e
+        else:
+            lo = mid
+    return hi
+
+
+def calibrate_noise_multiplier(
+    *,
+    target_epsilon: float,
+    target_delta: float,
+    sampling_prob: float,
+    steps: int,
+    sampling: str = "poisson",
+    dataset_size: int | None = None,
+    accountant: str = "rdp",
+) -> float:
+    """The smallest DP-SGD noise multiplier meeting (target_epsilon, target_delta).
+
+    Built on :func:`calibrate` with :func:`accounting.events.dpsgd_event`. Fixed-size sampling
+    without replacement is accounted under REPLACE_ONE.
+    """
+    q = check_probability("sampling_prob", sampling_prob)
+    steps = check_count("steps", steps, minimum=1)
+    relation = REPLACE_ONE if sampling == "without_replacement" else ADD_OR_REMOVE_ONE
+    ev.dpsgd_event(1.0, q, steps, sampling=sampling, dataset_size=dataset_size)  # validate
+    return calibrate(
+        lambda z: ev.dpsgd_event(z, q, steps, sampling=sampling, dataset_size=dataset_size),
+        target_epsilon=target_epsilon,
+        target_delta=target_delta,
+        accountant=accountant,
+        neighboring_relation=relation,
+    )

@@ -1,0 +1,126 @@
+"""Zero-concentrated DP (Bun & Steinke 2016): composition and conversion to (eps, delta).
+
+(xi, rho)-zCDP means RDP(alpha) <= xi + rho alpha for every alpha > 1.
+
+* Gaussian, multiplier ``z``: ``rho = 1/(2 z^2)`` (BS16, Prop. 1.6); mu-GDP: ``rho = mu^2/2``.
+* Pure eps-DP (and Laplace with ``eps = 1/b``): ``rho = eps^2/2`` (BS16, Prop. 1.4).
+* Composition adds (xi, rho) (BS16, Lemma 2.3).
+* Conversion: ``"classic"`` ``eps = xi + rho + 2 sqrt(rho log(1/delta))`` (BS16, Prop. 1.3);
+  ``"improved"``: the RDP conversion of Canonne, Kamath & Steinke 2020 (Prop. 12) minimised
+  over continuous alpha.
+
+zCDP does not capture amplification by subsampling: subsampled events raise (use ``rdp``).
+This is the baseline the P3GM paper compares against in its Fig. 9 (zCDP for DP-EM).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from scipy import optimize
+
+from accounting import events as ev
+from accounting._validate import check_nonnegative, check_open_unit
+
+
+def event_rho(
+    event: ev.DpEvent,
+    neighboring_relation: ev.NeighboringRelation = ev.NeighboringRelation.ADD_OR_REMOVE_ONE,
+) -> tuple[float, float]:
+    """``(xi, rho)`` of a (composite) event."""
+
+    def walk(e: ev.DpEvent, add_remove: bool) -> tuple[float, float]:
+        if isinstance(e, ev.NoOpDpEvent):
+            return 0.0, 0.0
+        if isinstance(e, ev.NonPrivateDpEvent):
+            return 0.0, math.inf
+        if isinstance(e, ev.GaussianDpEvent):
+            z = check_nonnegative("noise_multiplier", e.noise_multiplier)
+            return 0.0, (math.inf if z == 0 else 0.5 / z**2)
+        if isinstance(e, ev.MuGdpEvent):
+            return 0.0, check_nonnegative("mu", e.mu) ** 2 / 2
+        if isinstance(e, ev.PureDpEvent):
+            return 0.0, check_nonnegative("epsilon", e.epsilon) ** 2 / 2
+        if isinstance(e, ev.LaplaceDpEvent):
+            b = check_nonnegative("noise_multiplier", e.noise_multiplier)
+            return 0.0, (math.inf if b == 0 else 0.5 / b**2)
+        if isinstance(e, ev.ZCDpEvent):
+            return check_nonnegative("xi", e.xi), check_nonnegative("rho", e.rho)
+        if isinstance(e, ev.ComposedDpEvent):
+            parts = [walk(x, add_remove) for x in e.events]
+            return math.fsum(p[0] for p in parts), math.fsum(p[1] for p in parts)
+        if isinstance(e, ev.SelfComposedDpEvent):
+            xi, rho = walk(e.event, add_remove) if e.count else (0.0, 0.0)
+            return e.count * xi, e.count * rho
+        if isinstance(e, ev.ParallelComposedDpEvent):
+            relation = (
+                ev.NeighboringRelation.ADD_OR_REMOVE_ONE
+                if add_remove
+                else ev.NeighboringRelation.REPLACE_ONE
+            )
+            parts = [walk(c, True) for c in ev.parallel_worst_cases(list(e.events), relation)]
+            return max((p[0] for p in parts), default=0.0), max((p[1] for p in parts), default=0.0)
+        raise ValueError(
+            f"the zCDP accountant cannot analyse {type(e).__name__} (zCDP has no amplification "
+            "by subsampling; use accountant='rdp')"
+        )
+
+    return walk(event, neighboring_relation == ev.NeighboringRelation.ADD_OR_REMOVE_ONE)
+
+
+def _check(xi: float, rho: float, conversion: str) -> None:
+    check_nonnegative("xi", xi)
+    if not (isinstance(rho, float) and math.isinf(rho)):
+        check_nonnegative("rho", rho)
+    if conversion not in ("improved", "classic"):
+        raise ValueError(f"expected conversion in ('improved', 'classic'), got {conversion!r}")
+
+
+def epsilon_for_delta(
+    rho: float, delta: float, *, xi: float = 0.0, conversion: Literal["improved", "classic"] = "improved"
+) -> float:
+    """Epsilon of (xi, rho)-zCDP at ``delta``."""
+    d = check_open_unit("delta", delta)
+    _check(xi, rho, conversion)
+    if math.isinf(rho):
+        return math.inf
+    if rho == 0:
+        return xi
+    classic = xi + rho + 2 * math.sqrt(rho * math.log(1 / d))
+    if conversion == "classic":
+        return classic
+
+    def eps(log_am1: float) -> float:
+        a = 1 + math.exp(log_am1)
+        return xi + rho * a + math.log1p(-1 / a) - (math.log(d) + math.log(a)) / (a - 1)
+
+    res = optimize.minimize_scalar(eps, bounds=(-12.0, 12.0), method="bounded",
+                                   options={"xatol": 1e-10})
+    return float(max(0.0, min(classic, res.fun)))
+
+
+def delta_for_epsilon(
+    rho: float, epsilon: float, *, xi: float = 0.0, conversion: Literal["improved", "classic"] = "improved"
+) -> float:
+    """Delta of (xi, rho)-zCDP at ``epsilon``."""
+    e = check_nonnegative("epsilon", epsilon)
+    _check(xi, rho, conversion)
+    if math.isinf(rho):
+        return 1.0
+    if rho == 0:
+        return 0.0 if e >= xi else 1.0
+    if e <= xi + rho:
+        classic = 1.0
+    else:
+        classic = math.exp(-((e - xi - rho) ** 2) / (4 * rho))
+    if conversion == "classic":
+        return classic
+
+    def log_delta(log_am1: float) -> float:
+        a = 1 + math.exp(log_am1)
+        return (a - 1) * (xi + rho * a - e + math.log1p(-1 / a)) - math.log(a)
+
+    res = optimize.minimize_scalar(log_delta, bounds=(-12.0, 12.0), method="bounded",
+                                   options={"xatol": 1e-10})
+    return float(min(classic, 1.0, math.exp(min(0.0, res.fun))))
