@@ -1,0 +1,189 @@
+"""A schema released with differential privacy: DP bounds by quantiles, DP category discovery.
+
+When a user cannot declare bounds or domains, they can spend part of their budget on them:
+
+* numeric column: the ``quantiles = (q_lo, q_hi)`` quantiles of the column, each released by
+  the exponential mechanism (:func:`dp_quantile`), become its bounds. A coarse public range
+  ``[a, b]`` per numeric column is still required -- no DP mechanism can find a quantile on
+  an unbounded line -- but it may be very loose (e.g. ``[0, 10**9]`` for an income);
+* categorical column: the categories whose Laplace-noised count exceeds a threshold
+  (:func:`dp_categories`); a category held by few records is dropped.
+
+The budget ``epsilon`` is split equally over the columns (and, within a numeric column,
+equally over its two quantiles); each column's release is one ledger entry. The result is a
+:class:`SchemaRelease` holding the schema, the ledger and the extra delta of the thresholds
+(a category that appears only in one of two neighbouring datasets can be released; that
+happens with probability at most ``threshold_delta`` per column, which is not a ledger event
+but an additive delta, see ``docs/privacy.md``, "DP category discovery").
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from accounting import PrivacyLedger
+from accounting import events as ev
+from accounting._validate import check_open_unit, check_positive
+from jdp.data.schema import Column, ColumnKind, Schema
+
+
+def dp_quantile(
+    rng: np.random.Generator, values: np.ndarray, q: float, *, lower: float, upper: float, epsilon: float
+) -> tuple[float, ev.PureDpEvent]:
+    """The ``q``-quantile of ``values`` in ``[lower, upper]`` by the exponential mechanism.
+
+    With ``x_(1) <= ... <= x_(n)`` the values clipped to ``[lower, upper]``, ``x_(0) = lower``
+    and ``x_(n+1) = upper``, an output ``t`` in ``[x_(k), x_(k+1))`` has utility
+    ``u(t) = -|k - q n|``; the mechanism picks interval ``k`` with probability proportional to
+    ``(x_(k+1) - x_(k)) exp(epsilon u / 2)`` and returns a uniform point in it (Smith 2011,
+    "Privacy-preserving statistical estimation with optimal convergence rates", Section 3).
+
+    Privacy:
+      Neighbouring relation: add/remove one record. Adding a record moves ``k`` by 0 or 1
+      and ``q n`` by ``q``, so ``k - q n`` changes by ``-q`` or ``1 - q``: sensitivity of
+      ``u`` at most 1. The exponential mechanism with ``exp(epsilon u / 2)`` is epsilon-DP;
+      event ``PureDpEvent(epsilon)``.
+    """
+    check_positive("epsilon", epsilon)
+    if not 0 <= q <= 1:
+        raise ValueError(f"expected q in [0, 1], got {q}")
+    if not lower < upper:
+        raise ValueError(f"expected lower < upper, got [{lower}, {upper}]")
+    x = np.sort(np.clip(np.asarray(values, dtype=np.float64), lower, upper))
+    points = np.concatenate([[lower], x, [upper]])
+    lengths = np.diff(points)
+    k = np.arange(len(lengths))
+    with np.errstate(divide="ignore"):
+        logits = np.log(lengths) - epsilon * np.abs(k - q * len(x)) / 2.0
+    gumbel = rng.gumbel(size=len(logits))
+    chosen = int(np.argmax(np.where(np.isfinite(logits), logits + gumbel, -np.inf)))
+    value = points[chosen] + rng.random() * lengths[chosen]
+    return float(value), ev.PureDpEvent(epsilon=float(epsilon))
+
+
+def threshold_for(epsilon: float, delta: float) -> float:
+    """Threshold ``tau = 1 + ln(1 / (2 delta)) / epsilon``: a count of 1 plus Laplace(1/epsilon)
+    noise exceeds it with probability exactly ``delta``."""
+    return 1.0 + math.log(1.0 / (2.0 * delta)) / epsilon
+
+
+def dp_categories(
+    rng: np.random.Generator, values: pd.Series | np.ndarray, *, epsilon: float, delta: float
+) -> tuple[tuple, ev.LaplaceDpEvent, float]:
+    """The categories of ``values`` whose noisy count exceeds :func:`threshold_for`.
+
+    Each distinct value's count gets independent Laplace(1/epsilon) noise; values above the
+    threshold are released (sorted), counts are not.
+
+    Returns:
+      ``(categories, LaplaceDpEvent(1/epsilon), delta)``: the event covers the noisy counts
+      of values present in both neighbours; ``delta`` is the additive probability of
+      releasing a value present in only one (Korolova et al. 2009, "Releasing search
+      queries and clicks privately"; the stability-based histogram).
+
+    Privacy:
+      Neighbouring relation: add/remove one record, which changes one count by 1 (L1
+      sensitivity 1) or creates/removes a value with count 1, released with probability
+      ``P(1 + Lap(1/epsilon) > tau) = exp(-epsilon (tau - 1)) / 2 = delta``.
+      Overall (epsilon, delta)-DP.
+    """
+    check_positive("epsilon", epsilon)
+    check_open_unit("delta", delta)
+    counts = pd.Series(np.asarray(values, dtype=object)).value_counts(sort=False)
+    noisy = counts.to_numpy(dtype=np.float64) + rng.laplace(0.0, 1.0 / epsilon, size=len(counts))
+    keep = [v for v, c in zip(counts.index, noisy) if c > threshold_for(epsilon, delta)]
+    cats = tuple(sorted(keep, key=lambda v: (str(type(v)), v)))
+    return cats, ev.LaplaceDpEvent(noise_multiplier=1.0 / epsilon), float(delta)
+
+
+@dataclass(frozen=True)
+class SchemaRelease:
+    """A DP schema, the ledger of its release and the additive delta of category thresholds.
+
+    The release is ``(ledger.epsilon(d), d + threshold_delta)``-DP for every ``d``.
+    """
+
+    schema: Schema
+    ledger: PrivacyLedger
+    threshold_delta: float
+
+    def epsilon(self, delta: float) -> float:
+        """Epsilon of the whole release at total ``delta`` (> ``threshold_delta``)."""
+        rest = delta - self.threshold_delta
+        if self.threshold_delta and rest <= 0:
+            raise ValueError(f"expected delta > threshold_delta = {self.threshold_delta:g}, got {delta}")
+        return self.ledger.epsilon(rest)
+
+
+def infer_schema_dp(
+    rng: np.random.Generator,
+    data: pd.DataFrame,
+    *,
+    epsilon: float,
+    kinds: Mapping[str, ColumnKind],
+    ranges: Mapping[str, tuple[float, float]],
+    target: str | None = None,
+    quantiles: tuple[float, float] = (0.01, 0.99),
+    category_delta: float = 1e-7,
+) -> SchemaRelease:
+    """Release a schema for ``data`` under ``epsilon``-DP (plus threshold deltas).
+
+    Args:
+      rng: the noise source.
+      data: the private table.
+      epsilon: total budget, split equally over the columns.
+      kinds: each column's kind (public: it is a property of the data format).
+      ranges: a coarse public ``(a, b)`` per numeric column (required for each).
+      target: the target column (categorical).
+      quantiles: the quantiles released as ``(lower, upper)`` bounds of numeric columns.
+      category_delta: the additive delta of each categorical column's threshold.
+
+    Numeric bounds are post-processed to ``lower < upper`` (integer columns: rounded
+    outwards); a categorical column with no category above its threshold raises (spend more
+    epsilon, or declare its domain).
+    """
+    check_positive("epsilon", epsilon)
+    if not isinstance(data, pd.DataFrame) or len(data) == 0:
+        raise ValueError("expected a non-empty pandas DataFrame")
+    missing = [c for c in data.columns if c not in kinds]
+    if missing:
+        raise ValueError(f"column {missing[0]!r} has no declared kind")
+    q_lo, q_hi = quantiles
+    if not 0 <= q_lo < q_hi <= 1:
+        raise ValueError(f"expected 0 <= q_lo < q_hi <= 1, got {quantiles}")
+    eps_col = epsilon / len(data.columns)
+    ledger, extra_delta, columns = PrivacyLedger(), 0.0, []
+    for name in data.columns:
+        kind = kinds[name]
+        if kind == "categorical":
+            cats, event, d = dp_categories(rng, data[name], epsilon=eps_col, delta=category_delta)
+            if not cats:
+                raise ValueError(
+                    f"column {name!r}: no category passed the DP threshold; spend more epsilon "
+                    "or declare its domain"
+                )
+            ledger = ledger.record(f"dp-categories:{name}", event)
+            extra_delta += d
+            columns.append(Column(name=name, kind=kind, categories=cats))
+            continue
+        if name not in ranges:
+            raise ValueError(f"column {name!r}: a coarse public range (a, b) is required")
+        a, b = (float(v) for v in ranges[name])
+        x = pd.to_numeric(data[name], errors="raise").to_numpy(dtype=np.float64)
+        if not np.all(np.isfinite(x)):
+            raise ValueError(f"column {name!r} has NaN or infinite values")
+        lo, ev_lo = dp_quantile(rng, x, q_lo, lower=a, upper=b, epsilon=eps_col / 2)
+        hi, ev_hi = dp_quantile(rng, x, q_hi, lower=a, upper=b, epsilon=eps_col / 2)
+        ledger = ledger.record(f"dp-quantiles:{name}", ev.ComposedDpEvent([ev_lo, ev_hi]))
+        lo, hi = min(lo, hi), max(lo, hi)
+        if kind == "integer":
+            lo, hi = math.floor(lo), math.ceil(hi)
+        if hi <= lo:
+            hi = lo + 1
+        columns.append(Column(name=name, kind=kind, lower=lo, upper=hi))
+    return SchemaRelease(Schema(columns=tuple(columns), target=target), ledger, extra_delta)
