@@ -17,7 +17,7 @@ Privacy:
   ``d`` cells: L1 sensitivity ``d``, L2 sensitivity ``sqrt(d)``.
   ``noise="laplace"``: Laplace noise of scale ``z d`` per cell, event ``LaplaceDpEvent(z)``;
   ``noise="gaussian"``: Gaussian noise of standard deviation ``z sqrt(d)``, event
-  ``GaussianDpEvent(z)``. In both, ``z`` is the smallest noise multiplier (bisection) whose
+  ``GaussianDpEvent(z)``. In both, ``z`` is the smallest noise multiplier (calibrated) whose
   ledger epsilon at ``delta`` is within the budget; Laplace at ``delta = 0`` is pure
   epsilon-DP with ``z = 1 / epsilon`` exactly.
   ``"auto"`` picks Gaussian when ``delta > 0`` and Laplace when ``delta = 0``.
@@ -37,6 +37,7 @@ import pandas as pd
 from accounting import PrivacyBudget, PrivacyLedger
 from accounting import events as ev
 from accounting._validate import check_count
+from accounting.calibrate import calibrate
 from jdp.data.schema import Table
 from jdp.data.transforms import discretize, n_bins, undiscretize
 from jdp.mechanisms import gaussian_mechanism, laplace_mechanism
@@ -68,24 +69,14 @@ class MarginalsConfig:
             raise TypeError(f"expected secure_noise to be a bool, got {self.secure_noise!r}")
 
 
-def noise_multiplier(noise: Literal["gaussian", "laplace"], epsilon: float, delta: float, *, tol: float = 1e-4) -> float:
-    """Smallest noise multiplier ``z`` (to relative ``tol``) whose event is (epsilon, delta)-DP
-    by the ledger's accountant; never overshoots ``epsilon``. For Laplace at ``delta = 0`` this
-    is exactly ``1 / epsilon``."""
-    event_cls = ev.GaussianDpEvent if noise == "gaussian" else ev.LaplaceDpEvent
+def noise_multiplier(noise: Literal["gaussian", "laplace"], epsilon: float, delta: float) -> float:
+    """Smallest noise multiplier whose event is (epsilon, delta)-DP by the ledger's default
+    accountant (:func:`accounting.calibrate.calibrate`, never overshoots); for Laplace at
+    ``delta = 0`` exactly ``1 / epsilon``."""
     if noise == "laplace" and delta == 0:
         return 1.0 / epsilon
-
-    def spent(z: float) -> float:
-        return PrivacyLedger().record(LABEL, event_cls(z)).epsilon(delta)
-
-    lo, hi = 1e-3, 1.0
-    while spent(hi) > epsilon:
-        lo, hi = hi, 2 * hi
-    while hi - lo > tol * hi:
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if spent(mid) > epsilon else (lo, mid)
-    return hi
+    event_cls = ev.GaussianDpEvent if noise == "gaussian" else ev.LaplaceDpEvent
+    return calibrate(event_cls, target_epsilon=epsilon, target_delta=delta, lower=1e-3)
 
 
 def cell_counts(data: Table, bins: int) -> list[np.ndarray]:

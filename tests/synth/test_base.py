@@ -1,0 +1,152 @@
+"""The synthesizer protocol: registry, checks around fit/sample, save/load, keys."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import jax
+import numpy as np
+import pandas as pd
+import pytest
+
+from accounting import PrivacyBudget, PrivacyLedger
+from accounting import events as ev
+from jdp.data.schema import Column, Schema, Table
+from jdp.synth import base
+
+SCHEMA = Schema(
+    columns=(
+        Column(name="x", kind="continuous", lower=0, upper=1),
+        Column(name="c", kind="categorical", categories=("a", "b")),
+    ),
+    target="c",
+)
+FRAME = pd.DataFrame({"x": np.linspace(0, 1, 20), "c": ["a", "b"] * 10})
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToyConfig:
+    overspend: float = 1.0
+    widths: tuple[int, ...] = (2, 3)
+
+
+def toy_fit(key, data: Table, budget: PrivacyBudget, config: ToyConfig) -> base.FittedModel:
+    """Release the sum of x (x in [0, 1]: L1 sensitivity 1 under add/remove) with Laplace
+    noise; ``overspend > 1`` is a deliberately buggy method."""
+    rng = base.numpy_rng(key)
+    eps = budget.epsilon * config.overspend
+    noisy = data.frame["x"].sum() + rng.laplace(0, 1 / eps)
+    ledger = PrivacyLedger().record("toy", ev.LaplaceDpEvent(1 / eps))
+    params = {"sum": np.array(noisy), "nested": {"w": np.arange(6.0).reshape(2, 3), "b": np.zeros(3)}}
+    return base.FittedModel("toy", params, data.schema, config, budget, ledger)
+
+
+def toy_sample(key, model, n):
+    rng = base.numpy_rng(key)
+    return pd.DataFrame({"x": rng.random(n), "c": rng.choice(["a", "b"], n).astype(object)})
+
+
+base.register(base.Method(name="toy", config_cls=ToyConfig, fit=toy_fit, sample=toy_sample))
+
+
+class Toy(base.Synthesizer):
+    method = "toy"
+
+
+BUDGET = PrivacyBudget(epsilon=1.0, delta=0.0)
+
+
+def test_registry_lookup_and_lazy_import():
+    assert base.get_method("toy").config_cls is ToyConfig
+    assert "marginals" in base.available_methods()
+    with pytest.raises(ValueError, match="unknown synthesizer 'nope'"):
+        base.get_method("nope")
+
+
+def test_fit_checks_the_ledger_against_the_budget():
+    model = base.fit_model(base.key_from_seed(0), "toy", FRAME, BUDGET, schema=SCHEMA)
+    assert model.epsilon() == pytest.approx(1.0)
+    with pytest.raises(RuntimeError, match="over the budget"):
+        base.fit_model(base.key_from_seed(0), "toy", FRAME, BUDGET, ToyConfig(overspend=1.5), schema=SCHEMA)
+
+
+def test_fit_needs_a_schema_and_a_budget():
+    with pytest.raises(ValueError, match="a schema is required"):
+        base.fit_model(base.key_from_seed(0), "toy", FRAME, BUDGET)
+    with pytest.raises(TypeError, match="PrivacyBudget"):
+        base.fit_model(base.key_from_seed(0), "toy", FRAME, 1.0, schema=SCHEMA)
+    with pytest.raises(TypeError, match="expects a ToyConfig"):
+        base.fit_model(base.key_from_seed(0), "toy", FRAME, BUDGET, config={"a": 1}, schema=SCHEMA)
+
+
+def test_delta_at_least_one_over_n_warns():
+    with pytest.warns(base.DeltaWarning, match=r"delta=0.1 >= 1/n = 0.05"):
+        base.fit_model(
+            base.key_from_seed(0), "toy", FRAME, PrivacyBudget(epsilon=1.0, delta=0.1), schema=SCHEMA
+        )
+
+
+def test_save_load_round_trip_without_pickle(tmp_path):
+    model = base.fit_model(base.key_from_seed(3), "toy", FRAME, BUDGET, schema=SCHEMA)
+    path = base.save(model, tmp_path / "model")
+    doc = json.loads((path / base.MODEL_FILE).read_text())
+    assert doc["method"] == "toy" and doc["config"]["widths"] == [2, 3]
+    loaded = base.load(path)
+    assert loaded.config == model.config  # the list came back as a tuple
+    assert loaded.schema == model.schema and loaded.budget == model.budget
+    assert loaded.ledger.to_dict() == model.ledger.to_dict()
+    np.testing.assert_array_equal(loaded.params["nested"]["w"], model.params["nested"]["w"])
+    key = base.key_from_seed(5)
+    pd.testing.assert_frame_equal(base.sample_model(key, loaded, 50), base.sample_model(key, model, 50))
+    with np.load(path / base.PARAMS_FILE, allow_pickle=False) as npz:
+        assert sorted(npz.files) == ["nested/b", "nested/w", "sum"]
+
+
+def test_save_rejects_object_arrays_and_bad_names(tmp_path):
+    model = base.fit_model(base.key_from_seed(3), "toy", FRAME, BUDGET, schema=SCHEMA)
+    bad = base.FittedModel("toy", {"x": np.array([{"a": 1}], dtype=object)}, SCHEMA, ToyConfig(), BUDGET, model.ledger)
+    with pytest.raises(TypeError, match="not a numeric array"):
+        base.save(bad, tmp_path / "a")
+    bad = base.FittedModel("toy", {"a/b": np.zeros(1)}, SCHEMA, ToyConfig(), BUDGET, model.ledger)
+    with pytest.raises(ValueError, match="parameter names"):
+        base.save(bad, tmp_path / "b")
+    with pytest.raises(FileNotFoundError, match="no saved model"):
+        base.load(tmp_path / "missing")
+
+
+def test_sample_checks_n_and_the_output():
+    model = base.fit_model(base.key_from_seed(3), "toy", FRAME, BUDGET, schema=SCHEMA)
+    with pytest.raises(ValueError, match="expected n >= 1, got 0"):
+        base.sample_model(base.key_from_seed(1), model, 0)
+
+
+def test_keys():
+    k1, k2 = base.key_from_seed(7), base.key_from_seed(7)
+    assert np.array_equal(jax.random.key_data(k1), jax.random.key_data(k2))
+    # typed and legacy keys of the same seed give the same numpy stream
+    a = base.numpy_rng(jax.random.key(7)).random(3)
+    b = base.numpy_rng(jax.random.PRNGKey(7)).random(3)
+    np.testing.assert_array_equal(a, b)
+    # no seed: fresh OS entropy, so two keys differ (collision probability 2**-63)
+    assert not np.array_equal(
+        jax.random.key_data(base.key_from_seed(None)), jax.random.key_data(base.key_from_seed(None))
+    )
+    with pytest.raises(ValueError, match="expected seed >= 0"):
+        base.key_from_seed(-1)
+
+
+def test_estimator_layer_seed_and_errors(tmp_path):
+    est = Toy(epsilon=1.0, delta=0.0, schema=SCHEMA.to_dict(), seed=1)
+    with pytest.raises(RuntimeError, match="not fitted"):
+        est.sample(3)
+    est.fit(FRAME)
+    first = est.sample(4)
+    again = Toy(epsilon=1.0, delta=0.0, schema=SCHEMA, seed=1).fit(FRAME)
+    pd.testing.assert_frame_equal(again.sample(4), first)
+    assert not est.sample(4).equals(first)  # each sample call draws a fresh key
+    SCHEMA.save(tmp_path / "s.json")
+    assert Toy(schema=tmp_path / "s.json", delta=0.0).schema == SCHEMA
+    with pytest.raises(ValueError, match="a schema is required"):
+        Toy(delta=0.0).fit(FRAME)
+    assert Toy(delta=0.0).fit(SCHEMA.conform(FRAME)).ledger_.labels == ["toy"]

@@ -1,0 +1,199 @@
+"""DP independent marginals: neighbouring datasets, noise scale, accounting, sampling."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from accounting import PrivacyBudget
+from accounting import events as ev
+from jdp.data.datasets import load_adult
+from jdp.data.schema import ClipWarning, Column, Schema
+from jdp.synth import base
+from jdp.synth.marginals import (
+    Marginals,
+    MarginalsConfig,
+    cell_counts,
+    column_probabilities,
+    noise_multiplier,
+)
+
+BUDGET = PrivacyBudget(epsilon=1.0, delta=1e-5)
+
+
+@pytest.fixture(scope="module")
+def adult():
+    return load_adult()
+
+
+@pytest.fixture(scope="module")
+def small(adult):
+    return adult.train.iloc[:3000].reset_index(drop=True)
+
+
+def fit(key_seed, frame, schema, budget=BUDGET, **config):
+    return base.fit_model(
+        base.key_from_seed(key_seed), "marginals", frame, budget, MarginalsConfig(**config), schema=schema
+    )
+
+
+def extreme_records(adult) -> list[dict]:
+    """Adversarial extra records: every numeric column at (or far beyond) one bound, rare
+    categories."""
+    s = adult.schema
+    rows = []
+    for side, far in (("lower", -1e9), ("upper", 1e9)):
+        row = {}
+        for col in s.columns:
+            if col.is_numeric:
+                row[col.name] = far if col.kind == "continuous" else int(getattr(col, side))
+            else:
+                row[col.name] = col.categories[-1]
+        rows.append(row)
+    return rows
+
+
+@pytest.mark.parametrize("noise", ["gaussian", "laplace"])
+def test_neighbours_differ_only_in_accounted_noisy_counts(adult, small, noise):
+    """Fit on D and on D + one extreme record with the same key: everything public (schema,
+    config, budget, ledger, parameter names and shapes) is identical, and the noisy counts
+    differ by exactly the change of the exact counts, which has L1 norm d and L2 norm sqrt(d)
+    (the sensitivities the calibration assumes)."""
+    d = len(adult.schema)
+    for extra in extreme_records(adult):
+        neighbour = pd.concat([small, pd.DataFrame([extra])], ignore_index=True)
+        with pytest.warns(ClipWarning, match="1 value"):  # fnlwgt far outside: clipped
+            m2 = fit(7, neighbour, adult.schema, noise=noise)
+        m1 = fit(7, small, adult.schema, noise=noise)
+        assert m1.schema == m2.schema and m1.config == m2.config and m1.budget == m2.budget
+        assert m1.ledger.to_dict() == m2.ledger.to_dict()
+        assert m1.params.keys() == m2.params.keys() == {"noisy_counts"}
+        diff = m2.params["noisy_counts"] - m1.params["noisy_counts"]
+        assert np.abs(diff).sum() == pytest.approx(d, abs=1e-6)
+        assert np.linalg.norm(diff) == pytest.approx(np.sqrt(d), abs=1e-6)
+        assert np.allclose(diff, np.round(diff), atol=1e-6)  # same noise, counts moved by 1
+
+
+def test_random_neighbours_never_exceed_the_sensitivity(adult, small):
+    rng = np.random.default_rng(11)
+    base_counts = np.concatenate(cell_counts(adult.schema.conform(small), 32))
+    for _ in range(20):
+        drop = int(rng.integers(len(small)))
+        removed = small.drop(index=drop).reset_index(drop=True)
+        counts = np.concatenate(cell_counts(adult.schema.conform(removed), 32))
+        delta = base_counts - counts
+        assert np.abs(delta).sum() == len(adult.schema)
+        assert delta.min() == 0 and delta.max() == 1
+
+
+@pytest.mark.parametrize(
+    "noise, delta, event_cls",
+    [("gaussian", 1e-5, ev.GaussianDpEvent), ("laplace", 1e-5, ev.LaplaceDpEvent), ("laplace", 0.0, ev.LaplaceDpEvent)],
+)
+def test_ledger_meets_the_budget_tightly(adult, small, noise, delta, event_cls):
+    model = fit(1, small, adult.schema, PrivacyBudget(epsilon=1.0, delta=delta), noise=noise)
+    (entry,) = model.ledger.entries
+    assert isinstance(entry.event, event_cls) and entry.label == "marginals"
+    eps = model.epsilon()
+    assert eps <= 1.0 and eps >= 0.99  # calibration lands within 1% of the target
+    if delta == 0:
+        assert entry.event == ev.LaplaceDpEvent(1.0)
+
+
+@pytest.mark.parametrize("noise", ["gaussian", "laplace"])
+def test_noise_has_the_calibrated_scale(noise):
+    """One continuous column with many cells and an all-zero histogram except one cell: the
+    noise on the empty cells must have the calibrated standard deviation (chi-square bound)."""
+    n_cells = 4000
+    schema = Schema(columns=(Column(name="x", kind="continuous", lower=0, upper=1),))
+    frame = pd.DataFrame({"x": np.full(50, 0.99999)})
+    model = fit(3, frame, schema, PrivacyBudget(epsilon=0.5, delta=1e-6), bins=n_cells, noise=noise)
+    z = noise_multiplier(noise, 0.5, 1e-6)
+    noise_values = model.params["noisy_counts"][:-1]  # the last cell holds the 50 records
+    sd = z * 1.0 * (np.sqrt(2) if noise == "laplace" else 1.0)  # d = 1: sensitivity 1
+    ratio = noise_values.var(ddof=1) / sd**2
+    k = len(noise_values) - 1
+    # Laplace has excess kurtosis 3: var of s^2 is (2 + 3) sd^4 / n; use a normal 6-sigma bound
+    spread = np.sqrt((2 + (3 if noise == "laplace" else 0)) / k)
+    assert abs(ratio - 1) < 6 * spread
+    assert abs(noise_values.mean()) < 6 * sd / np.sqrt(len(noise_values))
+
+
+def test_high_epsilon_samples_match_the_marginals(adult, small):
+    """At epsilon = 1e4 the noise is negligible: each sampled column's category frequencies
+    pass a chi-square goodness-of-fit test against the true marginal."""
+    model = fit(5, small, adult.schema, PrivacyBudget(epsilon=1e4, delta=1e-5))
+    synth = base.sample_model(base.key_from_seed(6), model, 20_000)
+    for name in ("workclass", "sex", "income", "race"):
+        cats = adult.schema[name].categories
+        true = small[name].value_counts().reindex(cats, fill_value=0).to_numpy(float)
+        got = synth[name].value_counts().reindex(cats, fill_value=0).to_numpy(float)
+        keep = true > 0
+        assert got[~keep].sum() <= 2  # cells empty in the data are (almost) never drawn
+        expected = true[keep] / true[keep].sum() * got[keep].sum()
+        assert stats.chisquare(got[keep], expected).pvalue > 1e-4
+    assert synth["age"].between(17, 90).all() and synth["fnlwgt"].between(1, 2e6).all()
+
+
+def test_probabilities_are_a_distribution_even_when_all_noise_is_negative():
+    schema = Schema(columns=(Column(name="c", kind="categorical", categories=("a", "b", "c")),))
+    model = base.FittedModel(
+        method="marginals",
+        params={"noisy_counts": np.array([-3.0, -1.0, -2.0])},
+        schema=schema,
+        config=MarginalsConfig(),
+        budget=BUDGET,
+        ledger=fit(0, pd.DataFrame({"c": ["a", "b"]}), schema).ledger,
+    )
+    (p,) = column_probabilities(model)
+    np.testing.assert_allclose(p, [1 / 3] * 3)
+
+
+def test_save_load_sample_identical(adult, small, tmp_path):
+    model = fit(8, small, adult.schema)
+    base.save(model, tmp_path / "m")
+    loaded = base.load(tmp_path / "m")
+    assert loaded.schema == model.schema and loaded.config == model.config
+    assert loaded.ledger.to_dict() == model.ledger.to_dict()
+    key = base.key_from_seed(99)
+    pd.testing.assert_frame_equal(base.sample_model(key, loaded, 500), base.sample_model(key, model, 500))
+
+
+def test_estimator_layer(adult, small):
+    a = Marginals(epsilon=1, delta=1e-5, schema=adult.schema, seed=4).fit(small)
+    b = Marginals(epsilon=1, delta=1e-5, schema=adult.schema, seed=4).fit(small)
+    pd.testing.assert_frame_equal(a.sample(100), b.sample(100))
+    assert a.ledger_.labels == ["marginals"] and a.schema_ == adult.schema
+    c = Marginals(epsilon=1, delta=1e-5, schema=adult.schema).fit(small)  # OS entropy
+    assert not np.array_equal(c.model_.params["noisy_counts"], a.model_.params["noisy_counts"])
+    assert Marginals(bins=8, schema=adult.schema).config.bins == 8
+
+
+@pytest.mark.parametrize(
+    "kwargs, err, match",
+    [
+        (dict(epsilon=0), ValueError, "expected epsilon > 0, got 0"),
+        (dict(epsilon=-1), ValueError, "expected epsilon > 0, got -1"),
+        (dict(delta=1.0), ValueError, "delta in"),
+        (dict(bins=1), ValueError, "expected bins >= 2"),
+        (dict(noise="cauchy"), ValueError, "noise in"),
+        (dict(nonsense=1), TypeError, "nonsense"),
+    ],
+)
+def test_bad_arguments_raise(adult, kwargs, err, match):
+    with pytest.raises(err, match=match):
+        Marginals(schema=adult.schema, **kwargs)
+
+
+def test_gaussian_needs_delta(adult, small):
+    with pytest.raises(ValueError, match="needs delta > 0"):
+        fit(0, small, adult.schema, PrivacyBudget(epsilon=1.0, delta=0.0), noise="gaussian")
+
+
+def test_config_is_frozen():
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        MarginalsConfig().bins = 3
