@@ -105,19 +105,31 @@ def dp_categories(
 class SchemaRelease:
     """A DP schema, the ledger of its release and the additive delta of category thresholds.
 
-    The release is ``(ledger.epsilon(d), d + threshold_delta)``-DP for every ``d``.
+    Every ledger event is pure (Laplace counts, exponential-mechanism quantiles), so the
+    release is ``(epsilon, threshold_delta)``-DP with ``epsilon`` the pure composition of the
+    ledger. Composed with a model fitted on the same data under ``(eps_m, delta_m)``, the
+    whole pipeline is ``(epsilon + eps_m, threshold_delta + delta_m)``-DP (basic
+    composition).
     """
 
     schema: Schema
     ledger: PrivacyLedger
     threshold_delta: float
 
-    def epsilon(self, delta: float) -> float:
-        """Epsilon of the whole release at total ``delta`` (> ``threshold_delta``)."""
-        rest = delta - self.threshold_delta
-        if self.threshold_delta and rest <= 0:
-            raise ValueError(f"expected delta > threshold_delta = {self.threshold_delta:g}, got {delta}")
-        return self.ledger.epsilon(rest)
+    @property
+    def epsilon(self) -> float:
+        return self.ledger.epsilon(0)
+
+    @property
+    def delta(self) -> float:
+        return self.threshold_delta
+
+    def privacy_statement(self) -> str:
+        labels = ", ".join(self.ledger.labels)
+        return (
+            f"Schema release: ({self.epsilon:.4g}, {self.delta:.3g})-DP under add/remove-one "
+            f"neighbours (pure composition of: {labels})"
+        )
 
 
 def infer_schema_dp(
@@ -143,8 +155,11 @@ def infer_schema_dp(
       quantiles: the quantiles released as ``(lower, upper)`` bounds of numeric columns.
       category_delta: the additive delta of each categorical column's threshold.
 
-    Numeric bounds are post-processed to ``lower < upper`` (integer columns: rounded
-    outwards); a categorical column with no category above its threshold raises (spend more
+    Integer values get independent uniform jitter in ``[-0.5, 0.5]`` before the quantile
+    mechanism (a per-record randomisation, so neighbours stay neighbours): without it, ties
+    leave zero-length gaps at the target rank and the mechanism drifts into the long empty
+    tails of the coarse range. Numeric bounds are post-processed to ``lower < upper``
+    (integer columns: rounded outwards); a categorical column with no category above its threshold raises (spend more
     epsilon, or declare its domain).
     """
     check_positive("epsilon", epsilon)
@@ -177,6 +192,8 @@ def infer_schema_dp(
         x = pd.to_numeric(data[name], errors="raise").to_numpy(dtype=np.float64)
         if not np.all(np.isfinite(x)):
             raise ValueError(f"column {name!r} has NaN or infinite values")
+        if kind == "integer":  # break ties: the mechanism samples inside gaps between values
+            x = x + rng.uniform(-0.5, 0.5, size=len(x))
         lo, ev_lo = dp_quantile(rng, x, q_lo, lower=a, upper=b, epsilon=eps_col / 2)
         hi, ev_hi = dp_quantile(rng, x, q_hi, lower=a, upper=b, epsilon=eps_col / 2)
         ledger = ledger.record(f"dp-quantiles:{name}", ev.ComposedDpEvent([ev_lo, ev_hi]))
