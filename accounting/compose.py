@@ -75,7 +75,9 @@ def compute_epsilon(
     d = check_open_unit("delta", delta)
     if accountant == "rdp":
         curve = rdp.event_rdp(event, neighboring_relation=relation, shared_batch=shared_batch)
-        return rdp.epsilon_from_rdp(rdp.DEFAULT_ORDERS, curve, d)[0]
+        # A pure eps0-DP event is (eps0, delta)-DP for every delta; the RDP conversion alone
+        # can exceed eps0 (e.g. Lap-PCA + PCA-Gauss Laplace releases: 1.0008 for eps0 = 1).
+        return min(rdp.epsilon_from_rdp(rdp.DEFAULT_ORDERS, curve, d)[0], _pure_or_inf(event, relation))
     if accountant == "pld":
         return pld.epsilon(event, d, relation)
     if accountant in ("gdp", "gdp_clt"):
@@ -91,6 +93,14 @@ def compute_epsilon(
     from accounting import moments
 
     return moments.epsilon(event, d, relation)
+
+
+def _pure_or_inf(event: ev.DpEvent, relation: ev.NeighboringRelation) -> float:
+    """The pure epsilon of ``event``, or ``inf`` where the pure accountant cannot analyse it."""
+    try:
+        return pure.event_epsilon(event, relation)
+    except ValueError:
+        return math.inf
 
 
 def compute_delta(
