@@ -1,0 +1,118 @@
+"""``jdp account``: privacy of a training plan, or the noise that meets a target.
+
+    jdp account dpsgd --noise-multiplier 1.1 --sampling-prob 0.01 --steps 10000 --delta 1e-5
+    jdp account dpsgd --target-epsilon 3 --sampling-prob 0.01 --steps 10000 --delta 1e-5 --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+
+from accounting import events as ev
+from accounting._validate import check_open_unit
+from accounting.calibrate import calibrate_noise_multiplier
+from accounting.compose import ADD_OR_REMOVE_ONE, REPLACE_ONE, compute_epsilon
+
+_ACCOUNTANTS = {"rdp": "rdp", "pld": "pld", "gdp": "gdp_clt"}
+_DESCRIPTIONS = {
+    "rdp": "Rényi DP accountant (exact subsampled-Gaussian RDP, improved conversion)",
+    "pld": "privacy-loss-distribution accountant (dp_accounting)",
+    "gdp": "mu-GDP central-limit APPROXIMATION (not a guarantee)",
+}
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "account", help="privacy accounting of a training plan", description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    plans = parser.add_subparsers(dest="plan", required=True)
+    dpsgd = plans.add_parser("dpsgd", help="DP-SGD: epsilon for a noise multiplier, or calibrate")
+    noise = dpsgd.add_mutually_exclusive_group(required=True)
+    noise.add_argument("--noise-multiplier", type=float, help="noise std / clip norm")
+    noise.add_argument("--target-epsilon", type=float, help="calibrate the noise to this epsilon")
+    dpsgd.add_argument("--sampling-prob", type=float, required=True, help="q = batch / n")
+    dpsgd.add_argument("--steps", type=int, required=True, help="number of noisy steps")
+    dpsgd.add_argument("--delta", type=float, required=True, help="target delta in (0, 1)")
+    dpsgd.add_argument("--accountant", choices=sorted(_ACCOUNTANTS), default="rdp")
+    dpsgd.add_argument(
+        "--sampling", choices=["poisson", "without_replacement"], default="poisson",
+        help="batch sampling (without_replacement: fixed size, replace-one relation)",
+    )
+    dpsgd.add_argument("--dataset-size", type=int, help="n (needed for without_replacement)")
+    dpsgd.add_argument("--json", action="store_true", help="print one JSON object")
+    dpsgd.set_defaults(func=run_dpsgd)
+
+
+def account_dpsgd(
+    *,
+    sampling_prob: float,
+    steps: int,
+    delta: float,
+    noise_multiplier: float | None = None,
+    target_epsilon: float | None = None,
+    accountant: str = "rdp",
+    sampling: str = "poisson",
+    dataset_size: int | None = None,
+) -> dict:
+    """The result of ``jdp account dpsgd`` as a dict (the ``--json`` object)."""
+    if (noise_multiplier is None) == (target_epsilon is None):
+        raise ValueError("expected exactly one of noise_multiplier and target_epsilon")
+    if accountant not in _ACCOUNTANTS:
+        raise ValueError(f"expected accountant in {sorted(_ACCOUNTANTS)}, got {accountant!r}")
+    delta = check_open_unit("delta", delta)
+    name = _ACCOUNTANTS[accountant]
+    relation = REPLACE_ONE if sampling == "without_replacement" else ADD_OR_REMOVE_ONE
+    if noise_multiplier is None:
+        noise_multiplier = calibrate_noise_multiplier(
+            target_epsilon=target_epsilon, target_delta=delta, sampling_prob=sampling_prob,
+            steps=steps, sampling=sampling, dataset_size=dataset_size, accountant=name,
+        )
+    event = ev.dpsgd_event(
+        noise_multiplier, sampling_prob, steps, sampling=sampling, dataset_size=dataset_size
+    )
+    eps = compute_epsilon(event, delta, accountant=name, neighboring_relation=relation)
+    return {
+        "epsilon": eps,
+        "delta": delta,
+        "noise_multiplier": noise_multiplier,
+        "sampling_prob": sampling_prob,
+        "steps": steps,
+        "accountant": accountant,
+        "approximation": accountant == "gdp",
+        "calibrated": target_epsilon is not None,
+        "target_epsilon": target_epsilon,
+        "sampling": sampling,
+        "neighboring_relation": relation.name,
+    }
+
+
+def statement(result: dict) -> str:
+    """A readable privacy statement for an :func:`account_dpsgd` result."""
+    relation = "add/remove-one" if result["neighboring_relation"] == "ADD_OR_REMOVE_ONE" else "replace-one"
+    eps = "inf" if math.isinf(result["epsilon"]) else f"{result['epsilon']:.4g}"
+    head = (
+        f"Calibrated noise multiplier {result['noise_multiplier']:.4g} for target epsilon "
+        f"{result['target_epsilon']:g}.\n"
+        if result["calibrated"]
+        else ""
+    )
+    return (
+        f"{head}DP-SGD: noise multiplier {result['noise_multiplier']:.4g}, sampling probability "
+        f"{result['sampling_prob']:g} ({result['sampling'].replace('_', ' ')}), "
+        f"{result['steps']} steps.\n"
+        f"Privacy: ({eps}, {result['delta']:g})-differential privacy for {relation} "
+        f"neighbouring datasets\n  [{_DESCRIPTIONS[result['accountant']]}]."
+    )
+
+
+def run_dpsgd(args: argparse.Namespace) -> int:
+    result = account_dpsgd(
+        sampling_prob=args.sampling_prob, steps=args.steps, delta=args.delta,
+        noise_multiplier=args.noise_multiplier, target_epsilon=args.target_epsilon,
+        accountant=args.accountant, sampling=args.sampling, dataset_size=args.dataset_size,
+    )
+    print(json.dumps(result) if args.json else statement(result))
+    return 0
