@@ -12,11 +12,19 @@ import importlib
 import sys
 
 # Sub-command modules, in the order ``jdp --help`` lists them.
-COMMANDS = ["account"]
+COMMANDS = ["demo", "fit", "sample", "evaluate", "report", "datasets", "account"]
+
+
+class _Parser(argparse.ArgumentParser):
+    """``ArgumentParser`` whose usage errors are one line (``jdp CMD: error: reason``)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        sys.exit(2)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="jdp", description="Differentially private synthetic data and generative models."
     )
     sub = parser.add_subparsers(dest="command", required=True)
