@@ -1,0 +1,332 @@
+"""DP-EM for Gaussian mixtures (Park, Foulds, Chaudhuri & Welling 2017), as used by P3GM.
+
+Each iteration runs one E-step under the current (already public) mixture and releases the
+M-step's sufficient statistics through three Gaussian mechanisms:
+
+* soft counts ``N_k = sum_i r_ik``                       (L2 sensitivity 1),
+* first moments ``S_k = sum_i r_ik x_i``                  (L2 sensitivity C),
+* second moments ``Q_k = sum_i r_ik x_i x_i^T`` -- its upper triangle, or its diagonal for
+  ``covariance_type="diag"``                              (L2 sensitivity C^2),
+
+where records are clipped to L2 norm ``C`` and ``r_i`` (a probability vector) depends only
+on ``x_i`` and the public mixture. The new mixture is post-processing of the noisy sums:
+``pi = N / sum N``, ``mu_k = S_k / N_k`` projected into the C-ball, ``Sigma_k = Q_k / N_k -
+mu_k mu_k^T`` projected onto ``{reg_covar <= eigenvalues <= C^2}`` (positive definite
+whatever the noise). The initial mixture is data-independent (or a declared public one),
+so there is no unaccounted initial M-step; every iteration is one ledger entry.
+
+All sums are computed in bounded-memory chunks (:mod:`jdp.suffstats`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from scipy.linalg import solve_triangular
+from scipy.special import logsumexp
+
+from accounting import events as ev
+from accounting._validate import check_count, check_nonnegative, check_positive
+from accounting.ledger import PrivacyLedger
+from jdp.mechanisms import clip_rows, gaussian_mechanism
+from jdp.suffstats import DEFAULT_CHUNK_BYTES, check_data_matrix, chunked_sum
+
+CovarianceType = Literal["diag", "full"]
+_LOG_2PI = np.log(2.0 * np.pi)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Mixture:
+    """A Gaussian mixture ``sum_k weights_k N(means_k, covariances_k)``.
+
+    Attributes:
+      weights: ``(K,)`` positive, summing to 1.
+      means: ``(K, d)``.
+      covariances: ``(K, d, d)`` positive definite (``"full"``) or ``(K, d)`` positive
+        variances (``"diag"``).
+      covariance_type: ``"full"`` or ``"diag"``.
+    """
+
+    weights: np.ndarray
+    means: np.ndarray
+    covariances: np.ndarray
+    covariance_type: CovarianceType
+
+    def __post_init__(self) -> None:
+        if self.covariance_type not in ("diag", "full"):
+            raise ValueError(f"expected covariance_type in ('diag', 'full'), got {self.covariance_type!r}")
+        k, d = self.means.shape
+        expected = (k, d) if self.covariance_type == "diag" else (k, d, d)
+        if self.weights.shape != (k,) or self.covariances.shape != expected:
+            raise ValueError(
+                f"expected weights ({k},) and covariances {expected}, got {self.weights.shape} "
+                f"and {self.covariances.shape}"
+            )
+        if not np.all(self.weights > 0) or abs(self.weights.sum() - 1.0) > 1e-9:
+            raise ValueError("expected positive mixture weights summing to 1")
+        for a in (self.weights, self.means, self.covariances):
+            a.setflags(write=False)
+
+    @property
+    def n_components(self) -> int:
+        return self.means.shape[0]
+
+    @property
+    def n_features(self) -> int:
+        return self.means.shape[1]
+
+    def log_prob(self, x: np.ndarray) -> np.ndarray:
+        """Per-row log density ``log sum_k pi_k N(x; mu_k, Sigma_k)``."""
+        x = check_data_matrix(x, n_cols=self.n_features)
+        return logsumexp(_component_log_prob(self, np.asarray(x, dtype=np.float64)), axis=1)
+
+
+def _component_log_prob(mixture: Mixture, x: np.ndarray) -> np.ndarray:
+    """``(n, K)`` matrix of ``log pi_k + log N(x_i; mu_k, Sigma_k)``."""
+    mu, cov = mixture.means, mixture.covariances
+    d = mixture.n_features
+    if mixture.covariance_type == "diag":
+        prec = 1.0 / cov
+        maha = (x * x) @ prec.T - 2.0 * x @ (mu * prec).T + np.sum(mu * mu * prec, axis=1)
+        logdet = np.sum(np.log(cov), axis=1)
+    else:
+        maha = np.empty((x.shape[0], mixture.n_components))
+        logdet = np.empty(mixture.n_components)
+        for k in range(mixture.n_components):
+            chol = np.linalg.cholesky(cov[k])
+            y = solve_triangular(chol, (x - mu[k]).T, lower=True)
+            maha[:, k] = np.sum(y * y, axis=0)
+            logdet[k] = 2.0 * np.sum(np.log(np.diag(chol)))
+    return np.log(mixture.weights) - 0.5 * (d * _LOG_2PI + logdet + maha)
+
+
+def em_statistics(
+    x: np.ndarray, mixture: Mixture, *, l2_clip_norm: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The pre-noise sufficient statistics of one DP-EM iteration (exact, private values).
+
+    Returns ``(N, S, Q)``: ``N`` ``(K,)``; ``S`` ``(K, d)``; ``Q`` ``(K, d)`` (diagonal) or
+    ``(K, d(d+1)/2)`` (upper triangle, row-major, diagonal included), each a sum over the
+    clipped records ``x_i <- clip(x_i, C)`` with responsibilities under ``mixture``.
+    """
+    d, kk = mixture.n_features, mixture.n_components
+    rows = max(1, DEFAULT_CHUNK_BYTES // (8 * (d + kk + (d if mixture.covariance_type == "full" else 0))))
+    iu = np.triu_indices(d)
+
+    def part(chunk: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        c = clip_rows(chunk, l2_clip_norm)
+        logp = _component_log_prob(mixture, c)
+        r = np.exp(logp - logsumexp(logp, axis=1, keepdims=True))
+        if mixture.covariance_type == "diag":
+            second = r.T @ (c * c)
+        else:
+            second = np.stack([((c * r[:, k : k + 1]).T @ c)[iu] for k in range(kk)])
+        return r.sum(axis=0), r.T @ c, second
+
+    return chunked_sum(part, x, rows=rows)
+
+
+def _m_step(
+    counts: np.ndarray,
+    sums: np.ndarray,
+    second: np.ndarray,
+    covariance_type: CovarianceType,
+    *,
+    l2_clip_norm: float,
+    reg_covar: float,
+) -> Mixture:
+    """Post-processing of (noisy) sufficient statistics into a valid mixture."""
+    kk, d = sums.shape
+    floor = 1e-8
+    n_k = np.maximum(counts, floor)
+    weights = n_k / n_k.sum()
+    means = clip_rows(sums / n_k[:, None], l2_clip_norm)
+    top = l2_clip_norm**2 + reg_covar
+    if covariance_type == "diag":
+        var = second / n_k[:, None] - means**2 + reg_covar
+        covs = np.clip(var, reg_covar, top)
+    else:
+        iu = np.triu_indices(d)
+        full = np.zeros((kk, d, d))
+        full[:, iu[0], iu[1]] = second
+        full = full + np.triu(full, 1).transpose(0, 2, 1)
+        cov = full / n_k[:, None, None] - means[:, :, None] * means[:, None, :] + reg_covar * np.eye(d)
+        values, vectors = np.linalg.eigh(cov)
+        values = np.clip(values, reg_covar, top)
+        covs = (vectors * values[:, None, :]) @ vectors.transpose(0, 2, 1)
+        covs = (covs + covs.transpose(0, 2, 1)) / 2.0
+    return Mixture(weights=weights, means=means, covariances=covs, covariance_type=covariance_type)
+
+
+def initial_mixture(
+    rng: np.random.Generator,
+    n_components: int,
+    n_features: int,
+    *,
+    covariance_type: CovarianceType = "diag",
+    l2_clip_norm: float = 1.0,
+) -> Mixture:
+    """A data-independent starting mixture (no privacy cost).
+
+    Uniform weights; means i.i.d. ``N(0, C^2 / (4 d) I)`` projected into the C-ball (spread
+    over the region the clipped records occupy); covariances ``(C^2 / d) I``, the average
+    per-coordinate second moment of a record on the C-sphere.
+    """
+    k = check_count("n_components", n_components, minimum=1)
+    d = check_count("n_features", n_features, minimum=1)
+    c = check_positive("l2_clip_norm", l2_clip_norm)
+    means = clip_rows(rng.normal(0.0, c / (2.0 * np.sqrt(d)), size=(k, d)), c)
+    var = np.full((k, d), c**2 / d)
+    covs = var if covariance_type == "diag" else var[:, :, None] * np.eye(d)
+    return Mixture(weights=np.full(k, 1.0 / k), means=means, covariances=covs, covariance_type=covariance_type)
+
+
+@dataclass(frozen=True, kw_only=True)
+class EmResult:
+    """Output of :func:`dp_em`.
+
+    Attributes:
+      mixture: the final (DP) mixture.
+      log_likelihood: mean per-row log-likelihood of ``diagnostic_x`` after each iteration,
+        or ``()`` when no ``diagnostic_x`` was given. If ``diagnostic_x`` is private data this
+        diagnostic is NOT differentially private: use it for testing/tuning on
+        non-sensitive data, never release it.
+    """
+
+    mixture: Mixture
+    log_likelihood: tuple[float, ...] = ()
+
+
+def dp_em(
+    rng: np.random.Generator,
+    x: np.ndarray,
+    n_components: int,
+    *,
+    noise_multiplier: float,
+    steps: int,
+    covariance_type: CovarianceType = "diag",
+    l2_clip_norm: float = 1.0,
+    reg_covar: float = 1e-6,
+    init: Mixture | None = None,
+    diagnostic_x: np.ndarray | None = None,
+) -> tuple[EmResult, PrivacyLedger]:
+    """DP expectation-maximisation for a Gaussian mixture.
+
+    Args:
+      rng: noise source (also draws the data-independent initial mixture).
+      x: ``(n, d)`` private records; rows are clipped to L2 norm ``l2_clip_norm``.
+      n_components: ``K``.
+      noise_multiplier: ``z``: noise std ``z``, ``z C`` and ``z C^2`` on N, S and Q.
+      steps: number of EM iterations ``T`` (each one ledger entry "dp-em").
+      covariance_type: ``"diag"`` (P3GM) or ``"full"``.
+      l2_clip_norm: ``C``, the declared record norm bound.
+      reg_covar: floor on covariance eigenvalues (added to the diagonal, as sklearn does).
+      init: a declared public starting mixture; default :func:`initial_mixture` drawn from
+        ``rng`` (data-independent).
+      diagnostic_x: rows whose mean log-likelihood is reported after every iteration (see
+        :class:`EmResult` for why this is not private when it is the training data).
+
+    Returns:
+      ``(EmResult, ledger)``; the ledger has ``steps`` entries, each
+      ``ComposedDpEvent([GaussianDpEvent(z)] * 3)``.
+
+    Privacy:
+      Add/remove-one. Adding a clipped record ``x`` with responsibilities ``r``
+      (``sum_k r_k = 1``) changes N by ``r`` (``||r||_2 <= 1``), S by ``r x^T``
+      (Frobenius norm ``||r||_2 ||x|| <= C``) and each upper triangle of Q by
+      ``r_k triu(x x^T)`` (joint norm ``<= ||r||_2 ||x||^2 <= C^2``; the diagonal
+      ``(r_k x_j^2)`` too). So one iteration is three Gaussian mechanisms with multiplier
+      ``z``, i.e. Gaussian with multiplier ``z / sqrt(3)`` in RDP, *independently of K*;
+      P3GM's Eq. (3) charges ``2K + 1`` (docs/privacy.md "DP-EM", docs/errata.md).
+
+    References:
+      Park et al. 2017, DP-EM (AISTATS), Sec. 4 (Gaussian mixtures); P3GM Sec. II-D.
+    """
+    x = check_data_matrix(x)
+    k = check_count("n_components", n_components, minimum=1)
+    if k > x.shape[0]:
+        raise ValueError(f"expected n_components <= number of records {x.shape[0]}, got {k}")
+    steps = check_count("steps", steps, minimum=1)
+    check_nonnegative("noise_multiplier", noise_multiplier)
+    c = check_positive("l2_clip_norm", l2_clip_norm)
+    reg_covar = check_positive("reg_covar", reg_covar)
+    if covariance_type not in ("diag", "full"):
+        raise ValueError(f"expected covariance_type in ('diag', 'full'), got {covariance_type!r}")
+    d = x.shape[1]
+    if init is None:
+        mixture = initial_mixture(rng, k, d, covariance_type=covariance_type, l2_clip_norm=c)
+    else:
+        if (init.n_components, init.n_features, init.covariance_type) != (k, d, covariance_type):
+            raise ValueError(
+                f"expected init with {k} components, {d} features and {covariance_type!r} "
+                f"covariances, got {init.n_components}, {init.n_features}, {init.covariance_type!r}"
+            )
+        mixture = init
+    if diagnostic_x is not None:
+        diagnostic_x = check_data_matrix(diagnostic_x, name="diagnostic_x", n_cols=d)
+    ledger = PrivacyLedger()
+    trace = []
+    for t in range(steps):
+        mixture, event = dp_em_step(rng, x, mixture, noise_multiplier=noise_multiplier, l2_clip_norm=c, reg_covar=reg_covar)
+        ledger = ledger.record("dp-em", event, note=f"iteration {t + 1} of {steps}")
+        if diagnostic_x is not None:
+            trace.append(float(np.mean(mixture.log_prob(diagnostic_x))))
+    return EmResult(mixture=mixture, log_likelihood=tuple(trace)), ledger
+
+
+def dp_em_step(
+    rng: np.random.Generator,
+    x: np.ndarray,
+    mixture: Mixture,
+    *,
+    noise_multiplier: float,
+    l2_clip_norm: float,
+    reg_covar: float = 1e-6,
+) -> tuple[Mixture, ev.ComposedDpEvent]:
+    """One DP-EM iteration: :func:`noisy_em_statistics`, then the projected M-step."""
+    (counts, sums, second), event = noisy_em_statistics(
+        rng, x, mixture, noise_multiplier=noise_multiplier, l2_clip_norm=l2_clip_norm
+    )
+    new = _m_step(
+        counts, sums, second, mixture.covariance_type, l2_clip_norm=l2_clip_norm, reg_covar=reg_covar
+    )
+    return new, event
+
+
+def noisy_em_statistics(
+    rng: np.random.Generator,
+    x: np.ndarray,
+    mixture: Mixture,
+    *,
+    noise_multiplier: float,
+    l2_clip_norm: float,
+) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], ev.ComposedDpEvent]:
+    """The DP-EM release: :func:`em_statistics` plus Gaussian noise of std ``z``, ``z C``
+    and ``z C^2`` on (N, S, Q); ``mixture`` must be public. See :func:`dp_em` for the
+    privacy statement; the event is ``ComposedDpEvent([GaussianDpEvent(z)] * 3)``.
+    """
+    counts, sums, second = em_statistics(x, mixture, l2_clip_norm=l2_clip_norm)
+    counts, e_n = gaussian_mechanism(rng, counts, l2_sensitivity=1.0, noise_multiplier=noise_multiplier)
+    sums, e_s = gaussian_mechanism(rng, sums, l2_sensitivity=l2_clip_norm, noise_multiplier=noise_multiplier)
+    second, e_q = gaussian_mechanism(
+        rng, second, l2_sensitivity=l2_clip_norm**2, noise_multiplier=noise_multiplier
+    )
+    return (counts, sums, second), ev.ComposedDpEvent([e_n, e_s, e_q])
+
+
+def sample(rng: np.random.Generator, mixture: Mixture, n: int) -> np.ndarray:
+    """Draw ``n`` rows from ``mixture`` (post-processing: free), in random order."""
+    n = check_count("n", n, minimum=0)
+    counts = rng.multinomial(n, mixture.weights)
+    d = mixture.n_features
+    parts = []
+    for k, m in enumerate(counts):
+        z = rng.standard_normal((m, d))
+        if mixture.covariance_type == "diag":
+            parts.append(mixture.means[k] + z * np.sqrt(mixture.covariances[k]))
+        else:
+            parts.append(mixture.means[k] + z @ np.linalg.cholesky(mixture.covariances[k]).T)
+    out = np.concatenate(parts, axis=0) if parts else np.empty((0, d))
+    return out[rng.permutation(n)]
