@@ -241,7 +241,9 @@ class PrivacyLedger:
     def report(self, delta: float, accountant: str = "rdp") -> str:
         """A human-readable privacy statement."""
         eps = self.epsilon(delta, accountant)
-        relation = self.neighboring_relation.name.lower().replace("_", "/")
+        relation = {"ADD_OR_REMOVE_ONE": "add/remove-one", "REPLACE_ONE": "replace-one"}.get(
+            self.neighboring_relation.name, self.neighboring_relation.name
+        )
         lines = [
             f"Privacy: ({eps:.4g}, {delta:.3g})-DP under {relation} neighbours "
             f"({accountant} accountant, {len(self.entries)} ledger entries)",
