@@ -291,3 +291,19 @@ def schema_json(name: str) -> str:
     if name not in schemas:
         raise ValueError(f"unknown dataset {name!r}; expected one of {sorted(schemas)}")
     return json.dumps(schemas[name]().to_dict(), indent=1)
+
+
+def read_csv(path: str | Path, schema: Schema) -> pd.DataFrame:
+    """Read a CSV of a table with this schema: string-category columns as text (so that
+    ``"1"`` stays a category), everything else inferred. Raises a one-line error for a
+    missing or unreadable file."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"data file not found: {path}")
+    text_columns = {
+        c.name: str for c in schema.columns if not c.is_numeric and isinstance(c.categories[0], str)
+    }
+    try:
+        return pd.read_csv(path, dtype=text_columns, skipinitialspace=True)
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise ValueError(f"cannot read CSV {path}: {str(exc).splitlines()[0]}") from None

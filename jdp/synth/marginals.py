@@ -1,20 +1,25 @@
-"""DP independent marginals: one noisy histogram per column, sampled column by column.
+"""DP marginals: one noisy histogram per column, optionally per class of the target.
 
 The baseline every DP synthesizer should beat on joint structure and that is hard to beat on
-per-column fidelity: release every column's histogram (categories as they are; numeric
+per-column fidelity. It releases every column's histogram (categories as they are; numeric
 columns in equal-width cells of their public bounds, :func:`jdp.data.transforms.discretize`)
-with one mechanism, then sample each column independently from its normalised, non-negative
-noisy histogram (numeric values uniformly inside the drawn cell). Correlations between
-columns, including the one between features and target, are lost: a classifier trained on
-the output predicts close to the base rate, which is what "between random and real" means
-for this baseline.
+with one mechanism, and samples each column independently.
+
+With a target column and ``condition_on_target=True`` (the default) each feature's histogram
+is taken per class of the target -- a contingency table ``target x feature`` -- and sampling
+draws the label from its noisy marginal, then every feature independently given the label:
+a DP naive-Bayes generative model. It keeps each feature's relation to the label (so a
+classifier trained on its output beats chance) at the same privacy cost; correlations
+between features are lost. With ``condition_on_target=False`` the columns are fully
+independent and a classifier trained on the output scores at chance level.
 
 Privacy:
-  Neighbouring relation: add/remove one record. The released vector ``h`` concatenates the
-  ``d`` column histograms. Every record falls in exactly one cell of each column's histogram
-  (values are clipped into the public bounds and categories are checked against the public
-  domain before counting), so adding or removing a record changes ``h`` by one in exactly
-  ``d`` cells: L1 sensitivity ``d``, L2 sensitivity ``sqrt(d)``.
+  Neighbouring relation: add/remove one record. The released vector ``h`` concatenates ``d``
+  histograms, one per column (the target's plain, each feature's per class when
+  conditioned). Every record falls in exactly one cell of each of them (values are clipped
+  into the public bounds and categories checked against the public domain before counting;
+  a record has exactly one class), so adding or removing a record changes ``h`` by one in
+  exactly ``d`` cells: L1 sensitivity ``d``, L2 sensitivity ``sqrt(d)``.
   ``noise="laplace"``: Laplace noise of scale ``z d`` per cell, event ``LaplaceDpEvent(z)``;
   ``noise="gaussian"``: Gaussian noise of standard deviation ``z sqrt(d)``, event
   ``GaussianDpEvent(z)``. In both, ``z`` is the smallest noise multiplier (calibrated) whose
@@ -22,7 +27,7 @@ Privacy:
   epsilon-DP with ``z = 1 / epsilon`` exactly.
   ``"auto"`` picks Gaussian when ``delta > 0`` and Laplace when ``delta = 0``.
   Normalising and sampling are post-processing. The row count is never released on its own:
-  the model keeps only the noisy cells. See ``docs/privacy.md``, "Independent marginals".
+  the model keeps only the noisy cells. See ``docs/privacy.md``, "DP marginals".
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ from accounting import PrivacyBudget, PrivacyLedger
 from accounting import events as ev
 from accounting._validate import check_count
 from accounting.calibrate import calibrate
-from jdp.data.schema import Table
+from jdp.data.schema import Column, Schema, Table
 from jdp.data.transforms import discretize, n_bins, undiscretize
 from jdp.mechanisms import gaussian_mechanism, laplace_mechanism
 from jdp.synth.base import FittedModel, Method, Synthesizer, numpy_rng, register
@@ -54,19 +59,22 @@ class MarginalsConfig:
     Attributes:
       bins: cells per continuous column (and at most this many per integer column).
       noise: ``"gaussian"``, ``"laplace"`` or ``"auto"`` (Gaussian iff delta > 0).
+      condition_on_target: histogram each feature per class of the schema's target (if any).
       secure_noise: snap the noisy counts to a grid (Mironov 2012), see :mod:`jdp.mechanisms`.
     """
 
     bins: int = 32
     noise: Noise = "auto"
+    condition_on_target: bool = True
     secure_noise: bool = False
 
     def __post_init__(self) -> None:
         check_count("bins", self.bins, minimum=2)
         if self.noise not in ("auto", "gaussian", "laplace"):
             raise ValueError(f"expected noise in ('auto', 'gaussian', 'laplace'), got {self.noise!r}")
-        if not isinstance(self.secure_noise, bool):
-            raise TypeError(f"expected secure_noise to be a bool, got {self.secure_noise!r}")
+        for name in ("condition_on_target", "secure_noise"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"expected {name} to be a bool, got {getattr(self, name)!r}")
 
 
 def noise_multiplier(noise: Literal["gaussian", "laplace"], epsilon: float, delta: float) -> float:
@@ -79,20 +87,40 @@ def noise_multiplier(noise: Literal["gaussian", "laplace"], epsilon: float, delt
     return calibrate(event_cls, target_epsilon=epsilon, target_delta=delta, lower=1e-3)
 
 
-def cell_counts(data: Table, bins: int) -> list[np.ndarray]:
-    """The exact (private) histogram of each column, in schema order."""
-    return [
-        np.bincount(discretize(col, data.frame[col.name], bins), minlength=n_bins(col, bins)).astype(
-            np.float64
-        )
-        for col in data.schema.columns
-    ]
+def conditioning(schema: Schema, config: MarginalsConfig) -> Column | None:
+    """The target column when features are histogrammed per class, else ``None``."""
+    return schema[schema.target] if config.condition_on_target and schema.target else None
+
+
+def histogram_shapes(schema: Schema, config: MarginalsConfig) -> list[tuple[int, ...]]:
+    """Shape of each column's histogram: ``(classes, cells)`` for a conditioned feature,
+    ``(cells,)`` otherwise. Public: a function of the schema and config only."""
+    target = conditioning(schema, config)
+    shapes = []
+    for col in schema.columns:
+        cells = n_bins(col, config.bins)
+        conditioned = target is not None and col.name != target.name
+        shapes.append((len(target.categories), cells) if conditioned else (cells,))
+    return shapes
+
+
+def cell_counts(data: Table, config: MarginalsConfig) -> list[np.ndarray]:
+    """The exact (private) histogram of each column, in schema order, shaped as
+    :func:`histogram_shapes`."""
+    target = conditioning(data.schema, config)
+    classes = None if target is None else discretize(target, data.frame[target.name], config.bins)
+    out = []
+    for col, shape in zip(data.schema.columns, histogram_shapes(data.schema, config)):
+        cells = discretize(col, data.frame[col.name], config.bins)
+        flat = cells if len(shape) == 1 else classes * shape[1] + cells
+        out.append(np.bincount(flat, minlength=int(np.prod(shape))).astype(np.float64).reshape(shape))
+    return out
 
 
 def fit(key: jax.Array, data: Table, budget: PrivacyBudget, config: MarginalsConfig) -> FittedModel:
     """Release all column histograms with one Laplace or Gaussian mechanism (see module)."""
     rng = numpy_rng(key)
-    counts = np.concatenate(cell_counts(data, config.bins))
+    counts = np.concatenate([c.ravel() for c in cell_counts(data, config)])
     d = len(data.schema)
     noise = config.noise if config.noise != "auto" else ("gaussian" if budget.delta > 0 else "laplace")
     if noise == "gaussian":
@@ -107,7 +135,8 @@ def fit(key: jax.Array, data: Table, budget: PrivacyBudget, config: MarginalsCon
         noisy, event = laplace_mechanism(
             rng, counts, l1_sensitivity=float(d), epsilon=1.0 / z, secure_noise=config.secure_noise
         )
-    ledger = PrivacyLedger().record(LABEL, event, note=f"{d} column histograms, {counts.size} cells")
+    kind = "class-conditional " if conditioning(data.schema, config) else ""
+    ledger = PrivacyLedger().record(LABEL, event, note=f"{d} {kind}column histograms, {counts.size} cells")
     return FittedModel(
         method=LABEL,
         params={"noisy_counts": noisy},
@@ -118,28 +147,58 @@ def fit(key: jax.Array, data: Table, budget: PrivacyBudget, config: MarginalsCon
     )
 
 
-def column_probabilities(model: FittedModel) -> list[np.ndarray]:
-    """Each column's sampling distribution: noisy counts clipped at 0 and normalised
-    (uniform when every noisy count of a column is <= 0). Post-processing."""
-    bins = model.config.bins
-    sizes = [n_bins(col, bins) for col in model.schema.columns]
+def noisy_histograms(model: FittedModel) -> list[np.ndarray]:
+    """The released noisy counts split and shaped per column (:func:`histogram_shapes`)."""
+    shapes = histogram_shapes(model.schema, model.config)
+    sizes = [int(np.prod(s)) for s in shapes]
     noisy = np.asarray(model.params["noisy_counts"], dtype=np.float64)
     if noisy.shape != (sum(sizes),):
         raise ValueError(f"expected {sum(sizes)} noisy counts for this schema, got {noisy.shape}")
+    return [p.reshape(s) for p, s in zip(np.split(noisy, np.cumsum(sizes)[:-1]), shapes)]
+
+
+def column_probabilities(model: FittedModel) -> list[np.ndarray]:
+    """Each column's sampling distribution (per class for a conditioned feature: one row per
+    class): noisy counts clipped at 0 and normalised, uniform where every noisy count is
+    <= 0. Post-processing."""
     probs = []
-    for part in np.split(noisy, np.cumsum(sizes)[:-1]):
-        p = np.maximum(part, 0.0)
-        probs.append(p / p.sum() if p.sum() > 0 else np.full(len(p), 1.0 / len(p)))
+    for h in noisy_histograms(model):
+        p = np.maximum(h, 0.0)
+        total = p.sum(axis=-1, keepdims=True)
+        probs.append(np.where(total > 0, p / np.where(total > 0, total, 1.0), 1.0 / h.shape[-1]))
     return probs
 
 
+def noisy_row_count(model: FittedModel) -> int:
+    """A DP estimate of the number of training rows, for choosing how many rows to sample.
+
+    Each column's noisy cells sum to ``n`` plus noise; the mean over columns averages the
+    noise. Post-processing of the released counts: no further privacy cost (and no exact
+    ``n``, which is private under add/remove neighbours). At least 1.
+    """
+    return max(1, int(round(float(np.mean([h.sum() for h in noisy_histograms(model)])))))
+
+
 def sample(key: jax.Array, model: FittedModel, n: int) -> pd.DataFrame:
-    """``n`` rows, each column drawn independently from its noisy marginal."""
+    """``n`` rows: the label (if conditioned) from its noisy marginal, then each column
+    independently from its noisy (class-conditional) marginal."""
     rng = numpy_rng(key)
     bins = model.config.bins
+    probs = dict(zip(model.schema.names, column_probabilities(model)))
+    target = conditioning(model.schema, model.config)
+    classes = None
+    if target is not None:
+        classes = rng.choice(len(target.categories), size=n, p=probs[target.name])
     out = {}
-    for col, p in zip(model.schema.columns, column_probabilities(model)):
-        cells = rng.choice(len(p), size=n, p=p)
+    for col in model.schema.columns:
+        p = probs[col.name]
+        if p.ndim == 1:
+            cells = classes if col is target else rng.choice(len(p), size=n, p=p)
+        else:
+            cells = np.empty(n, dtype=np.int64)
+            for k in range(p.shape[0]):
+                rows = np.flatnonzero(classes == k)
+                cells[rows] = rng.choice(p.shape[1], size=len(rows), p=p[k])
         out[col.name] = undiscretize(rng, col, cells, bins)
     return pd.DataFrame(out)
 
@@ -150,7 +209,7 @@ register(
         config_cls=MarginalsConfig,
         fit=fit,
         sample=sample,
-        description="DP independent marginals: one noisy histogram per column (baseline)",
+        description="DP marginals: noisy histogram per column, per class of the target (baseline)",
     )
 )
 

