@@ -1,0 +1,323 @@
+"""DP k-means (noisy Lloyd) on raw or random-Fourier features; DPNorm (DPGM Sec. 4.1, 4.3).
+
+* :func:`dp_kmeans` -- standard DP k-means (Blum et al. 2005, "SuLQ"; the baseline of DPGM
+  Fig. 3): records clipped to L2 norm ``C``, each Lloyd iteration releases noisy cluster
+  counts and noisy cluster sums, centres are their ratio.
+* :func:`dp_kernel_kmeans` -- DPGM Algorithm 2: the same noisy Lloyd iterations on random
+  Fourier features of an RBF kernel (:mod:`jdp.rff`), whose norm is at most ``sqrt(2)``
+  for any input (clipped to ``C = 1`` by default, as in DPGM Sec. 6.2).
+* :func:`dp_norm_bound` -- DPGM Algorithm 3 (DPNorm): a DP choice of the clipping norm from
+  a noisy histogram of record norms, for feature maps without an a-priori bound.
+* :func:`assign_clusters` -- the final assignment of records to the released centres.
+
+Initial centres are public (e.g. records of a public sample) or drawn without looking at
+the data. The released output is the centres; the assignment of *private* records is itself
+private (see :func:`assign_clusters`).
+
+Feature maps are applied chunk by chunk inside every pass (``feature_fn``), so a 1M-row
+table never materialises its feature matrix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+from accounting import events as ev
+from accounting._validate import check_count, check_nonnegative, check_positive
+from accounting.ledger import PrivacyLedger
+from jdp.mechanisms import clip_rows, gaussian_mechanism
+from jdp.rff import RandomFourierFeatures, draw_rff
+from jdp.suffstats import check_data_matrix, chunked_sum, iter_chunks
+
+FeatureFn = Callable[[np.ndarray], np.ndarray]
+
+
+@dataclass(frozen=True, kw_only=True)
+class KMeansResult:
+    """Released DP k-means centres (in feature space) and the public map that defines it.
+
+    Attributes:
+      centres: ``(k, D)`` centres in the space of ``clip(feature_map(x), l2_clip_norm)``.
+      l2_clip_norm: ``C``, the record norm bound the centres were computed under.
+      feature_map: the random Fourier feature map, or ``None`` for raw features.
+    """
+
+    centres: np.ndarray
+    l2_clip_norm: float
+    feature_map: RandomFourierFeatures | None = None
+
+    def __post_init__(self) -> None:
+        if self.centres.ndim != 2:
+            raise ValueError(f"expected centres of shape (k, D), got {self.centres.shape}")
+        self.centres.setflags(write=False)
+
+    def features(self, chunk: np.ndarray) -> np.ndarray:
+        """``clip(feature_map(chunk), C)`` for a float64 chunk of raw rows."""
+        z = chunk if self.feature_map is None else self.feature_map(chunk)
+        return clip_rows(z, self.l2_clip_norm)
+
+
+def _nearest(z: np.ndarray, centres: np.ndarray) -> np.ndarray:
+    dist = np.sum(centres * centres, axis=1) - 2.0 * z @ centres.T
+    return np.argmin(dist, axis=1)
+
+
+def lloyd_statistics(
+    x: np.ndarray, centres: np.ndarray, *, l2_clip_norm: float, feature_fn: FeatureFn | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Pre-noise statistics of one Lloyd iteration: per-cluster counts ``(k,)`` and sums
+    ``(k, D)`` of the clipped features ``clip(feature_fn(x_i), C)`` of the records whose
+    nearest centre is ``k`` (the exact, private values)."""
+    k = centres.shape[0]
+
+    def part(chunk: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        z = clip_rows(chunk if feature_fn is None else feature_fn(chunk), l2_clip_norm)
+        onehot = np.eye(k)[_nearest(z, centres)]
+        return onehot.sum(axis=0), onehot.T @ z
+
+    return chunked_sum(part, x)
+
+
+def noisy_lloyd_step(
+    rng: np.random.Generator,
+    x: np.ndarray,
+    centres: np.ndarray,
+    *,
+    noise_multiplier: float,
+    l2_clip_norm: float,
+    feature_fn: FeatureFn | None = None,
+) -> tuple[np.ndarray, ev.ComposedDpEvent, tuple[np.ndarray, np.ndarray]]:
+    """One DP Lloyd iteration (DPGM Alg. 2 lines 8-11).
+
+    Releases ``counts + N(0, z^2)`` and ``sums + N(0, (z C)^2 I)``; new centre
+    ``sums_k / counts_k`` (noisy) projected into the C-ball, or the old centre where the
+    noisy count is below 1.
+
+    Returns:
+      ``(new_centres, ComposedDpEvent([GaussianDpEvent(z)] * 2), (noisy_counts, noisy_sums))``.
+
+    Privacy:
+      Add/remove-one: one record adds 1 to one count (L2 sensitivity 1) and its clipped
+      feature (norm ``<= C``) to one sum (sensitivity ``C``). DPGM analyses replace-one:
+      ``sqrt(2)`` and ``sqrt(2) C`` (docs/privacy.md "DP Lloyd").
+    """
+    counts, sums = lloyd_statistics(x, centres, l2_clip_norm=l2_clip_norm, feature_fn=feature_fn)
+    counts, e_n = gaussian_mechanism(rng, counts, l2_sensitivity=1.0, noise_multiplier=noise_multiplier)
+    sums, e_s = gaussian_mechanism(rng, sums, l2_sensitivity=l2_clip_norm, noise_multiplier=noise_multiplier)
+    ok = counts >= 1.0
+    new = np.array(centres, dtype=np.float64)
+    new[ok] = clip_rows(sums[ok] / counts[ok, None], l2_clip_norm)
+    return new, ev.ComposedDpEvent([e_n, e_s]), (counts, sums)
+
+
+def random_centres(rng: np.random.Generator, k: int, dim: int, *, l2_clip_norm: float) -> np.ndarray:
+    """Data-independent initial centres: i.i.d. ``N(0, C^2 / (4 D))`` coordinates, in the C-ball."""
+    k = check_count("k", k, minimum=1)
+    dim = check_count("dim", dim, minimum=1)
+    return clip_rows(rng.normal(0.0, l2_clip_norm / (2.0 * np.sqrt(dim)), size=(k, dim)), l2_clip_norm)
+
+
+def _lloyd(
+    rng: np.random.Generator,
+    x: np.ndarray,
+    centres: np.ndarray,
+    *,
+    noise_multiplier: float,
+    steps: int,
+    l2_clip_norm: float,
+    feature_map: RandomFourierFeatures | None,
+) -> tuple[KMeansResult, PrivacyLedger]:
+    ledger = PrivacyLedger()
+    for t in range(steps):
+        centres, event, _ = noisy_lloyd_step(
+            rng, x, centres, noise_multiplier=noise_multiplier, l2_clip_norm=l2_clip_norm, feature_fn=feature_map
+        )
+        ledger = ledger.record("dp-kmeans", event, note=f"iteration {t + 1} of {steps}")
+    return KMeansResult(centres=centres, l2_clip_norm=l2_clip_norm, feature_map=feature_map), ledger
+
+
+def _check_common(x: object, k: int, steps: int, noise_multiplier: float) -> tuple[np.ndarray, int, int]:
+    x = check_data_matrix(x)
+    k = check_count("k", k, minimum=1)
+    if k > x.shape[0]:
+        raise ValueError(f"expected k <= number of records {x.shape[0]}, got k={k}")
+    check_nonnegative("noise_multiplier", noise_multiplier)
+    return x, k, check_count("steps", steps, minimum=1)
+
+
+def _check_init(init: object, k: int, dim: int, what: str) -> np.ndarray:
+    init = check_data_matrix(init, name="init")
+    if init.shape != (k, dim):
+        raise ValueError(f"expected init of shape ({k}, {dim}) ({what}), got {init.shape}")
+    return np.asarray(init, dtype=np.float64)
+
+
+def dp_kmeans(
+    rng: np.random.Generator,
+    x: np.ndarray,
+    k: int,
+    *,
+    noise_multiplier: float,
+    steps: int,
+    l2_clip_norm: float,
+    init: np.ndarray | None = None,
+) -> tuple[KMeansResult, PrivacyLedger]:
+    """Standard DP k-means on raw features (DPGM's baseline, Blum et al. 2005).
+
+    Args:
+      rng: noise source (and the data-independent initial centres).
+      x: ``(n, m)`` private records, clipped to L2 norm ``l2_clip_norm``.
+      k: number of clusters (``<= n``).
+      noise_multiplier: ``z``: noise std ``z`` on counts and ``z C`` on sums.
+      steps: Lloyd iterations ``T``, each one ledger entry "dp-kmeans".
+      l2_clip_norm: ``C``, declared (e.g. ``sqrt(m)`` for pixels in [0, 1], as DPGM Sec. 6.2
+        uses 28 for MNIST) or chosen by :func:`dp_norm_bound`.
+      init: ``(k, m)`` public initial centres (e.g. public records); default
+        :func:`random_centres`.
+
+    Returns:
+      ``(KMeansResult, ledger)``; ``T`` entries of ``ComposedDpEvent([GaussianDpEvent(z)]*2)``.
+
+    Privacy:
+      See :func:`noisy_lloyd_step`: add/remove-one, sensitivities 1 (counts) and ``C``
+      (sums) per iteration; ``T``-fold adaptive composition.
+    """
+    x, k, steps = _check_common(x, k, steps, noise_multiplier)
+    c = check_positive("l2_clip_norm", l2_clip_norm)
+    m = x.shape[1]
+    centres = random_centres(rng, k, m, l2_clip_norm=c) if init is None else clip_rows(_check_init(init, k, m, "raw features"), c)
+    return _lloyd(rng, x, centres, noise_multiplier=noise_multiplier, steps=steps, l2_clip_norm=c, feature_map=None)
+
+
+def dp_kernel_kmeans(
+    rng: np.random.Generator,
+    x: np.ndarray,
+    k: int,
+    *,
+    noise_multiplier: float,
+    steps: int,
+    gamma: float,
+    n_components: int = 200,
+    l2_clip_norm: float = 1.0,
+    init_public: np.ndarray | None = None,
+    feature_map: RandomFourierFeatures | None = None,
+) -> tuple[KMeansResult, PrivacyLedger]:
+    """Private kernel k-means with random Fourier features (DPGM Algorithm 2, RBF kernel).
+
+    Draws ``z`` (:func:`jdp.rff.draw_rff`; free), then runs :func:`dp_kmeans`'s noisy Lloyd
+    iterations on ``clip(z(x), C)``, computing the features chunk by chunk.
+
+    Args:
+      rng: noise source; also draws the feature map and (without ``init_public``) the
+        initial centres.
+      x: ``(n, m)`` private records.
+      k: number of clusters.
+      noise_multiplier: ``z`` (std ``z`` on counts, ``z C`` on feature sums).
+      steps: Lloyd iterations (DPGM: 20).
+      gamma: RBF width of ``exp(-gamma ||x - y||^2)``.
+      n_components: ``D``, the number of Fourier features (DPGM: 200).
+      l2_clip_norm: ``C``; ``||z(x)|| <= sqrt(2)`` always, ``E ||z(x)|| <= 1`` (DPGM Thm. 2),
+        so ``C = 1`` (DPGM's choice, enforced here by clipping) loses little and
+        ``C = sqrt(2)`` clips nothing.
+      init_public: ``(k, m)`` *public* raw records whose features are the initial centres
+        (DPGM footnote 3); default: random features of :func:`random_centres` in feature space.
+      feature_map: a previously drawn map (public) to reuse instead of drawing one.
+
+    Returns:
+      ``(KMeansResult, ledger)`` as :func:`dp_kmeans`; ``result.feature_map`` is the map.
+
+    Privacy:
+      As :func:`dp_kmeans` with sensitivities 1 and ``C``; the feature map and the public
+      initial centres cost nothing. No DPNorm call is needed: the bound is a-priori
+      (DPGM Sec. 5: ``alpha_G1 = 0``).
+    """
+    x, k, steps = _check_common(x, k, steps, noise_multiplier)
+    c = check_positive("l2_clip_norm", l2_clip_norm)
+    if feature_map is None:
+        feature_map = draw_rff(rng, x.shape[1], n_components, gamma=gamma)
+    elif feature_map.n_features_in != x.shape[1]:
+        raise ValueError(f"expected a feature map for {x.shape[1]} inputs, got {feature_map.n_features_in}")
+    d = feature_map.n_components
+    if init_public is None:
+        centres = random_centres(rng, k, d, l2_clip_norm=c)
+    else:
+        init = _check_init(init_public, k, x.shape[1], "public raw records")
+        centres = clip_rows(feature_map(init), c)
+    return _lloyd(rng, x, centres, noise_multiplier=noise_multiplier, steps=steps, l2_clip_norm=c, feature_map=feature_map)
+
+
+def norm_histogram(x: np.ndarray, *, max_norm: float, n_bins: int, feature_fn: FeatureFn | None = None) -> np.ndarray:
+    """Pre-noise statistic of DPNorm: ``t_j = #{i : C_{j-1} < ||f(x_i)|| <= C_j}``,
+    ``C_j = j max_norm / n_bins``, ``j = 1..n_bins`` (norms 0 or above ``max_norm`` are
+    not counted)."""
+    edges = np.linspace(0.0, max_norm, n_bins + 1)
+
+    def part(chunk: np.ndarray) -> np.ndarray:
+        norms = np.linalg.norm(chunk if feature_fn is None else feature_fn(chunk), axis=1)
+        j = np.searchsorted(edges, norms, side="left")  # edges[j-1] < norm <= edges[j]
+        return np.bincount(j[(j >= 1) & (j <= n_bins)] - 1, minlength=n_bins).astype(np.float64)
+
+    return chunked_sum(part, x)
+
+
+def dp_norm_bound(
+    rng: np.random.Generator,
+    x: np.ndarray,
+    *,
+    noise_multiplier: float,
+    max_norm: float,
+    n_bins: int = 100,
+    feature_fn: FeatureFn | None = None,
+) -> tuple[float, ev.GaussianDpEvent]:
+    """DPNorm (DPGM Algorithm 3): a DP clipping norm, the upper edge of the noisy modal bin.
+
+    Releases the norm histogram (:func:`norm_histogram`) plus ``N(0, z^2 I)`` and returns
+    ``C_s = j* max_norm / n_bins`` for the bin ``j*`` with the largest noisy count
+    (post-processing). DPGM: ``max_norm = 10``, ``n_bins = 100``.
+
+    Privacy:
+      Add/remove-one: one record changes one bin by 1 (or none): L2 sensitivity 1 (DPGM's
+      ``sqrt(2)`` is for replace-one). Event ``GaussianDpEvent(z)``.
+    """
+    x = check_data_matrix(x)
+    max_norm = check_positive("max_norm", max_norm)
+    n_bins = check_count("n_bins", n_bins, minimum=1)
+    noisy, event = gaussian_mechanism(
+        rng,
+        norm_histogram(x, max_norm=max_norm, n_bins=n_bins, feature_fn=feature_fn),
+        l2_sensitivity=1.0,
+        noise_multiplier=noise_multiplier,
+    )
+    return float((np.argmax(noisy) + 1) * max_norm / n_bins), event
+
+
+def assign_clusters(result: KMeansResult, x: np.ndarray) -> np.ndarray:
+    """Index of the nearest released centre for every row of ``x`` (chunked).
+
+    **Privacy: the assignment of private records is private, data-dependent output.** It
+    is not covered by the ledger of the k-means run and must never be released (nor its
+    cluster sizes). It may only feed later *accounted* mechanisms -- e.g. DPGM's per-cluster
+    DP-SGD, where each record is in exactly one cluster so the per-cluster trainings are a
+    parallel composition -- or be applied to public/synthetic rows, which is free.
+    """
+    dim = result.centres.shape[1] if result.feature_map is None else result.feature_map.n_features_in
+    x = check_data_matrix(x, n_cols=dim)
+    return np.concatenate([_nearest(result.features(c), result.centres) for c in iter_chunks(x)])
+
+
+def clustering_accuracy(labels_true: np.ndarray, labels_pred: np.ndarray) -> float:
+    """Unsupervised clustering accuracy (ACC) with the best one-to-one Hungarian matching
+    of cluster indices to labels (DPGM Sec. 6.2)."""
+    labels_true, labels_pred = np.asarray(labels_true), np.asarray(labels_pred)
+    if labels_true.shape != labels_pred.shape or labels_true.ndim != 1:
+        raise ValueError(f"expected two 1-D label arrays of equal length, got {labels_true.shape} and {labels_pred.shape}")
+    _, t = np.unique(labels_true, return_inverse=True)
+    _, p = np.unique(labels_pred, return_inverse=True)
+    table = np.zeros((p.max() + 1, t.max() + 1))
+    np.add.at(table, (p, t), 1)
+    rows, cols = linear_sum_assignment(table, maximize=True)
+    return float(table[rows, cols].sum() / len(labels_true))
