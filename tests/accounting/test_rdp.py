@@ -136,8 +136,7 @@ def test_pure_rdp_is_randomized_response_and_below_known_bounds():
         r = rdp.pure_rdp(eps, a)
         assert np.all(r <= np.minimum(eps, a * eps**2 / 2) * (1 + 1e-9))
         # randomized response with p = e^eps / (1 + e^eps): D_a(P||Q) computed directly
-        p = 1 / (1 + math.exp(-eps))
-        lp, l1p = math.log(p), math.log1p(-p)
+        lp, l1p = -math.log1p(math.exp(-eps)), -math.log1p(math.exp(eps))
         direct = np.logaddexp(a * lp + (1 - a) * l1p, a * l1p + (1 - a) * lp) / (a - 1)
         np.testing.assert_allclose(r, direct, rtol=1e-9)
 
