@@ -100,14 +100,16 @@ def marginal_plots(
     for index, column in enumerate(kinds):
         fig = Figure(figsize=(6.0, 3.6))
         FigureCanvasAgg(fig)
+        categorical = is_categorical(real[column])
+        # fixed margins (room for rotated category labels): tight_layout costs more than drawing
+        fig.subplots_adjust(left=0.12, right=0.97, top=0.9, bottom=0.32 if categorical else 0.12)
         ax = fig.subplots()
-        if is_categorical(real[column]):
+        if categorical:
             _categorical_bars(ax, real[column], synthetic[column], max_categories)
         else:
             _numeric_histograms(ax, real[column], synthetic[column], n_bins)
         ax.set_title(str(column))
         ax.legend(frameon=False)
-        fig.tight_layout()
         paths.append(_save(fig, out_dir / f"marginal_{index:02d}_{_slug(column)}.png"))
     return paths
 

@@ -26,6 +26,7 @@ from sklearn.base import ClassifierMixin
 
 from accounting import PrivacyLedger
 from accounting._validate import check_count
+from jdp.eval._tables import check_tables
 from jdp.eval.marginals import column_distances, two_way_tvd
 from jdp.eval.queries import query_error_summary
 from jdp.eval.utility import tstr_table
@@ -73,6 +74,10 @@ def evaluate_tables(
     if (real_test is None) != (target is None):
         raise ValueError("expected both real_test and target (for TSTR) or neither")
     n_queries = check_count("n_queries", n_queries)
+    tables = {"real_train": real_train, "synthetic": synthetic}
+    if real_test is not None:
+        tables["real_test"] = real_test
+    check_tables(tables, target=target)  # errors name the tables as the caller knows them
     tstr = None
     if real_test is not None:
         tstr = tstr_table(

@@ -1,0 +1,120 @@
+"""``jdp report``: one Markdown + JSON report for a fitted model and its synthetic data.
+
+The report holds the model's privacy ledger and statement (at the model's budget delta),
+and, when real data is given, the evaluation of ``jdp evaluate`` and a real-vs-synthetic
+marginal plot per column; ``--image-shape 28x28`` adds a grid of synthetic images.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from jdp.cli.evaluate import (
+    add_evaluation_arguments,
+    add_real_data_arguments,
+    evaluate_args,
+    read_csv,
+    real_data,
+)
+from jdp.eval._tables import is_categorical
+from jdp.eval.plots import image_grid, marginal_plots
+from jdp.eval.report import JSON_FILE, MARKDOWN_FILE, jsonable, write_report
+
+GRID_IMAGES = 100
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "report",
+        help="write a Markdown + JSON report (ledger, utility, plots) for a fitted model",
+        description=__doc__.split("\n\n")[1].replace("\n", " "),
+    )
+    parser.add_argument("model_dir", metavar="MODEL_DIR", help="fitted model directory (jdp fit --out)")
+    parser.add_argument("--synthetic", required=True, metavar="PATH", help="synthetic CSV sampled from the model")
+    parser.add_argument("--out", required=True, metavar="DIR", help="report directory")
+    add_real_data_arguments(parser)
+    add_evaluation_arguments(parser)
+    parser.add_argument(
+        "--image-shape", metavar="HxW", help="draw the first 100 synthetic rows' features as HxW images"
+    )
+    parser.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from jdp.synth.base import load
+
+    model = load(args.model_dir)
+    synthetic = read_csv(args.synthetic, "synthetic")
+    _check_columns(synthetic, model.schema.names)
+    out = Path(args.out)
+    evaluation, plots = None, []
+    if args.real_train or args.dataset:
+        if args.target is None and (args.real_test or args.dataset):
+            args.target = model.schema.target
+        train, test, target = real_data(args)
+        evaluation = evaluate_args(args, train, synthetic, test, target)
+        plots += marginal_plots(train, synthetic[list(train.columns)], out / "plots")
+    if args.image_shape:
+        plots.append(_image_grid(synthetic, model.schema.target, _shape(args.image_shape), out / "plots"))
+    report = write_report(
+        out,
+        evaluation=evaluation,
+        ledger=model.ledger,
+        delta=model.budget.delta,
+        plots=plots,
+        meta={
+            "method": model.method,
+            "model_dir": str(args.model_dir),
+            "synthetic": str(args.synthetic),
+            "budget": {"epsilon": model.budget.epsilon, "delta": model.budget.delta},
+            "config": dataclasses.asdict(model.config),
+        },
+    )
+    if args.json:
+        print(json.dumps(jsonable(report)))
+    else:
+        print(report["privacy"]["statement"])
+        print(f"wrote {out / MARKDOWN_FILE} and {out / JSON_FILE} ({len(plots)} plots)")
+    return 0
+
+
+def _check_columns(synthetic: pd.DataFrame, names: list[str]) -> None:
+    missing = [c for c in names if c not in synthetic.columns]
+    if missing:
+        raise ValueError(f"column {missing[0]!r} of the model's schema is missing from the synthetic CSV")
+    extra = [c for c in synthetic.columns if c not in names]
+    if extra:
+        raise ValueError(f"column {extra[0]!r} of the synthetic CSV is not in the model's schema")
+
+
+def _shape(text: str) -> tuple[int, int]:
+    try:
+        height, width = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise ValueError(f"expected --image-shape as HxW (e.g. 28x28), got {text!r}") from None
+    if height < 1 or width < 1:
+        raise ValueError(f"expected a positive --image-shape, got {text!r}")
+    return height, width
+
+
+def _image_grid(synthetic: pd.DataFrame, target: str | None, shape: tuple[int, int], out: Path) -> Path:
+    features = [c for c in synthetic.columns if c != target]
+    categorical = [c for c in features if is_categorical(synthetic[c])]
+    if categorical:
+        raise ValueError(f"--image-shape needs numeric features, but column {categorical[0]!r} is categorical")
+    if len(features) != shape[0] * shape[1]:
+        raise ValueError(f"--image-shape {shape[0]}x{shape[1]} needs {shape[0] * shape[1]} feature columns, got {len(features)}")
+    head = synthetic.head(GRID_IMAGES)
+    return image_grid(
+        head[features].to_numpy(dtype=float),
+        out / "samples.png",
+        image_shape=shape,
+        labels=None if target is None else head[target].tolist(),
+        title="synthetic samples",
+    )
