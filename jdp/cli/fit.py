@@ -12,6 +12,7 @@ import argparse
 import contextlib
 import dataclasses
 import json
+import sys
 import warnings
 from collections.abc import Iterator
 from typing import Any
@@ -91,13 +92,15 @@ def make_config(method: str, overrides: dict[str, Any]) -> Any:
 
 @contextlib.contextmanager
 def one_line_warnings(command: str) -> Iterator[None]:
-    """Show warnings as ``jdp COMMAND: warning: message`` lines on stderr."""
-    original = warnings.formatwarning
-    warnings.formatwarning = lambda message, *a, **k: f"jdp {command}: warning: {message}\n"
-    try:
-        yield
-    finally:
-        warnings.formatwarning = original
+    """Collect warnings and print each as one ``jdp COMMAND: warning: message`` line on
+    stderr (clipped values, a large delta, ...)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        try:
+            yield
+        finally:
+            for w in caught:
+                print(f"jdp {command}: warning: {w.message}", file=sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:
