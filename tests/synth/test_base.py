@@ -150,3 +150,14 @@ def test_estimator_layer_seed_and_errors(tmp_path):
     with pytest.raises(ValueError, match="a schema is required"):
         Toy(delta=0.0).fit(FRAME)
     assert Toy(delta=0.0).fit(SCHEMA.conform(FRAME)).ledger_.labels == ["toy"]
+
+
+def test_package_exports_resolve():
+    import jdp
+    from jdp.synth.marginals import Marginals
+
+    assert jdp.Marginals is Marginals and jdp.Schema is Schema
+    for name in jdp.__all__:
+        assert getattr(jdp, name) is not None
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        jdp.Nope  # noqa: B018
