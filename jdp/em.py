@@ -31,7 +31,7 @@ from accounting import events as ev
 from accounting._validate import check_count, check_nonnegative, check_positive
 from accounting.ledger import PrivacyLedger
 from jdp.mechanisms import clip_rows, gaussian_mechanism
-from jdp.suffstats import DEFAULT_CHUNK_BYTES, check_data_matrix, chunked_sum
+from jdp.suffstats import check_data_matrix, chunk_rows, chunked_sum
 
 CovarianceType = Literal["diag", "full"]
 _LOG_2PI = np.log(2.0 * np.pi)
@@ -56,7 +56,9 @@ class Mixture:
 
     def __post_init__(self) -> None:
         if self.covariance_type not in ("diag", "full"):
-            raise ValueError(f"expected covariance_type in ('diag', 'full'), got {self.covariance_type!r}")
+            raise ValueError(
+                f"expected covariance_type in ('diag', 'full'), got {self.covariance_type!r}"
+            )
         k, d = self.means.shape
         expected = (k, d) if self.covariance_type == "diag" else (k, d, d)
         if self.weights.shape != (k,) or self.covariances.shape != expected:
@@ -112,7 +114,7 @@ def em_statistics(
     clipped records ``x_i <- clip(x_i, C)`` with responsibilities under ``mixture``.
     """
     d, kk = mixture.n_features, mixture.n_components
-    rows = max(1, DEFAULT_CHUNK_BYTES // (8 * (d + kk + (d if mixture.covariance_type == "full" else 0))))
+    rows = chunk_rows(d + kk + (d if mixture.covariance_type == "full" else 0))
     iu = np.triu_indices(d)
 
     def part(chunk: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -152,7 +154,11 @@ def _m_step(
         full = np.zeros((kk, d, d))
         full[:, iu[0], iu[1]] = second
         full = full + np.triu(full, 1).transpose(0, 2, 1)
-        cov = full / n_k[:, None, None] - means[:, :, None] * means[:, None, :] + reg_covar * np.eye(d)
+        cov = (
+            full / n_k[:, None, None]
+            - means[:, :, None] * means[:, None, :]
+            + reg_covar * np.eye(d)
+        )
         values, vectors = np.linalg.eigh(cov)
         values = np.clip(values, reg_covar, top)
         covs = (vectors * values[:, None, :]) @ vectors.transpose(0, 2, 1)
@@ -180,7 +186,9 @@ def initial_mixture(
     means = clip_rows(rng.normal(0.0, c / (2.0 * np.sqrt(d)), size=(k, d)), c)
     var = np.full((k, d), c**2 / d)
     covs = var if covariance_type == "diag" else var[:, :, None] * np.eye(d)
-    return Mixture(weights=np.full(k, 1.0 / k), means=means, covariances=covs, covariance_type=covariance_type)
+    return Mixture(
+        weights=np.full(k, 1.0 / k), means=means, covariances=covs, covariance_type=covariance_type
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -269,11 +277,44 @@ def dp_em(
     ledger = PrivacyLedger()
     trace = []
     for t in range(steps):
-        mixture, event = dp_em_step(rng, x, mixture, noise_multiplier=noise_multiplier, l2_clip_norm=c, reg_covar=reg_covar)
+        mixture, event = dp_em_step(
+            rng, x, mixture, noise_multiplier=noise_multiplier, l2_clip_norm=c, reg_covar=reg_covar
+        )
         ledger = ledger.record("dp-em", event, note=f"iteration {t + 1} of {steps}")
         if diagnostic_x is not None:
             trace.append(float(np.mean(mixture.log_prob(diagnostic_x))))
     return EmResult(mixture=mixture, log_likelihood=tuple(trace)), ledger
+
+
+def dp_em_event(noise_multiplier: float, steps: int) -> ev.DpEvent:
+    """What :func:`dp_em` spends (data-free, for planning and calibration)."""
+    one = ev.ComposedDpEvent([ev.GaussianDpEvent(noise_multiplier)] * 3)
+    return ev.SelfComposedDpEvent(one, check_count("steps", steps, minimum=1))
+
+
+def dp_em_calibrated(
+    rng: np.random.Generator,
+    x: np.ndarray,
+    n_components: int,
+    *,
+    target_epsilon: float,
+    target_delta: float,
+    steps: int,
+    accountant: str = "rdp",
+    **kwargs: object,
+) -> tuple[EmResult, PrivacyLedger]:
+    """:func:`dp_em` with the smallest noise multiplier meeting ``(target_epsilon,
+    target_delta)`` for ``steps`` iterations (:func:`accounting.calibrate.calibrate`);
+    ``kwargs`` go to :func:`dp_em`."""
+    from accounting.calibrate import calibrate
+
+    z = calibrate(
+        lambda s: dp_em_event(s, steps),
+        target_epsilon=target_epsilon,
+        target_delta=target_delta,
+        accountant=accountant,
+    )
+    return dp_em(rng, x, n_components, noise_multiplier=z, steps=steps, **kwargs)
 
 
 def dp_em_step(
@@ -290,7 +331,12 @@ def dp_em_step(
         rng, x, mixture, noise_multiplier=noise_multiplier, l2_clip_norm=l2_clip_norm
     )
     new = _m_step(
-        counts, sums, second, mixture.covariance_type, l2_clip_norm=l2_clip_norm, reg_covar=reg_covar
+        counts,
+        sums,
+        second,
+        mixture.covariance_type,
+        l2_clip_norm=l2_clip_norm,
+        reg_covar=reg_covar,
     )
     return new, event
 
@@ -308,8 +354,12 @@ def noisy_em_statistics(
     privacy statement; the event is ``ComposedDpEvent([GaussianDpEvent(z)] * 3)``.
     """
     counts, sums, second = em_statistics(x, mixture, l2_clip_norm=l2_clip_norm)
-    counts, e_n = gaussian_mechanism(rng, counts, l2_sensitivity=1.0, noise_multiplier=noise_multiplier)
-    sums, e_s = gaussian_mechanism(rng, sums, l2_sensitivity=l2_clip_norm, noise_multiplier=noise_multiplier)
+    counts, e_n = gaussian_mechanism(
+        rng, counts, l2_sensitivity=1.0, noise_multiplier=noise_multiplier
+    )
+    sums, e_s = gaussian_mechanism(
+        rng, sums, l2_sensitivity=l2_clip_norm, noise_multiplier=noise_multiplier
+    )
     second, e_q = gaussian_mechanism(
         rng, second, l2_sensitivity=l2_clip_norm**2, noise_multiplier=noise_multiplier
     )

@@ -106,19 +106,27 @@ def noisy_lloyd_step(
       ``sqrt(2)`` and ``sqrt(2) C`` (docs/privacy.md "DP Lloyd").
     """
     counts, sums = lloyd_statistics(x, centres, l2_clip_norm=l2_clip_norm, feature_fn=feature_fn)
-    counts, e_n = gaussian_mechanism(rng, counts, l2_sensitivity=1.0, noise_multiplier=noise_multiplier)
-    sums, e_s = gaussian_mechanism(rng, sums, l2_sensitivity=l2_clip_norm, noise_multiplier=noise_multiplier)
+    counts, e_n = gaussian_mechanism(
+        rng, counts, l2_sensitivity=1.0, noise_multiplier=noise_multiplier
+    )
+    sums, e_s = gaussian_mechanism(
+        rng, sums, l2_sensitivity=l2_clip_norm, noise_multiplier=noise_multiplier
+    )
     ok = counts >= 1.0
     new = np.array(centres, dtype=np.float64)
     new[ok] = clip_rows(sums[ok] / counts[ok, None], l2_clip_norm)
     return new, ev.ComposedDpEvent([e_n, e_s]), (counts, sums)
 
 
-def random_centres(rng: np.random.Generator, k: int, dim: int, *, l2_clip_norm: float) -> np.ndarray:
+def random_centres(
+    rng: np.random.Generator, k: int, dim: int, *, l2_clip_norm: float
+) -> np.ndarray:
     """Data-independent initial centres: i.i.d. ``N(0, C^2 / (4 D))`` coordinates, in the C-ball."""
     k = check_count("k", k, minimum=1)
     dim = check_count("dim", dim, minimum=1)
-    return clip_rows(rng.normal(0.0, l2_clip_norm / (2.0 * np.sqrt(dim)), size=(k, dim)), l2_clip_norm)
+    return clip_rows(
+        rng.normal(0.0, l2_clip_norm / (2.0 * np.sqrt(dim)), size=(k, dim)), l2_clip_norm
+    )
 
 
 def _lloyd(
@@ -134,13 +142,20 @@ def _lloyd(
     ledger = PrivacyLedger()
     for t in range(steps):
         centres, event, _ = noisy_lloyd_step(
-            rng, x, centres, noise_multiplier=noise_multiplier, l2_clip_norm=l2_clip_norm, feature_fn=feature_map
+            rng,
+            x,
+            centres,
+            noise_multiplier=noise_multiplier,
+            l2_clip_norm=l2_clip_norm,
+            feature_fn=feature_map,
         )
         ledger = ledger.record("dp-kmeans", event, note=f"iteration {t + 1} of {steps}")
     return KMeansResult(centres=centres, l2_clip_norm=l2_clip_norm, feature_map=feature_map), ledger
 
 
-def _check_common(x: object, k: int, steps: int, noise_multiplier: float) -> tuple[np.ndarray, int, int]:
+def _check_common(
+    x: object, k: int, steps: int, noise_multiplier: float
+) -> tuple[np.ndarray, int, int]:
     x = check_data_matrix(x)
     k = check_count("k", k, minimum=1)
     if k > x.shape[0]:
@@ -189,8 +204,20 @@ def dp_kmeans(
     x, k, steps = _check_common(x, k, steps, noise_multiplier)
     c = check_positive("l2_clip_norm", l2_clip_norm)
     m = x.shape[1]
-    centres = random_centres(rng, k, m, l2_clip_norm=c) if init is None else clip_rows(_check_init(init, k, m, "raw features"), c)
-    return _lloyd(rng, x, centres, noise_multiplier=noise_multiplier, steps=steps, l2_clip_norm=c, feature_map=None)
+    centres = (
+        random_centres(rng, k, m, l2_clip_norm=c)
+        if init is None
+        else clip_rows(_check_init(init, k, m, "raw features"), c)
+    )
+    return _lloyd(
+        rng,
+        x,
+        centres,
+        noise_multiplier=noise_multiplier,
+        steps=steps,
+        l2_clip_norm=c,
+        feature_map=None,
+    )
 
 
 def dp_kernel_kmeans(
@@ -240,17 +267,50 @@ def dp_kernel_kmeans(
     if feature_map is None:
         feature_map = draw_rff(rng, x.shape[1], n_components, gamma=gamma)
     elif feature_map.n_features_in != x.shape[1]:
-        raise ValueError(f"expected a feature map for {x.shape[1]} inputs, got {feature_map.n_features_in}")
+        raise ValueError(
+            f"expected a feature map for {x.shape[1]} inputs, got {feature_map.n_features_in}"
+        )
     d = feature_map.n_components
     if init_public is None:
         centres = random_centres(rng, k, d, l2_clip_norm=c)
     else:
         init = _check_init(init_public, k, x.shape[1], "public raw records")
         centres = clip_rows(feature_map(init), c)
-    return _lloyd(rng, x, centres, noise_multiplier=noise_multiplier, steps=steps, l2_clip_norm=c, feature_map=feature_map)
+    return _lloyd(
+        rng,
+        x,
+        centres,
+        noise_multiplier=noise_multiplier,
+        steps=steps,
+        l2_clip_norm=c,
+        feature_map=feature_map,
+    )
 
 
-def norm_histogram(x: np.ndarray, *, max_norm: float, n_bins: int, feature_fn: FeatureFn | None = None) -> np.ndarray:
+def dp_kmeans_event(noise_multiplier: float, steps: int) -> ev.DpEvent:
+    """What :func:`dp_kmeans` / :func:`dp_kernel_kmeans` spend (data-free, for planning)."""
+    one = ev.ComposedDpEvent([ev.GaussianDpEvent(noise_multiplier)] * 2)
+    return ev.SelfComposedDpEvent(one, check_count("steps", steps, minimum=1))
+
+
+def calibrated_noise_multiplier(
+    *, target_epsilon: float, target_delta: float, steps: int, accountant: str = "rdp"
+) -> float:
+    """The smallest Lloyd noise multiplier meeting ``(target_epsilon, target_delta)`` over
+    ``steps`` iterations; pass it to :func:`dp_kmeans` or :func:`dp_kernel_kmeans`."""
+    from accounting.calibrate import calibrate
+
+    return calibrate(
+        lambda s: dp_kmeans_event(s, steps),
+        target_epsilon=target_epsilon,
+        target_delta=target_delta,
+        accountant=accountant,
+    )
+
+
+def norm_histogram(
+    x: np.ndarray, *, max_norm: float, n_bins: int, feature_fn: FeatureFn | None = None
+) -> np.ndarray:
     """Pre-noise statistic of DPNorm: ``t_j = #{i : C_{j-1} < ||f(x_i)|| <= C_j}``,
     ``C_j = j max_norm / n_bins``, ``j = 1..n_bins`` (norms 0 or above ``max_norm`` are
     not counted)."""
@@ -304,7 +364,9 @@ def assign_clusters(result: KMeansResult, x: np.ndarray) -> np.ndarray:
     DP-SGD, where each record is in exactly one cluster so the per-cluster trainings are a
     parallel composition -- or be applied to public/synthetic rows, which is free.
     """
-    dim = result.centres.shape[1] if result.feature_map is None else result.feature_map.n_features_in
+    dim = (
+        result.centres.shape[1] if result.feature_map is None else result.feature_map.n_features_in
+    )
     x = check_data_matrix(x, n_cols=dim)
     return np.concatenate([_nearest(result.features(c), result.centres) for c in iter_chunks(x)])
 
@@ -314,7 +376,9 @@ def clustering_accuracy(labels_true: np.ndarray, labels_pred: np.ndarray) -> flo
     of cluster indices to labels (DPGM Sec. 6.2)."""
     labels_true, labels_pred = np.asarray(labels_true), np.asarray(labels_pred)
     if labels_true.shape != labels_pred.shape or labels_true.ndim != 1:
-        raise ValueError(f"expected two 1-D label arrays of equal length, got {labels_true.shape} and {labels_pred.shape}")
+        raise ValueError(
+            f"expected two 1-D label arrays of equal length, got {labels_true.shape} and {labels_pred.shape}"
+        )
     _, t = np.unique(labels_true, return_inverse=True)
     _, p = np.unique(labels_pred, return_inverse=True)
     table = np.zeros((p.max() + 1, t.max() + 1))

@@ -178,7 +178,10 @@ def dp_mean_laplace(
     mid, half = (lower + upper) / 2.0, (upper - lower) / 2.0
     _warn_out_of_bounds(x, lower, upper)
     noisy, event = laplace_mechanism(
-        rng, bounded_sum_count(x, lower, upper), l1_sensitivity=float(half.sum()) + 1.0, epsilon=epsilon
+        rng,
+        bounded_sum_count(x, lower, upper),
+        l1_sensitivity=float(half.sum()) + 1.0,
+        epsilon=epsilon,
     )
     d = x.shape[1]
     return np.clip(mid + noisy[:d] / max(noisy[d], 1.0), lower, upper), event
@@ -194,7 +197,9 @@ def clipped_sum_count(x: np.ndarray, l2_clip_norm: float) -> np.ndarray:
 def bounded_sum_count(x: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
     """Pre-noise statistic of :func:`dp_mean_laplace`: ``(sum_i (clip_box(x_i) - m), n)``."""
     mid = (lower + upper) / 2.0
-    return chunked_sum(lambda c: np.append((np.clip(c, lower, upper) - mid).sum(axis=0), c.shape[0]), x)
+    return chunked_sum(
+        lambda c: np.append((np.clip(c, lower, upper) - mid).sum(axis=0), c.shape[0]), x
+    )
 
 
 def _check_bounds(lower: object, upper: object, d: int) -> tuple[np.ndarray, np.ndarray]:
@@ -269,8 +274,12 @@ def dp_pca_gaussian(
     k = _check_k(k, x)
     l2_clip_norm = check_positive("l2_clip_norm", l2_clip_norm)
     ledger = PrivacyLedger()
-    c, ledger = _gaussian_centre(rng, x, centre, mean_noise_multiplier, noise_multiplier, l2_clip_norm, ledger)
-    noisy, event = noisy_scatter_gaussian(rng, x, c, noise_multiplier=noise_multiplier, l2_clip_norm=l2_clip_norm)
+    c, ledger = _gaussian_centre(
+        rng, x, centre, mean_noise_multiplier, noise_multiplier, l2_clip_norm, ledger
+    )
+    noisy, event = noisy_scatter_gaussian(
+        rng, x, c, noise_multiplier=noise_multiplier, l2_clip_norm=l2_clip_norm
+    )
     return _result(noisy, k, c), ledger.record("dp-pca", event)
 
 
@@ -296,6 +305,39 @@ def noisy_scatter_gaussian(
         noise_multiplier=noise_multiplier,
         symmetric=True,
     )
+
+
+def dp_pca_gaussian_event(noise_multiplier: float, *, dp_centre: bool = False) -> ev.DpEvent:
+    """What :func:`dp_pca_gaussian` spends (data-free, for planning and calibration), with
+    one noise multiplier for the DP mean (``dp_centre=True``) and the scatter release."""
+    pca = ev.GaussianDpEvent(noise_multiplier)
+    return ev.ComposedDpEvent([ev.GaussianDpEvent(noise_multiplier), pca]) if dp_centre else pca
+
+
+def dp_pca_gaussian_calibrated(
+    rng: np.random.Generator,
+    x: np.ndarray,
+    k: int,
+    *,
+    target_epsilon: float,
+    target_delta: float,
+    centre: Centre = None,
+    l2_clip_norm: float = 1.0,
+    accountant: str = "rdp",
+) -> tuple[PcaResult, PrivacyLedger]:
+    """:func:`dp_pca_gaussian` with the smallest noise multiplier meeting
+    ``(target_epsilon, target_delta)`` (DP mean and scatter share it when ``centre="dp"``),
+    via :func:`accounting.calibrate.calibrate`. The ledger's epsilon never exceeds the target."""
+    from accounting.calibrate import calibrate
+
+    dp_centre = isinstance(centre, str) and centre == "dp"
+    z = calibrate(
+        lambda s: dp_pca_gaussian_event(s, dp_centre=dp_centre),
+        target_epsilon=target_epsilon,
+        target_delta=target_delta,
+        accountant=accountant,
+    )
+    return dp_pca_gaussian(rng, x, k, noise_multiplier=z, centre=centre, l2_clip_norm=l2_clip_norm)
 
 
 def _gaussian_centre(
@@ -375,7 +417,13 @@ def dp_pca_laplace(
     lower, upper = _check_bounds(lower, upper, x.shape[1])
     ledger = PrivacyLedger()
     if isinstance(centre, str) and centre == "dp":
-        c, event = dp_mean_laplace(rng, x, epsilon=epsilon if mean_epsilon is None else mean_epsilon, lower=lower, upper=upper)
+        c, event = dp_mean_laplace(
+            rng,
+            x,
+            epsilon=epsilon if mean_epsilon is None else mean_epsilon,
+            lower=lower,
+            upper=upper,
+        )
         ledger = ledger.record("dp-mean", event)
     elif isinstance(centre, str):
         if centre != "midpoint":
@@ -419,7 +467,9 @@ def lap_pca_l1_sensitivity(radius: np.ndarray) -> float:
     return float((r.sum() ** 2 + (r**2).sum()) / 2.0)
 
 
-def public_pca(x_public: np.ndarray, k: int, *, centre: np.ndarray | None = None) -> tuple[PcaResult, PrivacyLedger]:
+def public_pca(
+    x_public: np.ndarray, k: int, *, centre: np.ndarray | None = None
+) -> tuple[PcaResult, PrivacyLedger]:
     """PCA of a declared *public* sample: zero privacy cost (empty ledger).
 
     Only pass data that is genuinely public (e.g. a released reference set): nothing here

@@ -56,7 +56,9 @@ class RandomFourierFeatures:
     def __call__(self, x: np.ndarray) -> np.ndarray:
         """Map the rows of ``x`` (``(n, m)``) to ``(n, D)`` features (float64)."""
         if x.ndim != 2 or x.shape[1] != self.n_features_in:
-            raise ValueError(f"expected x to have {self.n_features_in} columns, got shape {x.shape}")
+            raise ValueError(
+                f"expected x to have {self.n_features_in} columns, got shape {x.shape}"
+            )
         return np.sqrt(2.0 / self.n_components) * np.cos(x @ self.frequencies + self.offsets)
 
     def transform(self, x: np.ndarray, *, dtype: type = np.float32) -> np.ndarray:
@@ -69,7 +71,9 @@ class RandomFourierFeatures:
         return out
 
 
-def draw_rff(rng: np.random.Generator, n_features_in: int, n_components: int, *, gamma: float) -> RandomFourierFeatures:
+def draw_rff(
+    rng: np.random.Generator, n_features_in: int, n_components: int, *, gamma: float
+) -> RandomFourierFeatures:
     """Draw a random Fourier feature map for ``exp(-gamma ||x - y||^2)`` (data-independent).
 
     The kernel's spectral density is ``N(0, 2 gamma I)``. (DPGM Sec. 4.1 writes the kernel as

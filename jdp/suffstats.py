@@ -23,10 +23,15 @@ DEFAULT_CHUNK_BYTES = 48 * 2**20
 T = TypeVar("T")
 
 
-def chunk_rows(n_cols: int, *, chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> int:
-    """Rows per chunk so that one float64 chunk of ``n_cols`` columns fits ``chunk_bytes``."""
+def chunk_rows(n_cols: int, *, chunk_bytes: int | None = None) -> int:
+    """Rows per chunk so that one float64 chunk of ``n_cols`` columns fits ``chunk_bytes``
+    (default: the module's ``DEFAULT_CHUNK_BYTES``, read at call time)."""
     check_count("n_cols", n_cols, minimum=1)
-    check_count("chunk_bytes", chunk_bytes, minimum=1)
+    chunk_bytes = (
+        DEFAULT_CHUNK_BYTES
+        if chunk_bytes is None
+        else check_count("chunk_bytes", chunk_bytes, minimum=1)
+    )
     return max(1, chunk_bytes // (8 * n_cols))
 
 
@@ -47,7 +52,11 @@ def chunked_sum(fn: Callable[[np.ndarray], T], x: np.ndarray, *, rows: int | Non
     for chunk in iter_chunks(x, rows=rows):
         part = fn(chunk)
         if total is None:
-            total = [np.array(p, dtype=np.float64) for p in part] if isinstance(part, tuple) else np.array(part, dtype=np.float64)
+            total = (
+                [np.array(p, dtype=np.float64) for p in part]
+                if isinstance(part, tuple)
+                else np.array(part, dtype=np.float64)
+            )
         elif isinstance(part, tuple):
             for acc, p in zip(total, part, strict=True):
                 acc += p
@@ -71,7 +80,9 @@ def check_data_matrix(x: object, *, name: str = "x", n_cols: int | None = None) 
     if arr.ndim != 2:
         raise ValueError(f"expected {name} to be 2-D (records x features), got shape {arr.shape}")
     if arr.shape[0] == 0 or arr.shape[1] == 0:
-        raise ValueError(f"expected {name} to have at least one row and column, got shape {arr.shape}")
+        raise ValueError(
+            f"expected {name} to have at least one row and column, got shape {arr.shape}"
+        )
     if n_cols is not None and arr.shape[1] != n_cols:
         raise ValueError(f"expected {name} to have {n_cols} columns, got {arr.shape[1]}")
     if not np.issubdtype(arr.dtype, np.floating):

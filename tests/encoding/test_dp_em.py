@@ -16,7 +16,10 @@ from jdp.em import Mixture, dp_em, em_statistics, initial_mixture, noisy_em_stat
 
 def _blobs(rng: np.random.Generator, n: int, d: int = 4, k: int = 3) -> np.ndarray:
     centres = np.array([[0.5, 0.0, 0.0, 0.0], [-0.4, 0.3, 0.0, 0.0], [0.0, -0.5, 0.2, 0.0]])[:k, :d]
-    x = centres[rng.integers(k, size=n)] + rng.normal(size=(n, d)) * np.array([0.08, 0.05, 0.1, 0.03])[:d]
+    x = (
+        centres[rng.integers(k, size=n)]
+        + rng.normal(size=(n, d)) * np.array([0.08, 0.05, 0.1, 0.03])[:d]
+    )
     return np.clip(x, -0.49, 0.49)  # every row has norm < 1 = C
 
 
@@ -40,7 +43,16 @@ def test_large_epsilon_matches_sklearn_em_from_the_same_start(covariance_type):
     rng = np.random.default_rng(0)
     x = _blobs(rng, 3000)
     init = initial_mixture(rng, 3, 4, covariance_type=covariance_type)
-    result, ledger = dp_em(rng, x, 3, noise_multiplier=1e-10, steps=30, covariance_type=covariance_type, init=init, diagnostic_x=x)
+    result, ledger = dp_em(
+        rng,
+        x,
+        3,
+        noise_multiplier=1e-10,
+        steps=30,
+        covariance_type=covariance_type,
+        init=init,
+        diagnostic_x=x,
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         reference = _sklearn_from(init, 30).fit(x)
@@ -56,7 +68,9 @@ def test_large_epsilon_close_to_sklearn_default_fit():
     reference = GaussianMixture(3, covariance_type="diag", random_state=0).fit(x).score(x)
     # a data-independent random start needs no privacy; sklearn's k-means start does
     best = max(
-        dp_em(np.random.default_rng(s), x, 3, noise_multiplier=1e-10, steps=60, diagnostic_x=x)[0].log_likelihood[-1]
+        dp_em(np.random.default_rng(s), x, 3, noise_multiplier=1e-10, steps=60, diagnostic_x=x)[
+            0
+        ].log_likelihood[-1]
         for s in range(3)
     )
     assert abs(best - reference) < 0.03 * abs(reference)
@@ -71,7 +85,9 @@ def test_log_likelihood_error_shrinks_as_n_grows():
             init = initial_mixture(np.random.default_rng(100 + seed), 3, 4)
             private, _ = dp_em(rng, x, 3, noise_multiplier=0.5, steps=10, init=init)
             exact, _ = dp_em(rng, x, 3, noise_multiplier=0.0, steps=10, init=init)
-            gaps.append(exact.mixture.log_prob(held_out).mean() - private.mixture.log_prob(held_out).mean())
+            gaps.append(
+                exact.mixture.log_prob(held_out).mean() - private.mixture.log_prob(held_out).mean()
+            )
         return float(np.median(gaps))  # a lost component is a heavy tail: use the median
 
     small, large = gap(1000), gap(20_000)
@@ -87,7 +103,12 @@ def _random_mixture(rng: np.random.Generator, k: int, d: int, covariance_type: s
     full = a @ a.transpose(0, 2, 1) + 0.05 * np.eye(d)
     cov = np.diagonal(full, axis1=1, axis2=2).copy() if covariance_type == "diag" else full
     w = rng.random(k) + 0.1
-    return Mixture(weights=w / w.sum(), means=rng.normal(size=(k, d)) * 0.5, covariances=cov, covariance_type=covariance_type)
+    return Mixture(
+        weights=w / w.sum(),
+        means=rng.normal(size=(k, d)) * 0.5,
+        covariances=cov,
+        covariance_type=covariance_type,
+    )
 
 
 @pytest.mark.parametrize("covariance_type", ["diag", "full"])
@@ -115,7 +136,10 @@ def test_em_statistics_sensitivity_never_exceeded_and_tight(covariance_type):
     # tightness: a record far out along an axis, where one component takes all responsibility
     far = initial_mixture(rng, 1, d, covariance_type=covariance_type, l2_clip_norm=clip)
     row = clip * np.eye(d)[0] * 10
-    b1, n1 = em_statistics(x, far, l2_clip_norm=clip), em_statistics(np.vstack([x, row]), far, l2_clip_norm=clip)
+    b1, n1 = (
+        em_statistics(x, far, l2_clip_norm=clip),
+        em_statistics(np.vstack([x, row]), far, l2_clip_norm=clip),
+    )
     for i, b in enumerate(bounds):
         assert np.linalg.norm(n1[i] - b1[i]) == pytest.approx(b, rel=1e-9)
 
@@ -185,7 +209,12 @@ def test_bad_input_raises_clear_errors():
     with pytest.raises(ValueError, match="expected noise_multiplier >= 0"):
         dp_em(rng, x, 2, noise_multiplier=-1.0, steps=1)
     with pytest.raises(ValueError, match="positive mixture weights"):
-        Mixture(weights=np.array([0.5, 0.6]), means=np.zeros((2, 1)), covariances=np.ones((2, 1)), covariance_type="diag")
+        Mixture(
+            weights=np.array([0.5, 0.6]),
+            means=np.zeros((2, 1)),
+            covariances=np.ones((2, 1)),
+            covariance_type="diag",
+        )
 
 
 def test_sampler_matches_mixture_moments():
@@ -194,10 +223,27 @@ def test_sampler_matches_mixture_moments():
     n = 200_000
     y = sample(rng, m, n)
     mean = m.weights @ m.means
-    second = sum(w * (c + np.outer(mu, mu)) for w, mu, c in zip(m.weights, m.means, m.covariances, strict=True))
+    second = sum(
+        w * (c + np.outer(mu, mu))
+        for w, mu, c in zip(m.weights, m.means, m.covariances, strict=True)
+    )
     cov = second - np.outer(mean, mean)
     # z-bound on each coordinate mean (6 standard errors)
     assert np.all(np.abs(y.mean(0) - mean) < 6 * np.sqrt(np.diag(cov) / n))
     np.testing.assert_allclose(np.cov(y.T), cov, atol=6 * np.sqrt(2.0 / n) * np.diag(cov).max() * 3)
     # the rows are shuffled, not grouped by component
     assert sample(rng, m, 0).shape == (0, 2)
+
+
+def test_calibrated_entry_point_meets_the_target_and_event_matches_ledger():
+    from accounting.compose import compute_epsilon
+    from jdp.em import dp_em_calibrated, dp_em_event
+
+    rng = np.random.default_rng(8)
+    _, ledger = dp_em_calibrated(
+        rng, _blobs(rng, 300), 3, target_epsilon=2.0, target_delta=1e-5, steps=10
+    )
+    eps = ledger.epsilon(1e-5)
+    assert 0.99 * 2.0 <= eps <= 2.0
+    z = ledger.entries[0].event.events[0].noise_multiplier
+    assert compute_epsilon(dp_em_event(z, 10), 1e-5) == pytest.approx(eps)

@@ -29,7 +29,9 @@ def _rings(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
     return np.stack([radius * np.cos(angle), radius * np.sin(angle)], axis=1), y
 
 
-def _blobs(rng: np.random.Generator, n: int, k: int = 4, d: int = 6) -> tuple[np.ndarray, np.ndarray]:
+def _blobs(
+    rng: np.random.Generator, n: int, k: int = 4, d: int = 6
+) -> tuple[np.ndarray, np.ndarray]:
     centres = np.eye(d)[:k] * 0.8
     y = rng.integers(k, size=n)
     return centres[y] + rng.normal(scale=0.12, size=(n, d)), y
@@ -46,7 +48,9 @@ def test_rff_approximates_rbf_kernel_and_norm_bounds():
     exact = np.exp(-0.7 * np.sum((x[:, None] - x[None]) ** 2, axis=-1))
     # each kernel estimate is a mean of D i.i.d. terms bounded by 2 in magnitude: 6 sd < 6*sqrt(2/D)
     assert np.abs(z @ z.T - exact).max() < 6 * np.sqrt(2.0 / 20_000)
-    norms = np.linalg.norm(draw_rff(rng, 3, 8, gamma=5.0)(rng.normal(size=(20_000, 3)) * 10), axis=1)
+    norms = np.linalg.norm(
+        draw_rff(rng, 3, 8, gamma=5.0)(rng.normal(size=(20_000, 3)) * 10), axis=1
+    )
     assert norms.max() <= RFF_MAX_NORM * (1 + 1e-12)  # worst case sqrt(2), for any input
     assert norms.max() > 1.1  # ...and the expectation bound 1 (DPGM Thm. 2) is not a max
 
@@ -60,7 +64,15 @@ def test_large_epsilon_matches_sklearn_kmeans_on_the_same_rff_features():
     fm = draw_rff(rng, 2, 100, gamma=4.0)
     public = _rings(np.random.default_rng(99), 2)[0]
     result, ledger = dp_kernel_kmeans(
-        rng, x, 2, noise_multiplier=1e-10, steps=30, gamma=4.0, feature_map=fm, l2_clip_norm=RFF_MAX_NORM, init_public=public
+        rng,
+        x,
+        2,
+        noise_multiplier=1e-10,
+        steps=30,
+        gamma=4.0,
+        feature_map=fm,
+        l2_clip_norm=RFF_MAX_NORM,
+        init_public=public,
     )
     z = fm(x)
     reference = KMeans(2, init=fm(public), n_init=1, max_iter=30, tol=0.0, algorithm="lloyd").fit(z)
@@ -75,7 +87,9 @@ def test_kernel_beats_plain_on_rings_and_plain_matches_sklearn():
     rng = np.random.default_rng(2)
     x, y = _rings(rng, 2000)
     public = _rings(np.random.default_rng(7), 2)[0]
-    kernel, _ = dp_kernel_kmeans(rng, x, 2, noise_multiplier=1e-10, steps=20, gamma=4.0, init_public=public)
+    kernel, _ = dp_kernel_kmeans(
+        rng, x, 2, noise_multiplier=1e-10, steps=20, gamma=4.0, init_public=public
+    )
     plain, _ = dp_kmeans(rng, x, 2, noise_multiplier=1e-10, steps=20, l2_clip_norm=2.0, init=public)
     reference = KMeans(2, init=public, n_init=1, max_iter=20, tol=0.0, algorithm="lloyd").fit(x)
     assert clustering_accuracy(reference.labels_, assign_clusters(plain, x)) > 0.999
@@ -90,7 +104,9 @@ def test_accuracy_at_moderate_epsilon_improves_with_n():
             rng = np.random.default_rng(seed)
             x, y = _blobs(rng, n)
             init = np.eye(6)[:4] * 0.5  # public, data-independent
-            res, _ = dp_kmeans(rng, x, 4, noise_multiplier=3.0, steps=10, l2_clip_norm=1.5, init=init)
+            res, _ = dp_kmeans(
+                rng, x, 4, noise_multiplier=3.0, steps=10, l2_clip_norm=1.5, init=init
+            )
             accs.append(clustering_accuracy(y, assign_clusters(res, x)))
         return float(np.mean(accs))
 
@@ -107,14 +123,22 @@ def test_lloyd_statistics_sensitivity_never_exceeded_and_tight():
     centres = rng.normal(size=(k, d))
     x = rng.normal(size=(40, d)) * 2
     base = lloyd_statistics(x, centres, l2_clip_norm=clip)
-    rows = [rng.normal(size=d) * s for s in (0.01, 1.0, 100.0, 1e8) for _ in range(30)] + list(centres * 1e3)
+    rows = [rng.normal(size=d) * s for s in (0.01, 1.0, 100.0, 1e8) for _ in range(30)] + list(
+        centres * 1e3
+    )
     worst_n = worst_s = 0.0
     for r in rows:
         n, s = lloyd_statistics(np.vstack([x, r]), centres, l2_clip_norm=clip)
-        worst_n, worst_s = max(worst_n, np.linalg.norm(n - base[0])), max(worst_s, np.linalg.norm(s - base[1]))
+        worst_n, worst_s = (
+            max(worst_n, np.linalg.norm(n - base[0])),
+            max(worst_s, np.linalg.norm(s - base[1])),
+        )
     for i in range(len(x)):
         n, s = lloyd_statistics(np.delete(x, i, 0), centres, l2_clip_norm=clip)
-        worst_n, worst_s = max(worst_n, np.linalg.norm(n - base[0])), max(worst_s, np.linalg.norm(s - base[1]))
+        worst_n, worst_s = (
+            max(worst_n, np.linalg.norm(n - base[0])),
+            max(worst_s, np.linalg.norm(s - base[1])),
+        )
     assert worst_n <= 1.0 + 1e-12 and worst_s <= clip * (1 + 1e-12)
     assert worst_n == pytest.approx(1.0) and worst_s == pytest.approx(clip)  # tight (huge rows)
 
@@ -123,7 +147,9 @@ def test_norm_histogram_sensitivity():
     rng = np.random.default_rng(4)
     x = rng.normal(size=(50, 3)) * 2
     base = norm_histogram(x, max_norm=10.0, n_bins=20)
-    for r in [rng.normal(size=3) * s for s in (0.0, 0.5, 3.0, 100.0) for _ in range(20)] + [np.array([0.5, 0, 0])]:
+    for r in [rng.normal(size=3) * s for s in (0.0, 0.5, 3.0, 100.0) for _ in range(20)] + [
+        np.array([0.5, 0, 0])
+    ]:
         change = norm_histogram(np.vstack([x, r]), max_norm=10.0, n_bins=20) - base
         assert np.linalg.norm(change) <= 1.0
     assert base.sum() == 50  # every norm in (0, 10] lands in exactly one bin
@@ -135,7 +161,9 @@ def test_lloyd_noise_matches_event():
     centres = rng.normal(size=(k, d))
     x = rng.normal(size=(300, d))
     exact_n, exact_s = lloyd_statistics(x, centres, l2_clip_norm=clip)
-    _, event, (noisy_n, noisy_s) = noisy_lloyd_step(rng, x, centres, noise_multiplier=z, l2_clip_norm=clip)
+    _, event, (noisy_n, noisy_s) = noisy_lloyd_step(
+        rng, x, centres, noise_multiplier=z, l2_clip_norm=clip
+    )
     assert event == ev.ComposedDpEvent([ev.GaussianDpEvent(z)] * 2)
     sigma_s = event.events[1].noise_multiplier * clip  # re-derived from the event
     lo, hi = chi2_var_ratio_bounds(k * d)
@@ -191,10 +219,28 @@ def test_bad_input_raises_clear_errors():
     with pytest.raises(ValueError, match="expected x to have 6 columns, got 5"):
         assign_clusters(res, x[:, :5])
     with pytest.raises(ValueError, match="expected a feature map for 5 inputs"):
-        dp_kernel_kmeans(rng, x[:, :5], 2, noise_multiplier=1.0, steps=1, gamma=1.0, feature_map=res.feature_map)
+        dp_kernel_kmeans(
+            rng, x[:, :5], 2, noise_multiplier=1.0, steps=1, gamma=1.0, feature_map=res.feature_map
+        )
     with pytest.raises(ValueError, match="equal length"):
         clustering_accuracy(np.zeros(3), np.zeros(4))
 
 
 def test_clustering_accuracy_uses_the_best_matching():
-    assert clustering_accuracy(np.array([0, 0, 1, 1, 2]), np.array([5, 5, 3, 3, 3])) == pytest.approx(0.8)
+    assert clustering_accuracy(
+        np.array([0, 0, 1, 1, 2]), np.array([5, 5, 3, 3, 3])
+    ) == pytest.approx(0.8)
+
+
+def test_calibrated_noise_multiplier_meets_the_target_and_event_matches_ledger():
+    from accounting.compose import compute_epsilon
+    from jdp.kmeans import calibrated_noise_multiplier, dp_kmeans_event
+
+    z = calibrated_noise_multiplier(target_epsilon=0.5, target_delta=1e-5, steps=20)
+    rng = np.random.default_rng(9)
+    _, ledger = dp_kmeans(
+        rng, _blobs(rng, 100)[0], 3, noise_multiplier=z, steps=20, l2_clip_norm=1.0
+    )
+    eps = ledger.epsilon(1e-5)
+    assert 0.99 * 0.5 <= eps <= 0.5
+    assert compute_epsilon(dp_kmeans_event(z, 20), 1e-5) == pytest.approx(eps)

@@ -71,7 +71,9 @@ def test_error_shrinks_as_n_grows(mechanism):
             if mechanism == "gaussian":
                 res, _ = dp_pca_gaussian(rng, x, 3, noise_multiplier=5.0, centre=np.zeros(10))
             else:
-                res, _ = dp_pca_laplace(rng, x, 3, epsilon=20.0, lower=-1, upper=1, centre=np.zeros(10))
+                res, _ = dp_pca_laplace(
+                    rng, x, 3, epsilon=20.0, lower=-1, upper=1, centre=np.zeros(10)
+                )
             angles.append(_angle(res, x, 3))
         return float(np.mean(angles))
 
@@ -125,11 +127,15 @@ def test_lap_pca_sensitivity_never_exceeded_and_tight():
     rows += [np.where(rng.random(d) < 0.5, lower, upper) for _ in range(100)]  # box corners
     rows += [rng.normal(size=d) * 1e6]  # out of bounds: clipped
     changes = [
-        np.abs(upper_triangle(scatter_sum(np.vstack([x, r]), centre, lower=lower, upper=upper)) - base).sum()
+        np.abs(
+            upper_triangle(scatter_sum(np.vstack([x, r]), centre, lower=lower, upper=upper)) - base
+        ).sum()
         for r in rows
     ]
     changes += [
-        np.abs(upper_triangle(scatter_sum(np.delete(x, i, 0), centre, lower=lower, upper=upper)) - base).sum()
+        np.abs(
+            upper_triangle(scatter_sum(np.delete(x, i, 0), centre, lower=lower, upper=upper)) - base
+        ).sum()
         for i in range(len(x))
     ]
     assert max(changes) <= sens * (1 + 1e-12)
@@ -252,3 +258,18 @@ def test_tiny_epsilon_gives_valid_output():
         assert np.all(np.isfinite(result.components)) and np.all(result.eigenvalues >= 0)
         np.testing.assert_allclose(result.components.T @ result.components, np.eye(3), atol=1e-9)
         assert np.all(np.abs(result.centre) <= 1.0)
+
+
+def test_calibrated_entry_point_meets_the_target_and_event_matches_ledger():
+    from accounting.compose import compute_epsilon
+    from jdp.pca import dp_pca_gaussian_calibrated, dp_pca_gaussian_event
+
+    rng = np.random.default_rng(11)
+    x = spiked_data(rng, 300, 5)
+    _, ledger = dp_pca_gaussian_calibrated(
+        rng, x, 2, target_epsilon=1.0, target_delta=1e-5, centre="dp"
+    )
+    eps = ledger.epsilon(1e-5)
+    assert 0.99 <= eps <= 1.0
+    z = ledger.entries[1].event.noise_multiplier
+    assert compute_epsilon(dp_pca_gaussian_event(z, dp_centre=True), 1e-5) == pytest.approx(eps)
