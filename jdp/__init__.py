@@ -42,7 +42,7 @@ _EXPORTS: dict[str, str] = {
     "Marginals": "jdp.synth.marginals",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = list(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:

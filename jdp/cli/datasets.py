@@ -19,7 +19,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--schema", metavar="NAME", help="print the public schema JSON of NAME")
-    group.add_argument("--export", metavar="NAME", help="write train.csv, test.csv, schema.json of NAME")
+    group.add_argument(
+        "--export", metavar="NAME", help="write train.csv, test.csv, schema.json of NAME"
+    )
     parser.add_argument("--out", metavar="DIR", help="directory for --export")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(func=run)
@@ -40,11 +42,18 @@ def run(args: argparse.Namespace) -> int:
         data.train.to_csv(out / "train.csv", index=False)
         data.test.to_csv(out / "test.csv", index=False)
         data.schema.save(out / "schema.json")
-        summary = {"dataset": data.name, "train_rows": len(data.train), "test_rows": len(data.test), "dir": str(out)}
+        summary = {
+            "dataset": data.name,
+            "train_rows": len(data.train),
+            "test_rows": len(data.test),
+            "dir": str(out),
+        }
         if args.json:
             print(json.dumps(summary))
         else:
-            print(f"wrote {out}/train.csv ({len(data.train)} rows), test.csv ({len(data.test)} rows), schema.json")
+            print(
+                f"wrote {out}/train.csv ({len(data.train)} rows), test.csv ({len(data.test)} rows), schema.json"
+            )
             print(f"cite: {data.citation}")
         return 0
     status = datasets.available()

@@ -29,10 +29,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="fit DP marginals on embedded Adult, sample, and print ledger + TSTR table",
         description=__doc__.split("\n\n")[1].replace("\n", " "),
     )
-    parser.add_argument("--epsilon", type=float, default=1.0, help="privacy budget epsilon (default 1)")
-    parser.add_argument("--delta", type=float, default=1e-5, help="privacy budget delta (default 1e-5)")
-    parser.add_argument("--rows", type=int, help="synthetic rows (default: the model's noisy row count)")
-    parser.add_argument("--out", default="jdp-demo", metavar="DIR", help="output directory (default jdp-demo)")
+    parser.add_argument(
+        "--epsilon", type=float, default=1.0, help="privacy budget epsilon (default 1)"
+    )
+    parser.add_argument(
+        "--delta", type=float, default=1e-5, help="privacy budget delta (default 1e-5)"
+    )
+    parser.add_argument(
+        "--rows", type=int, help="synthetic rows (default: the model's noisy row count)"
+    )
+    parser.add_argument(
+        "--out", default="jdp-demo", metavar="DIR", help="output directory (default jdp-demo)"
+    )
     parser.add_argument(
         "--classifiers",
         metavar="NAMES",
@@ -85,7 +93,9 @@ def run(args: argparse.Namespace) -> int:
     with one_line_warnings("demo"):
         adult = load_adult()
         _progress(args, f"fitting {METHOD} on Adult ({adult.citation.split('.')[0]}) ...")
-        model = fit_model(fit_key, METHOD, adult.train, budget, MarginalsConfig(), schema=adult.schema)
+        model = fit_model(
+            fit_key, METHOD, adult.train, budget, MarginalsConfig(), schema=adult.schema
+        )
         rows = noisy_row_count(model) if args.rows is None else args.rows
         synthetic = sample_model(sample_key, model, rows)
         out = Path(args.out)

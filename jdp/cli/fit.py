@@ -28,13 +28,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="fit a DP synthesizer and save it",
         description=__doc__.split("\n\n")[1].replace("\n", " "),
     )
-    parser.add_argument("--method", default="marginals", help="synthesizer name (default: marginals)")
-    parser.add_argument("--epsilon", type=float, required=True, help="privacy budget epsilon (> 0)")
-    parser.add_argument("--delta", type=float, default=1e-5, help="privacy budget delta (default 1e-5)")
-    add_data_arguments(parser)
-    parser.add_argument("--out", required=True, metavar="DIR", help="directory to save the model in")
     parser.add_argument(
-        "--set", action="append", default=[], metavar="NAME=VALUE", help="a method option (repeatable)"
+        "--method", default="marginals", help="synthesizer name (default: marginals)"
+    )
+    parser.add_argument("--epsilon", type=float, required=True, help="privacy budget epsilon (> 0)")
+    parser.add_argument(
+        "--delta", type=float, default=1e-5, help="privacy budget delta (default 1e-5)"
+    )
+    add_data_arguments(parser)
+    parser.add_argument(
+        "--out", required=True, metavar="DIR", help="directory to save the model in"
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a method option (repeatable)",
     )
     parser.add_argument("--seed", type=int, help="fixed seed (research only; default: OS entropy)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
@@ -43,7 +53,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def add_data_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--dataset", metavar="NAME", help="a named dataset's training split (e.g. adult)")
+    parser.add_argument(
+        "--dataset", metavar="NAME", help="a named dataset's training split (e.g. adult)"
+    )
     parser.add_argument("--data", metavar="PATH", help="training CSV (needs --schema)")
     parser.add_argument("--schema", metavar="PATH", help="public schema JSON of --data")
 
@@ -86,7 +98,9 @@ def make_config(method: str, overrides: dict[str, Any]) -> Any:
     names = {f.name for f in dataclasses.fields(m.config_cls)}
     unknown = sorted(set(overrides) - names)
     if unknown:
-        raise ValueError(f"unknown option {unknown[0]!r} for method {method!r}; options: {sorted(names)}")
+        raise ValueError(
+            f"unknown option {unknown[0]!r} for method {method!r}; options: {sorted(names)}"
+        )
     return m.make_config(None, **overrides)
 
 
@@ -111,7 +125,9 @@ def run(args: argparse.Namespace) -> int:
     with one_line_warnings("fit"):
         config = make_config(args.method, parse_overrides(args.set))
         frame, schema = training_data(args)
-        model = fit_model(key_from_seed(args.seed), args.method, frame, budget, config, schema=schema)
+        model = fit_model(
+            key_from_seed(args.seed), args.method, frame, budget, config, schema=schema
+        )
     path = save(model, args.out)
     if args.json:
         print(

@@ -17,7 +17,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="sample synthetic rows from a saved model",
         description=__doc__.split("\n\n")[1].replace("\n", " "),
     )
-    parser.add_argument("--model", required=True, metavar="DIR", help="model directory (jdp fit --out)")
+    parser.add_argument(
+        "--model", required=True, metavar="DIR", help="model directory (jdp fit --out)"
+    )
     parser.add_argument("-n", "--rows", type=int, required=True, help="number of rows")
     parser.add_argument("--out", required=True, metavar="PATH", help="CSV file to write")
     parser.add_argument("--seed", type=int, help="fixed seed (research only; default: OS entropy)")

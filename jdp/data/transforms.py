@@ -72,7 +72,9 @@ def category_index(column: Column, values: np.ndarray | pd.Series) -> np.ndarray
 
 def category_labels(column: Column, index: np.ndarray) -> np.ndarray:
     """Inverse of :func:`category_index`, as an array of the categories' own type."""
-    return typed_labels(column, np.asarray(column.categories, dtype=object)[np.asarray(index, dtype=np.int64)])
+    return typed_labels(
+        column, np.asarray(column.categories, dtype=object)[np.asarray(index, dtype=np.int64)]
+    )
 
 
 def _numeric_activation(lo: float, hi: float) -> Activation:
@@ -105,7 +107,9 @@ class TableEncoder:
             raise TypeError(f"expected a Schema, got {type(self.schema).__name__}")
         a, b = (float(v) for v in self.continuous_range)
         if not (math.isfinite(a) and math.isfinite(b) and a < b):
-            raise ValueError(f"expected continuous_range (a, b) with a < b, got {self.continuous_range}")
+            raise ValueError(
+                f"expected continuous_range (a, b) with a < b, got {self.continuous_range}"
+            )
         object.__setattr__(self, "continuous_range", (a, b))
         if self.exclude_target and self.schema.target is None:
             raise ValueError("exclude_target=True needs a schema with a target column")
@@ -172,7 +176,9 @@ class TableEncoder:
         frame = self._table(data).frame
         return category_index(self.schema[self.schema.target], frame[self.schema.target])
 
-    def decode(self, x: np.ndarray | jax.Array, target_codes: np.ndarray | None = None) -> pd.DataFrame:
+    def decode(
+        self, x: np.ndarray | jax.Array, target_codes: np.ndarray | None = None
+    ) -> pd.DataFrame:
         """Map encoded rows back to a DataFrame with the schema's columns, labels and dtypes.
 
         ``target_codes`` (category indices) is required when ``exclude_target`` is set.
@@ -194,7 +200,9 @@ class TableEncoder:
                 else:
                     decoded[col.name] = np.clip(v, col.lower, col.upper)
             else:
-                decoded[col.name] = category_labels(col, np.argmax(x[:, span.start : span.stop], axis=1))
+                decoded[col.name] = category_labels(
+                    col, np.argmax(x[:, span.start : span.stop], axis=1)
+                )
         if self.exclude_target:
             if target_codes is None:
                 raise ValueError("decode needs target_codes when the encoder excludes the target")
@@ -255,7 +263,9 @@ def discretize(column: Column, values: np.ndarray | pd.Series, bins: int) -> np.
     return np.clip(np.floor((x - column.lower) / column.width * b), 0, b - 1).astype(np.int64)
 
 
-def undiscretize(rng: np.random.Generator, column: Column, cells: np.ndarray, bins: int) -> np.ndarray:
+def undiscretize(
+    rng: np.random.Generator, column: Column, cells: np.ndarray, bins: int
+) -> np.ndarray:
     """Values for cell indices: the category, or a uniform draw inside the cell."""
     cells = np.asarray(cells, dtype=np.int64)
     if not column.is_numeric:

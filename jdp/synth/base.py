@@ -241,7 +241,9 @@ def sample_model(key: jax.Array, model: FittedModel, n: int) -> pd.DataFrame:
     n = check_count("n", n, minimum=1)
     out = get_method(model.method).sample(key, model, n)
     if list(out.columns) != model.schema.names or len(out) != n:
-        raise RuntimeError(f"method {model.method!r} returned a table that does not match its schema")
+        raise RuntimeError(
+            f"method {model.method!r} returned a table that does not match its schema"
+        )
     return out
 
 
@@ -252,7 +254,9 @@ def _flatten(params: Params, prefix: str = "") -> dict[str, np.ndarray]:
     flat: dict[str, np.ndarray] = {}
     for name, value in params.items():
         if not isinstance(name, str) or not name or _SEP in name:
-            raise ValueError(f"parameter names must be non-empty strings without {_SEP!r}: {name!r}")
+            raise ValueError(
+                f"parameter names must be non-empty strings without {_SEP!r}: {name!r}"
+            )
         path = f"{prefix}{name}"
         if isinstance(value, Mapping):
             flat.update(_flatten(value, path + _SEP))

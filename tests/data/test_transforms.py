@@ -71,7 +71,9 @@ def test_round_trip_on_adult():
     table = adult.schema.conform(adult.train.iloc[:2000])
     out = round_trip(TableEncoder(adult.schema), table)
     pd.testing.assert_frame_equal(out.drop(columns="fnlwgt"), table.frame.drop(columns="fnlwgt"))
-    np.testing.assert_allclose(out["fnlwgt"], table.frame["fnlwgt"], rtol=0, atol=8 * np.spacing(2e6))
+    np.testing.assert_allclose(
+        out["fnlwgt"], table.frame["fnlwgt"], rtol=0, atol=8 * np.spacing(2e6)
+    )
 
 
 def test_out_of_bound_values_clip_to_range_ends_and_are_counted():

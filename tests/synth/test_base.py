@@ -38,7 +38,10 @@ def toy_fit(key, data: Table, budget: PrivacyBudget, config: ToyConfig) -> base.
     eps = budget.epsilon * config.overspend
     noisy = data.frame["x"].sum() + rng.laplace(0, 1 / eps)
     ledger = PrivacyLedger().record("toy", ev.LaplaceDpEvent(1 / eps))
-    params = {"sum": np.array(noisy), "nested": {"w": np.arange(6.0).reshape(2, 3), "b": np.zeros(3)}}
+    params = {
+        "sum": np.array(noisy),
+        "nested": {"w": np.arange(6.0).reshape(2, 3), "b": np.zeros(3)},
+    }
     return base.FittedModel("toy", params, data.schema, config, budget, ledger)
 
 
@@ -68,7 +71,9 @@ def test_fit_checks_the_ledger_against_the_budget():
     model = base.fit_model(base.key_from_seed(0), "toy", FRAME, BUDGET, schema=SCHEMA)
     assert model.epsilon() == pytest.approx(1.0)
     with pytest.raises(RuntimeError, match="over the budget"):
-        base.fit_model(base.key_from_seed(0), "toy", FRAME, BUDGET, ToyConfig(overspend=1.5), schema=SCHEMA)
+        base.fit_model(
+            base.key_from_seed(0), "toy", FRAME, BUDGET, ToyConfig(overspend=1.5), schema=SCHEMA
+        )
 
 
 def test_fit_needs_a_schema_and_a_budget():
@@ -83,7 +88,11 @@ def test_fit_needs_a_schema_and_a_budget():
 def test_delta_at_least_one_over_n_warns():
     with pytest.warns(base.DeltaWarning, match=r"delta=0.1 >= 1/n = 0.05"):
         base.fit_model(
-            base.key_from_seed(0), "toy", FRAME, PrivacyBudget(epsilon=1.0, delta=0.1), schema=SCHEMA
+            base.key_from_seed(0),
+            "toy",
+            FRAME,
+            PrivacyBudget(epsilon=1.0, delta=0.1),
+            schema=SCHEMA,
         )
 
 
@@ -98,14 +107,18 @@ def test_save_load_round_trip_without_pickle(tmp_path):
     assert loaded.ledger.to_dict() == model.ledger.to_dict()
     np.testing.assert_array_equal(loaded.params["nested"]["w"], model.params["nested"]["w"])
     key = base.key_from_seed(5)
-    pd.testing.assert_frame_equal(base.sample_model(key, loaded, 50), base.sample_model(key, model, 50))
+    pd.testing.assert_frame_equal(
+        base.sample_model(key, loaded, 50), base.sample_model(key, model, 50)
+    )
     with np.load(path / base.PARAMS_FILE, allow_pickle=False) as npz:
         assert sorted(npz.files) == ["nested/b", "nested/w", "sum"]
 
 
 def test_save_rejects_object_arrays_and_bad_names(tmp_path):
     model = base.fit_model(base.key_from_seed(3), "toy", FRAME, BUDGET, schema=SCHEMA)
-    bad = base.FittedModel("toy", {"x": np.array([{"a": 1}], dtype=object)}, SCHEMA, ToyConfig(), BUDGET, model.ledger)
+    bad = base.FittedModel(
+        "toy", {"x": np.array([{"a": 1}], dtype=object)}, SCHEMA, ToyConfig(), BUDGET, model.ledger
+    )
     with pytest.raises(TypeError, match="not a numeric array"):
         base.save(bad, tmp_path / "a")
     bad = base.FittedModel("toy", {"a/b": np.zeros(1)}, SCHEMA, ToyConfig(), BUDGET, model.ledger)

@@ -37,7 +37,12 @@ def small(adult):
 
 def fit(key_seed, frame, schema, budget=BUDGET, **config):
     return base.fit_model(
-        base.key_from_seed(key_seed), "marginals", frame, budget, MarginalsConfig(**config), schema=schema
+        base.key_from_seed(key_seed),
+        "marginals",
+        frame,
+        budget,
+        MarginalsConfig(**config),
+        schema=schema,
     )
 
 
@@ -57,7 +62,9 @@ def extreme_records(adult) -> list[dict]:
     return rows
 
 
-@pytest.mark.parametrize("noise, conditioned", [("gaussian", True), ("laplace", True), ("gaussian", False)])
+@pytest.mark.parametrize(
+    "noise, conditioned", [("gaussian", True), ("laplace", True), ("gaussian", False)]
+)
 def test_neighbours_differ_only_in_accounted_noisy_counts(adult, small, noise, conditioned):
     """Fit on D and on D + one extreme record with the same key: everything public (schema,
     config, budget, ledger, parameter names and shapes) is identical, and the noisy counts
@@ -81,11 +88,15 @@ def test_neighbours_differ_only_in_accounted_noisy_counts(adult, small, noise, c
 def test_random_neighbours_never_exceed_the_sensitivity(adult, small):
     rng = np.random.default_rng(11)
     config = MarginalsConfig()
-    base_counts = np.concatenate([c.ravel() for c in cell_counts(adult.schema.conform(small), config)])
+    base_counts = np.concatenate(
+        [c.ravel() for c in cell_counts(adult.schema.conform(small), config)]
+    )
     for _ in range(20):
         drop = int(rng.integers(len(small)))
         removed = small.drop(index=drop).reset_index(drop=True)
-        counts = np.concatenate([c.ravel() for c in cell_counts(adult.schema.conform(removed), config)])
+        counts = np.concatenate(
+            [c.ravel() for c in cell_counts(adult.schema.conform(removed), config)]
+        )
         delta = base_counts - counts
         assert np.abs(delta).sum() == len(adult.schema)
         assert delta.min() == 0 and delta.max() == 1
@@ -93,7 +104,11 @@ def test_random_neighbours_never_exceed_the_sensitivity(adult, small):
 
 @pytest.mark.parametrize(
     "noise, delta, event_cls",
-    [("gaussian", 1e-5, ev.GaussianDpEvent), ("laplace", 1e-5, ev.LaplaceDpEvent), ("laplace", 0.0, ev.LaplaceDpEvent)],
+    [
+        ("gaussian", 1e-5, ev.GaussianDpEvent),
+        ("laplace", 1e-5, ev.LaplaceDpEvent),
+        ("laplace", 0.0, ev.LaplaceDpEvent),
+    ],
 )
 def test_ledger_meets_the_budget_tightly(adult, small, noise, delta, event_cls):
     model = fit(1, small, adult.schema, PrivacyBudget(epsilon=1.0, delta=delta), noise=noise)
@@ -145,13 +160,29 @@ def test_conditioning_keeps_the_feature_label_relation(adult, small, conditioned
     """At epsilon = 1e4, P(sex = Male | income = >50K) of the synthetic data matches the real
     one when conditioned (6-sigma binomial bound), and falls to the unconditional share
     P(sex = Male) when not."""
-    model = fit(9, small, adult.schema, PrivacyBudget(epsilon=1e4, delta=1e-5), condition_on_target=conditioned)
+    model = fit(
+        9,
+        small,
+        adult.schema,
+        PrivacyBudget(epsilon=1e4, delta=1e-5),
+        condition_on_target=conditioned,
+    )
     synth = base.sample_model(base.key_from_seed(10), model, 20_000)
     rich = synth["income"] == ">50K"
     got = (synth.loc[rich, "sex"] == "Male").mean()
-    want = (small.loc[small["income"] == ">50K", "sex"] == "Male").mean() if conditioned else (small["sex"] == "Male").mean()
+    want = (
+        (small.loc[small["income"] == ">50K", "sex"] == "Male").mean()
+        if conditioned
+        else (small["sex"] == "Male").mean()
+    )
     assert abs(got - want) < 6 * np.sqrt(want * (1 - want) / rich.sum())
-    assert abs((small.loc[small["income"] == ">50K", "sex"] == "Male").mean() - (small["sex"] == "Male").mean()) > 0.1
+    assert (
+        abs(
+            (small.loc[small["income"] == ">50K", "sex"] == "Male").mean()
+            - (small["sex"] == "Male").mean()
+        )
+        > 0.1
+    )
 
 
 def test_probabilities_are_a_distribution_even_when_all_noise_is_negative():
@@ -175,7 +206,9 @@ def test_save_load_sample_identical(adult, small, tmp_path):
     assert loaded.schema == model.schema and loaded.config == model.config
     assert loaded.ledger.to_dict() == model.ledger.to_dict()
     key = base.key_from_seed(99)
-    pd.testing.assert_frame_equal(base.sample_model(key, loaded, 500), base.sample_model(key, model, 500))
+    pd.testing.assert_frame_equal(
+        base.sample_model(key, loaded, 500), base.sample_model(key, model, 500)
+    )
 
 
 def test_estimator_layer(adult, small):
