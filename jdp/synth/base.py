@@ -20,8 +20,11 @@ module is imported::
     register(Method(name="my-method", config_cls=MyConfig, fit=fit, sample=sample,
                     description="one line for `jdp fit --help`"))
 
-    class MyMethod(Synthesizer):       # the scikit-learn-style class, exported from jdp
-        method = "my-method"
+    class MyMethod(Synthesizer):       # the scikit-learn-style class; export it by adding
+        method = "my-method"           # "MyMethod": "jdp.synth.my_method" to jdp._EXPORTS
+
+A module may register several names (variants); :func:`get_method` finds them by importing
+every module of ``jdp.synth`` when the name is not that of a module.
 
 What ``fit`` receives
 ---------------------
@@ -178,7 +181,7 @@ def get_method(name: str) -> Method:
         except ModuleNotFoundError as exc:
             if exc.name != module:
                 raise
-    if name not in _REGISTRY:
+    if name not in _REGISTRY and name not in available_methods():  # a module may register several
         raise ValueError(f"unknown synthesizer {name!r}; available: {available_methods()}")
     return _REGISTRY[name]
 
