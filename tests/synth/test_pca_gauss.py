@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from accounting import events as ev
+from accounting.compose import compute_epsilon
 from jdp.synth import pca_gauss as pg
 
 ADD, REPLACE = pg.ADD_OR_REMOVE_ONE, pg.REPLACE_ONE
@@ -164,6 +165,9 @@ def test_ledger_pure_epsilon_is_sum_of_phases_and_max_over_classes(mode: str) ->
         assert len(classes.events) == 3
         per_class = [_pure_epsilon(e) for e in classes.events]
         assert per_class == pytest.approx([1.5 * 0.6] * 3, rel=1e-12)  # max, not sum
+        # under replace-one a record can leave one class and join another: twice the cost
+        replace = compute_epsilon(classes, 0.0, neighboring_relation=ev.NeighboringRelation.REPLACE_ONE)
+        assert replace == pytest.approx(2 * 1.5 * 0.6, rel=1e-12)
 
 
 def test_large_epsilon_recovers_pca_induced_covariance() -> None:
