@@ -34,10 +34,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def add_real_data_arguments(parser: argparse.ArgumentParser) -> None:
     """``--real-train``/``--real-test`` CSV paths or ``--dataset NAME``, and ``--target``."""
-    parser.add_argument("--real-train", metavar="PATH", help="real training CSV (what the model was fitted on)")
+    parser.add_argument(
+        "--real-train", metavar="PATH", help="real training CSV (what the model was fitted on)"
+    )
     parser.add_argument("--real-test", metavar="PATH", help="held-out real CSV for TSTR")
-    parser.add_argument("--dataset", metavar="NAME", help="use a named dataset's train/test split instead")
-    parser.add_argument("--target", metavar="COL", help="label column for TSTR (default: the dataset's)")
+    parser.add_argument(
+        "--dataset", metavar="NAME", help="use a named dataset's train/test split instead"
+    )
+    parser.add_argument(
+        "--target", metavar="COL", help="label column for TSTR (default: the dataset's)"
+    )
 
 
 def add_evaluation_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,9 +53,13 @@ def add_evaluation_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="NAMES",
         help="comma-separated subset of LogisticRegression,AdaBoost,GradientBoosting,LightGBM",
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of classifiers and query workload")
+    parser.add_argument(
+        "--seed", type=int, default=0, help="seed of classifiers and query workload"
+    )
     parser.add_argument("--bins", type=int, default=10, help="quantile bins per numeric column")
-    parser.add_argument("--queries", type=int, default=1000, help="random counting queries (0: none)")
+    parser.add_argument(
+        "--queries", type=int, default=1000, help="random counting queries (0: none)"
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -91,7 +101,9 @@ def chosen_classifiers(names: str | None, seed: int) -> dict | None:
         available = paper_classifiers(seed)
     unknown = [n for n in wanted if n not in available]
     if unknown:
-        raise ValueError(f"unknown or unavailable classifier {unknown[0]!r}; available: {', '.join(available)}")
+        raise ValueError(
+            f"unknown or unavailable classifier {unknown[0]!r}; available: {', '.join(available)}"
+        )
     if not wanted:
         raise ValueError("expected at least one classifier name in --classifiers")
     return {n: available[n] for n in wanted}
@@ -131,16 +143,29 @@ def run(args: argparse.Namespace) -> int:
 def text_summary(evaluation: dict) -> str:
     """The evaluation as plain-text tables."""
     rows = evaluation["rows"]
-    lines = [f"rows: real_train {rows['real_train']}, synthetic {rows['synthetic']}"
-             + (f", real_test {rows['real_test']}" if rows["real_test"] is not None else "")]
+    lines = [
+        f"rows: real_train {rows['real_train']}, synthetic {rows['synthetic']}"
+        + (f", real_test {rows['real_test']}" if rows["real_test"] is not None else "")
+    ]
     if evaluation["tstr"]:
-        lines += ["", "Train on real / synthetic, test on real:", format_table(
-            evaluation["tstr"], ["classifier", "metric", "real", "synthetic"])]
+        lines += [
+            "",
+            "Train on real / synthetic, test on real:",
+            format_table(evaluation["tstr"], ["classifier", "metric", "real", "synthetic"]),
+        ]
     if evaluation["two_way_tvd"] is not None:
         lines += ["", f"average 2-way marginal TVD: {evaluation['two_way_tvd']:.4f}"]
-    lines += ["", format_table(evaluation["columns"], ["column", "kind", "tvd", "wasserstein_scaled", "ks"])]
+    lines += [
+        "",
+        format_table(evaluation["columns"], ["column", "kind", "tvd", "wasserstein_scaled", "ks"]),
+    ]
     queries = evaluation["queries"]
     if queries is not None:
-        lines += ["", f"counting queries ({queries['n_queries']}): mean relative error {queries['mean']:.4f}, "
-                  f"median {queries['median']:.4f}, p90 {queries['p90']:.4f}"]
+        lines += [
+            "",
+            (
+                f"counting queries ({queries['n_queries']}): mean relative error {queries['mean']:.4f}, "
+                f"median {queries['median']:.4f}, p90 {queries['p90']:.4f}"
+            ),
+        ]
     return "\n".join(lines)

@@ -34,13 +34,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="write a Markdown + JSON report (ledger, utility, plots) for a fitted model",
         description=__doc__.split("\n\n")[1].replace("\n", " "),
     )
-    parser.add_argument("model_dir", metavar="MODEL_DIR", help="fitted model directory (jdp fit --out)")
-    parser.add_argument("--synthetic", required=True, metavar="PATH", help="synthetic CSV sampled from the model")
+    parser.add_argument(
+        "model_dir", metavar="MODEL_DIR", help="fitted model directory (jdp fit --out)"
+    )
+    parser.add_argument(
+        "--synthetic", required=True, metavar="PATH", help="synthetic CSV sampled from the model"
+    )
     parser.add_argument("--out", required=True, metavar="DIR", help="report directory")
     add_real_data_arguments(parser)
     add_evaluation_arguments(parser)
     parser.add_argument(
-        "--image-shape", metavar="HxW", help="draw the first 100 synthetic rows' features as HxW images"
+        "--image-shape",
+        metavar="HxW",
+        help="draw the first 100 synthetic rows' features as HxW images",
     )
     parser.add_argument("--json", action="store_true", help="print the report as one JSON object")
     parser.set_defaults(func=run)
@@ -61,7 +67,9 @@ def run(args: argparse.Namespace) -> int:
         evaluation = evaluate_args(args, train, synthetic, test, target)
         plots += marginal_plots(train, synthetic[list(train.columns)], out / "plots")
     if args.image_shape:
-        plots.append(_image_grid(synthetic, model.schema.target, _shape(args.image_shape), out / "plots"))
+        plots.append(
+            _image_grid(synthetic, model.schema.target, _shape(args.image_shape), out / "plots")
+        )
     report = write_report(
         out,
         evaluation=evaluation,
@@ -87,7 +95,9 @@ def run(args: argparse.Namespace) -> int:
 def _check_columns(synthetic: pd.DataFrame, names: list[str]) -> None:
     missing = [c for c in names if c not in synthetic.columns]
     if missing:
-        raise ValueError(f"column {missing[0]!r} of the model's schema is missing from the synthetic CSV")
+        raise ValueError(
+            f"column {missing[0]!r} of the model's schema is missing from the synthetic CSV"
+        )
     extra = [c for c in synthetic.columns if c not in names]
     if extra:
         raise ValueError(f"column {extra[0]!r} of the synthetic CSV is not in the model's schema")
@@ -103,13 +113,19 @@ def _shape(text: str) -> tuple[int, int]:
     return height, width
 
 
-def _image_grid(synthetic: pd.DataFrame, target: str | None, shape: tuple[int, int], out: Path) -> Path:
+def _image_grid(
+    synthetic: pd.DataFrame, target: str | None, shape: tuple[int, int], out: Path
+) -> Path:
     features = [c for c in synthetic.columns if c != target]
     categorical = [c for c in features if is_categorical(synthetic[c])]
     if categorical:
-        raise ValueError(f"--image-shape needs numeric features, but column {categorical[0]!r} is categorical")
+        raise ValueError(
+            f"--image-shape needs numeric features, but column {categorical[0]!r} is categorical"
+        )
     if len(features) != shape[0] * shape[1]:
-        raise ValueError(f"--image-shape {shape[0]}x{shape[1]} needs {shape[0] * shape[1]} feature columns, got {len(features)}")
+        raise ValueError(
+            f"--image-shape {shape[0]}x{shape[1]} needs {shape[0] * shape[1]} feature columns, got {len(features)}"
+        )
     head = synthetic.head(GRID_IMAGES)
     return image_grid(
         head[features].to_numpy(dtype=float),

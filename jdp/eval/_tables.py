@@ -17,7 +17,9 @@ def is_categorical(series: pd.Series) -> bool:
     return pd.api.types.is_bool_dtype(series) or not pd.api.types.is_numeric_dtype(series)
 
 
-def check_tables(tables: Mapping[str, pd.DataFrame], *, target: str | None = None) -> dict[str, bool]:
+def check_tables(
+    tables: Mapping[str, pd.DataFrame], *, target: str | None = None
+) -> dict[str, bool]:
     """Validate tables that must share columns; return ``{column: is_categorical}``.
 
     The first table fixes the column order. Raises ``TypeError`` for a non-DataFrame and
@@ -30,7 +32,9 @@ def check_tables(tables: Mapping[str, pd.DataFrame], *, target: str | None = Non
         if not isinstance(frame, pd.DataFrame):
             raise TypeError(f"expected {name} to be a pandas DataFrame, got {type(frame).__name__}")
         if len(frame) == 0 or frame.shape[1] == 0:
-            raise ValueError(f"expected {name} to have at least one row and one column, got shape {frame.shape}")
+            raise ValueError(
+                f"expected {name} to have at least one row and one column, got shape {frame.shape}"
+            )
         if target is not None and target not in frame.columns:
             raise ValueError(f"target column {target!r} is missing from {name}")
         if frame.columns.has_duplicates:

@@ -54,7 +54,9 @@ def discretize(
             levels[column] = len(cats)
         else:
             edges = quantile_edges(real[column].to_numpy(dtype=float), n_bins)
-            real_codes[column] = np.searchsorted(edges, real[column].to_numpy(dtype=float), side="left")
+            real_codes[column] = np.searchsorted(
+                edges, real[column].to_numpy(dtype=float), side="left"
+            )
             synthetic_codes[column] = np.searchsorted(
                 edges, synthetic[column].to_numpy(dtype=float), side="left"
             )
@@ -93,7 +95,9 @@ def two_way_tvd(real: pd.DataFrame, synthetic: pd.DataFrame, *, n_bins: int = 10
     return float(np.mean(tvds))
 
 
-def column_distances(real: pd.DataFrame, synthetic: pd.DataFrame, *, n_bins: int = 10) -> list[dict]:
+def column_distances(
+    real: pd.DataFrame, synthetic: pd.DataFrame, *, n_bins: int = 10
+) -> list[dict]:
     """Per-column distances between the real and synthetic marginals.
 
     Returns:

@@ -51,7 +51,9 @@ def image_grid(
     if image_shape is not None:
         images = images.reshape((len(images), *image_shape))
     if images.ndim not in (3, 4) or len(images) == 0:
-        raise ValueError(f"expected images of shape (n, h, w) or (n, h, w, c) with n >= 1, got {images.shape}")
+        raise ValueError(
+            f"expected images of shape (n, h, w) or (n, h, w, c) with n >= 1, got {images.shape}"
+        )
     if not np.isfinite(images).all():
         raise ValueError("expected finite pixel values, got NaN or inf")
     if labels is not None and len(labels) != len(images):
@@ -118,8 +120,24 @@ def _numeric_histograms(ax, real: pd.Series, synthetic: pd.Series, n_bins: int) 
     r = real.to_numpy(dtype=float)
     s = synthetic.to_numpy(dtype=float)
     edges = np.histogram_bin_edges(np.r_[r, s], bins=n_bins)
-    ax.hist(r, bins=edges, density=True, histtype="stepfilled", alpha=0.35, color=REAL_COLOR, label="real")
-    ax.hist(s, bins=edges, density=True, histtype="step", linewidth=1.5, color=SYNTHETIC_COLOR, label="synthetic")
+    ax.hist(
+        r,
+        bins=edges,
+        density=True,
+        histtype="stepfilled",
+        alpha=0.35,
+        color=REAL_COLOR,
+        label="real",
+    )
+    ax.hist(
+        s,
+        bins=edges,
+        density=True,
+        histtype="step",
+        linewidth=1.5,
+        color=SYNTHETIC_COLOR,
+        label="synthetic",
+    )
     ax.set_ylabel("density")
 
 
@@ -130,7 +148,9 @@ def _categorical_bars(ax, real: pd.Series, synthetic: pd.Series, max_categories:
     order = order[:max_categories]
     x = np.arange(len(order))
     ax.bar(x - 0.2, [p.get(c, 0.0) for c in order], width=0.4, color=REAL_COLOR, label="real")
-    ax.bar(x + 0.2, [q.get(c, 0.0) for c in order], width=0.4, color=SYNTHETIC_COLOR, label="synthetic")
+    ax.bar(
+        x + 0.2, [q.get(c, 0.0) for c in order], width=0.4, color=SYNTHETIC_COLOR, label="synthetic"
+    )
     ax.set_xticks(x, order, rotation=60, ha="right", fontsize=7)
     ax.set_ylabel("frequency")
 

@@ -58,7 +58,9 @@ class InRange:
 
     def __post_init__(self) -> None:
         if not self.low < self.high:
-            raise ValueError(f"expected low < high for column {self.column!r}, got {self.low}, {self.high}")
+            raise ValueError(
+                f"expected low < high for column {self.column!r}, got {self.low}, {self.high}"
+            )
 
     def mask(self, frame: pd.DataFrame) -> np.ndarray:
         values = frame[self.column].to_numpy(dtype=float)
@@ -104,22 +106,30 @@ def random_queries(
     kinds = check_tables({"real": real})
     columns = list(kinds)
     domains = {
-        c: sorted(real[c].astype(str).unique()) if kinds[c] else quantile_edges(real[c].to_numpy(dtype=float), n_bins)
+        c: sorted(real[c].astype(str).unique())
+        if kinds[c]
+        else quantile_edges(real[c].to_numpy(dtype=float), n_bins)
         for c in columns
     }
     queries = []
     for _ in range(n_queries):
         k = int(rng.integers(1, min(max_atoms, len(columns)) + 1))
         chosen = rng.choice(len(columns), size=k, replace=False)
-        atoms = tuple(_random_atom(rng, columns[i], domains[columns[i]], kinds[columns[i]]) for i in chosen)
+        atoms = tuple(
+            _random_atom(rng, columns[i], domains[columns[i]], kinds[columns[i]]) for i in chosen
+        )
         queries.append(CountingQuery(atoms=atoms, combine=combine))
     return queries
 
 
-def _random_atom(rng: np.random.Generator, column: str, domain, categorical: bool) -> InSet | InRange:
+def _random_atom(
+    rng: np.random.Generator, column: str, domain, categorical: bool
+) -> InSet | InRange:
     if categorical:
         size = int(rng.integers(1, max(len(domain) - 1, 1) + 1))
-        return InSet(column=column, values=frozenset(rng.choice(domain, size=size, replace=False).tolist()))
+        return InSet(
+            column=column, values=frozenset(rng.choice(domain, size=size, replace=False).tolist())
+        )
     cuts = np.r_[-np.inf, domain, np.inf]
     low, high = np.sort(rng.choice(len(cuts), size=2, replace=False))
     if (low, high) == (0, len(cuts) - 1) and len(cuts) > 2:  # whole line: keep one side

@@ -81,15 +81,25 @@ def evaluate_tables(
     tstr = None
     if real_test is not None:
         tstr = tstr_table(
-            real_train, synthetic, real_test, target, classifiers=classifiers, seed=seed, progress=progress
+            real_train,
+            synthetic,
+            real_test,
+            target,
+            classifiers=classifiers,
+            seed=seed,
+            progress=progress,
         )
     return {
         "tstr": tstr,
-        "two_way_tvd": two_way_tvd(real_train, synthetic, n_bins=n_bins) if real_train.shape[1] > 1 else None,
+        "two_way_tvd": two_way_tvd(real_train, synthetic, n_bins=n_bins)
+        if real_train.shape[1] > 1
+        else None,
         "n_bins": n_bins,
         "columns": column_distances(real_train, synthetic, n_bins=n_bins),
         "queries": (
-            query_error_summary(np.random.default_rng(seed), real_train, synthetic, n_queries=n_queries)
+            query_error_summary(
+                np.random.default_rng(seed), real_train, synthetic, n_queries=n_queries
+            )
             if n_queries
             else None
         ),
@@ -161,10 +171,18 @@ def render_markdown(report: Mapping[str, Any]) -> str:
     lines += ["", "## Privacy", ""]
     privacy = report["privacy"]
     if privacy is None:
-        lines.append("No privacy ledger was given: this synthetic data carries no privacy statement.")
+        lines.append(
+            "No privacy ledger was given: this synthetic data carries no privacy statement."
+        )
     else:
         lines += ["```", privacy["statement"], "```", ""]
-        lines += ["Full ledger (JSON):", "", "```json", json.dumps(privacy["ledger"], indent=1), "```"]
+        lines += [
+            "Full ledger (JSON):",
+            "",
+            "```json",
+            json.dumps(privacy["ledger"], indent=1),
+            "```",
+        ]
     evaluation = report["evaluation"]
     if evaluation is not None:
         lines += ["", "## Evaluation", "", f"_{report['note']}_", ""]
@@ -173,7 +191,11 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         )
         if evaluation["tstr"]:
             lines += ["", "### Train on synthetic, test on real", ""]
-            lines.append(format_table(evaluation["tstr"], ["classifier", "metric", "real", "synthetic"], markdown=True))
+            lines.append(
+                format_table(
+                    evaluation["tstr"], ["classifier", "metric", "real", "synthetic"], markdown=True
+                )
+            )
         lines += ["", "### Marginals", ""]
         if evaluation["two_way_tvd"] is not None:
             lines.append(
@@ -194,9 +216,12 @@ def render_markdown(report: Mapping[str, Any]) -> str:
                 "",
                 "### Counting queries",
                 "",
-                f"{queries['n_queries']} random conjunctions of up to {queries['max_atoms']} atoms; relative "
-                f"error with sanity bound {queries['sanity_fraction']:g} x rows: mean {queries['mean']:.4f}, "
-                f"median {queries['median']:.4f}, 90th percentile {queries['p90']:.4f}",
+                (
+                    f"{queries['n_queries']} random conjunctions of up to {queries['max_atoms']} atoms; "
+                    f"relative error with sanity bound {queries['sanity_fraction']:g} x rows: "
+                    f"mean {queries['mean']:.4f}, median {queries['median']:.4f}, "
+                    f"90th percentile {queries['p90']:.4f}"
+                ),
             ]
     if report["plots"]:
         lines += ["", "## Plots", ""]
@@ -204,7 +229,9 @@ def render_markdown(report: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def format_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], *, markdown: bool = False) -> str:
+def format_table(
+    rows: Sequence[Mapping[str, Any]], columns: Sequence[str], *, markdown: bool = False
+) -> str:
     """Rows of dicts as an aligned text table (or a Markdown table); floats to 4 decimals."""
     cells = [[_cell(row.get(c)) for c in columns] for row in rows]
     if markdown:

@@ -143,7 +143,13 @@ def tstr_table(
         for source in ("real_train", "synthetic"):
             bar.set_postfix_str(f"{name} on {source}")
             proba = _fit_predict_proba(
-                estimator, design[source], labels[source], design["real_test"], len(classes), name, source
+                estimator,
+                design[source],
+                labels[source],
+                design["real_test"],
+                len(classes),
+                name,
+                source,
             )
             scores.setdefault(name, {})[source] = classification_scores(labels["real_test"], proba)
             bar.update()
@@ -172,7 +178,9 @@ def classification_scores(y_true: np.ndarray, proba: np.ndarray) -> dict[str, fl
     scored = [1] if n_classes == 2 else [k for k in range(n_classes) if (y_true == k).any()]
     return {
         "AUROC": float(np.mean([roc_auc_score(y_true == k, proba[:, k]) for k in scored])),
-        "AUPRC": float(np.mean([average_precision_score(y_true == k, proba[:, k]) for k in scored])),
+        "AUPRC": float(
+            np.mean([average_precision_score(y_true == k, proba[:, k]) for k in scored])
+        ),
         "accuracy": float(np.mean(np.argmax(proba, axis=1) == y_true)),
     }
 

@@ -51,7 +51,11 @@ def test_real_train_as_its_own_synthetic_reproduces_the_baseline(adult_csvs, cap
         ["evaluate", "--real-train", train, "--real-test", str(directory / "test.csv"),
          "--synthetic", train, "--target", "income", "--json", "--quiet", "--queries", "100"],
     )  # fmt: skip
-    assert {r["classifier"] for r in result["tstr"]} >= {"LogisticRegression", "AdaBoost", "GradientBoosting"}
+    assert {r["classifier"] for r in result["tstr"]} >= {
+        "LogisticRegression",
+        "AdaBoost",
+        "GradientBoosting",
+    }
     for row in result["tstr"]:
         assert row["synthetic"] == row["real"], row
     assert result["two_way_tvd"] == 0.0
@@ -69,7 +73,7 @@ def test_noise_synthetic_scores_at_chance_within_a_z_bound(adult_csvs, capsys, t
     varies only a column ``noise`` that is independent of everything (added, uniform, to
     the real tables too), holds every Adult feature at one value, and draws coin-flip labels.
     """
-    directory, train, test, _ = adult_csvs
+    _, train, test, _ = adult_csvs
     rng = np.random.default_rng(0)
     real_train = train.assign(noise=rng.uniform(size=len(train)))
     real_test = test.assign(noise=rng.uniform(size=len(test)))
@@ -109,6 +113,7 @@ def test_text_output(adult_csvs, capsys):
         (["--target", "nope"], "target column 'nope' is missing from real_train"),
         (["--target", "income", "--classifiers", "SVM"], "unknown or unavailable classifier 'SVM'"),
         ([], "TSTR needs both --real-test and --target"),
+        (["--dataset", "adult"], "either --dataset or --real-train/--real-test"),
     ],
 )
 def test_bad_input_exits_2_with_one_line(adult_csvs, capsys, extra, message):
@@ -142,7 +147,9 @@ def test_mismatched_or_missing_synthetic(adult_csvs, capsys, tmp_path):
 def fitted(adult_csvs, tmp_path_factory):
     """The DP marginals baseline fitted on the Adult subsample, saved, and 2,000 samples."""
     directory, train, _, schema = adult_csvs
-    model = fit_model(key_from_seed(0), "marginals", train, PrivacyBudget(epsilon=1.0, delta=1e-5), schema=schema)
+    model = fit_model(
+        key_from_seed(0), "marginals", train, PrivacyBudget(epsilon=1.0, delta=1e-5), schema=schema
+    )
     model_dir = save(model, tmp_path_factory.mktemp("model") / "marginals")
     synthetic = sample_model(key_from_seed(1), model, 2000)
     synthetic.to_csv(directory / "synthetic.csv", index=False)
@@ -166,7 +173,9 @@ def test_report_end_to_end(adult_csvs, fitted, capsys, tmp_path):
     markdown = (out / MARKDOWN_FILE).read_text()
     assert model.ledger.report(1e-5) in markdown
     assert report["meta"]["method"] == "marginals"
-    assert report["evaluation"]["tstr"][0]["classifier"] == "LogisticRegression"  # target from the schema
+    assert (
+        report["evaluation"]["tstr"][0]["classifier"] == "LogisticRegression"
+    )  # target from the schema
     assert len(report["plots"]) == len(model.schema.names)
     for name in report["plots"]:
         assert (out / name).stat().st_size > 0
@@ -196,7 +205,9 @@ def test_marginals_baseline_lands_between_random_and_real(fitted, adult_csvs, ca
 
 def test_report_without_real_data(fitted, capsys, tmp_path):
     _, model_dir, synthetic = fitted
-    assert main(["report", str(model_dir), "--synthetic", str(synthetic), "--out", str(tmp_path)]) == 0
+    assert (
+        main(["report", str(model_dir), "--synthetic", str(synthetic), "--out", str(tmp_path)]) == 0
+    )
     assert "Privacy:" in capsys.readouterr().out
     saved = json.loads((tmp_path / JSON_FILE).read_text())
     assert saved["evaluation"] is None and saved["plots"] == []
@@ -213,13 +224,17 @@ def test_report_image_grid_of_digits(capsys, tmp_path):
 
     digits = load_digits()
     pixels = [f"p{i}" for i in range(64)]
-    frame = pd.DataFrame(digits.data[:600].astype(int), columns=pixels).assign(label=digits.target[:600])
+    frame = pd.DataFrame(digits.data[:600].astype(int), columns=pixels).assign(
+        label=digits.target[:600]
+    )
     schema = Schema(
         columns=(*(Column(name=p, kind="integer", lower=0, upper=16) for p in pixels),
                  Column(name="label", kind="categorical", categories=tuple(range(10)))),
         target="label",
     )  # fmt: skip
-    model = fit_model(key_from_seed(0), "marginals", frame, PrivacyBudget(epsilon=1.0, delta=1e-3), schema=schema)
+    model = fit_model(
+        key_from_seed(0), "marginals", frame, PrivacyBudget(epsilon=1.0, delta=1e-3), schema=schema
+    )
     save(model, tmp_path / "model")
     sample_model(key_from_seed(1), model, 100).to_csv(tmp_path / "synthetic.csv", index=False)
     argv = ["report", str(tmp_path / "model"), "--synthetic", str(tmp_path / "synthetic.csv"),

@@ -23,7 +23,14 @@ def assert_png(path) -> np.ndarray:
 def test_image_grid_from_flat_rows(tmp_path):
     rng = np.random.default_rng(0)
     rows = rng.integers(0, 256, size=(12, 784))
-    path = image_grid(rows, tmp_path / "grid.png", n_cols=5, image_shape=(28, 28), labels=list(range(12)), title="t")
+    path = image_grid(
+        rows,
+        tmp_path / "grid.png",
+        n_cols=5,
+        image_shape=(28, 28),
+        labels=list(range(12)),
+        title="t",
+    )
     pixels = assert_png(path)
     assert pixels.shape[1] == 600  # 5 columns x 1.2 inch x 100 dpi
 

@@ -22,7 +22,9 @@ def test_hand_computed_errors_rescaling_and_sanity_bound():
     queries = [
         CountingQuery(atoms=(InSet(column="c", values=frozenset({"a"})),)),  # real 6, synth 10 -> 5
         CountingQuery(atoms=(InSet(column="c", values=frozenset({"z"})),)),  # real 0, synth 2 -> 1
-        CountingQuery(atoms=(InRange(column="v", low=-np.inf, high=4.0),)),  # real 5, synth 9 -> 4.5
+        CountingQuery(
+            atoms=(InRange(column="v", low=-np.inf, high=4.0),)
+        ),  # real 5, synth 9 -> 4.5
     ]
     errors = relative_errors(queries, real, synthetic, sanity_fraction=0.1)  # s = 1 row
     assert errors == pytest.approx([1 / 6, 1 / 1, 0.5 / 5])
@@ -70,9 +72,13 @@ def test_breaking_dependence_raises_the_error_above_the_sampling_floor(tables, t
     train, _ = tables
     rng = np.random.default_rng(11)
     queries = random_queries(rng, train, 300, max_atoms=3)
-    floors = [relative_errors(queries, train, table_factory(rng, len(train))).mean() for _ in range(10)]
+    floors = [
+        relative_errors(queries, train, table_factory(rng, len(train))).mean() for _ in range(10)
+    ]
     shuffled = pd.DataFrame({c: rng.permutation(train[c].to_numpy()) for c in train.columns})
-    assert relative_errors(queries, train, shuffled).mean() > np.mean(floors) + 6 * np.std(floors, ddof=1)
+    assert relative_errors(queries, train, shuffled).mean() > np.mean(floors) + 6 * np.std(
+        floors, ddof=1
+    )
 
 
 def test_summary(tables):

@@ -35,7 +35,11 @@ def test_evaluate_tables_on_identical_tables(tables):
     assert all(r["real"] == r["synthetic"] for r in evaluation["tstr"])
     assert evaluation["two_way_tvd"] == 0.0
     assert evaluation["queries"]["mean"] == 0.0
-    assert evaluation["rows"] == {"real_train": len(train), "synthetic": len(train), "real_test": len(test)}
+    assert evaluation["rows"] == {
+        "real_train": len(train),
+        "synthetic": len(train),
+        "real_test": len(test),
+    }
 
 
 def test_evaluate_tables_without_test_data_skips_tstr(tables):
@@ -55,7 +59,12 @@ def test_report_files_hold_the_ledger_the_table_and_the_plots(tmp_path, tables, 
     )
     plots = marginal_plots(train, synthetic, tmp_path / "plots")
     report = write_report(
-        tmp_path, evaluation=evaluation, ledger=ledger, delta=1e-5, plots=plots, meta={"method": "test"}
+        tmp_path,
+        evaluation=evaluation,
+        ledger=ledger,
+        delta=1e-5,
+        plots=plots,
+        meta={"method": "test"},
     )
 
     saved = json.loads((tmp_path / JSON_FILE).read_text())
@@ -95,5 +104,9 @@ def test_json_handles_numpy_and_non_finite_values(tmp_path):
 
 def test_format_table():
     rows = [{"a": "x", "b": 0.123456}, {"a": "longer", "b": None}]
-    assert format_table(rows, ["a", "b"]).splitlines() == ["a       b     ", "x       0.1235", "longer  -     "]
+    assert format_table(rows, ["a", "b"]).splitlines() == [
+        "a       b     ",
+        "x       0.1235",
+        "longer  -     ",
+    ]
     assert format_table(rows, ["a", "b"], markdown=True).splitlines()[2] == "| x | 0.1235 |"
