@@ -315,7 +315,7 @@ def typed_labels(column: Column, values: np.ndarray) -> np.ndarray:
     return np.asarray(values, dtype=object)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Table:
     """A private table that conforms to its schema (build with :meth:`Schema.conform`).
 
