@@ -25,7 +25,6 @@ from typing import Literal
 
 import numpy as np
 from scipy.linalg import solve_triangular
-from scipy.special import logsumexp
 
 from accounting import events as ev
 from accounting._validate import check_count, check_nonnegative, check_positive
@@ -82,26 +81,61 @@ class Mixture:
     def log_prob(self, x: np.ndarray) -> np.ndarray:
         """Per-row log density ``log sum_k pi_k N(x; mu_k, Sigma_k)``."""
         x = check_data_matrix(x, n_cols=self.n_features)
-        return logsumexp(_component_log_prob(self, np.asarray(x, dtype=np.float64)), axis=1)
+        return _logsumexp_rows(_component_log_prob(self, np.asarray(x, dtype=np.float64)))[:, 0]
+
+
+def _logsumexp_rows(a: np.ndarray) -> np.ndarray:
+    """``log sum_k exp(a_ik)`` per row, shape ``(n, 1)`` (stable; faster than scipy's here)."""
+    top = a.max(axis=1, keepdims=True)
+    return top + np.log(np.exp(a - top).sum(axis=1, keepdims=True))
 
 
 def _component_log_prob(mixture: Mixture, x: np.ndarray) -> np.ndarray:
     """``(n, K)`` matrix of ``log pi_k + log N(x_i; mu_k, Sigma_k)``."""
-    mu, cov = mixture.means, mixture.covariances
-    d = mixture.n_features
     if mixture.covariance_type == "diag":
-        prec = 1.0 / cov
-        maha = (x * x) @ prec.T - 2.0 * x @ (mu * prec).T + np.sum(mu * mu * prec, axis=1)
-        logdet = np.sum(np.log(cov), axis=1)
-    else:
-        maha = np.empty((x.shape[0], mixture.n_components))
-        logdet = np.empty(mixture.n_components)
-        for k in range(mixture.n_components):
-            chol = np.linalg.cholesky(cov[k])
-            y = solve_triangular(chol, (x - mu[k]).T, lower=True)
-            maha[:, k] = np.sum(y * y, axis=0)
-            logdet[k] = 2.0 * np.sum(np.log(np.diag(chol)))
-    return np.log(mixture.weights) - 0.5 * (d * _LOG_2PI + logdet + maha)
+        return _diag_log_prob(mixture, x, x * x)
+    mu, cov = mixture.means, mixture.covariances
+    maha = np.empty((x.shape[0], mixture.n_components))
+    logdet = np.empty(mixture.n_components)
+    for k in range(mixture.n_components):
+        # Sigma = L L^T  =>  (x - mu)^T Sigma^-1 (x - mu) = ||(x - mu) L^-T||^2
+        chol = np.linalg.cholesky(cov[k])
+        inv_t = solve_triangular(chol, np.eye(mixture.n_features), lower=True).T
+        y = x @ inv_t - mu[k] @ inv_t
+        maha[:, k] = np.einsum("ij,ij->i", y, y)
+        logdet[k] = 2.0 * np.sum(np.log(np.diag(chol)))
+    return np.log(mixture.weights) - 0.5 * (mixture.n_features * _LOG_2PI + logdet + maha)
+
+
+def _diag_log_prob(mixture: Mixture, x: np.ndarray, x_sq: np.ndarray) -> np.ndarray:
+    """Diagonal case: ``sum_j (x_j - mu_kj)^2 / v_kj = x^2 @ (1/v)^T - 2 x @ (mu/v)^T +
+    sum_j mu_kj^2 / v_kj``."""
+    mu, var = mixture.means, mixture.covariances
+    prec = 1.0 / var
+    const = np.log(mixture.weights) - 0.5 * (
+        mixture.n_features * _LOG_2PI + np.sum(np.log(var), axis=1) + np.sum(mu * mu * prec, axis=1)
+    )
+    out = x_sq @ (-0.5 * prec).T
+    out += x @ (mu * prec).T
+    out += const
+    return out
+
+
+def _clip_with_squares(x: np.ndarray, l2_clip_norm: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(clip_rows(x, C), clip_rows(x, C) ** 2)`` from one squaring pass (the EM hot loop
+    needs both; same clipping rule as :func:`jdp.mechanisms.clip_rows`)."""
+    sq = x * x
+    norms = np.sqrt(sq.sum(axis=1))
+    if norms.max(initial=0.0) <= l2_clip_norm:
+        return x, sq
+    factor = np.minimum(1.0, l2_clip_norm / np.maximum(norms, np.finfo(np.float64).tiny))[:, None]
+    return x * factor, sq * (factor * factor)
+
+
+def _responsibilities(logp: np.ndarray) -> np.ndarray:
+    """Row-wise softmax of ``(n, K)`` log-probabilities."""
+    e = np.exp(logp - logp.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
 
 
 def em_statistics(
@@ -115,16 +149,15 @@ def em_statistics(
     """
     d, kk = mixture.n_features, mixture.n_components
     rows = chunk_rows(d + kk + (d if mixture.covariance_type == "full" else 0))
-    iu = np.triu_indices(d)
+    iu = np.triu_indices(d) if mixture.covariance_type == "full" else None
 
     def part(chunk: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        c = clip_rows(chunk, l2_clip_norm)
-        logp = _component_log_prob(mixture, c)
-        r = np.exp(logp - logsumexp(logp, axis=1, keepdims=True))
-        if mixture.covariance_type == "diag":
-            second = r.T @ (c * c)
-        else:
-            second = np.stack([((c * r[:, k : k + 1]).T @ c)[iu] for k in range(kk)])
+        c, c_sq = _clip_with_squares(chunk, l2_clip_norm)
+        if iu is None:
+            r = _responsibilities(_diag_log_prob(mixture, c, c_sq))
+            return r.sum(axis=0), r.T @ c, r.T @ c_sq
+        r = _responsibilities(_component_log_prob(mixture, c))
+        second = np.stack([((c * r[:, k : k + 1]).T @ c)[iu] for k in range(kk)])
         return r.sum(axis=0), r.T @ c, second
 
     return chunked_sum(part, x, rows=rows)

@@ -33,7 +33,7 @@ from accounting import events as ev
 from accounting._validate import check_count, check_positive
 from accounting.ledger import PrivacyLedger
 from jdp.mechanisms import clip_rows, gaussian_mechanism, laplace_mechanism
-from jdp.suffstats import check_data_matrix, chunked_sum
+from jdp.suffstats import check_data_matrix, chunked_sum, iter_chunks
 
 Centre = np.ndarray | Literal["dp"] | None
 
@@ -67,7 +67,7 @@ class PcaResult:
     def transform(self, x: np.ndarray) -> np.ndarray:
         """Project rows of ``x`` onto the subspace: ``(x - centre) @ components``."""
         x = check_data_matrix(x, n_cols=self.components.shape[0])
-        return (x - self.centre) @ self.components
+        return np.concatenate([(c - self.centre) @ self.components for c in iter_chunks(x)])
 
     def inverse_transform(self, y: np.ndarray) -> np.ndarray:
         """Map projected rows back to the data space: ``y @ components^T + centre``."""
