@@ -57,7 +57,9 @@ def test_public_schemas_of_optional_datasets_build_without_data():
 
 
 @pytest.mark.filterwarnings("ignore::jdp.data.schema.ClipWarning")
-@pytest.mark.parametrize("name", ["mushroom", "creditcard"])
+@pytest.mark.parametrize(
+    "name", ["mushroom", "creditcard", pytest.param("mnist", marks=pytest.mark.slow)]
+)
 def test_installed_optional_dataset_conforms(name):
     try:
         data = load_dataset(name)
