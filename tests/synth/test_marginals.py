@@ -65,7 +65,9 @@ def extreme_records(adult) -> list[dict]:
 @pytest.mark.parametrize(
     "noise, conditioned", [("gaussian", True), ("laplace", True), ("gaussian", False)]
 )
-def test_neighbours_differ_only_in_accounted_noisy_counts(adult, small, noise, conditioned):
+def test_neighbours_differ_only_in_accounted_noisy_counts(
+    adult, small, noise, conditioned, tmp_path
+):
     """Fit on D and on D + one extreme record with the same key: everything public (schema,
     config, budget, ledger, parameter names and shapes) is identical, and the noisy counts
     differ by exactly the change of the exact counts, which has L1 norm d and L2 norm sqrt(d)
@@ -83,6 +85,12 @@ def test_neighbours_differ_only_in_accounted_noisy_counts(adult, small, noise, c
         assert np.abs(diff).sum() == pytest.approx(d, abs=1e-6)
         assert np.linalg.norm(diff) == pytest.approx(np.sqrt(d), abs=1e-6)
         assert np.allclose(diff, np.round(diff), atol=1e-6)  # same noise, counts moved by 1
+        # the saved artefact: model.json byte-identical, only the noisy counts differ
+        base.save(m1, tmp_path / "m1")
+        base.save(m2, tmp_path / "m2")
+        assert (tmp_path / "m1" / "model.json").read_bytes() == (
+            tmp_path / "m2" / "model.json"
+        ).read_bytes()
 
 
 def test_random_neighbours_never_exceed_the_sensitivity(adult, small):
