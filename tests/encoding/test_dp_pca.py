@@ -273,3 +273,18 @@ def test_calibrated_entry_point_meets_the_target_and_event_matches_ledger():
     assert 0.99 <= eps <= 1.0
     z = ledger.entries[1].event.noise_multiplier
     assert compute_epsilon(dp_pca_gaussian_event(z, dp_centre=True), 1e-5) == pytest.approx(eps)
+
+
+def test_dp_mean_noise_matches_event():
+    # all-zero rows: the released sum is pure noise and the count (1000) is almost exact,
+    # so mean * 1000 recovers the sum's noise up to a relative 1e-5
+    rng = np.random.default_rng(12)
+    x = np.zeros((1000, 2000))
+    mean, event = dp_mean_gaussian(rng, x, noise_multiplier=1e-3, l2_clip_norm=2.0)
+    sigma = event.noise_multiplier * np.sqrt(2.0) * 2.0
+    lo, hi = chi2_var_ratio_bounds(2000)
+    assert lo < np.mean((mean * 1000) ** 2) / sigma**2 < hi
+    mean, event = dp_mean_laplace(rng, x, epsilon=1e6, lower=-1.0, upper=1.0)
+    scale = event.noise_multiplier * (2000 * 1.0 + 1.0)  # Delta_1 = ||h||_1 + 1
+    lo, hi = laplace_scale_bounds(2000)
+    assert lo < np.mean(np.abs(mean * 1000)) / scale < hi
