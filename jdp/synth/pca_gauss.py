@@ -21,10 +21,11 @@ space; Laplace noise is drawn on the upper triangle of the symmetric second-mome
 mirrored; noisy covariances are projected to the PSD cone before sampling.
 
 Notation. Records ``z`` lie in the box ``[-1, 1]^d`` (the declared bounds, affinely
-rescaled). ``V`` (``d x k``, orthonormal columns) is independent of the private data.
-Lemma 1's rescaling gives the PCA features ``u = V^T z / sqrt(d)``; since ``V^T`` is a
-contraction, ``||u||_2 <= ||z||_2 / sqrt(d) <= 1`` (so every ``|u_j| <= 1``, Lemma 1) and
-``||u||_1 <= sqrt(k)``. With a label ``tau`` in ``[-1, 1]`` the augmented record
+rescaled). ``V`` (``d x k``, orthonormal columns) and a centre ``c`` in the box are
+independent of the private data (:class:`Subspace`). Lemma 1's rescaling gives the PCA
+features ``u = V^T (z - c) / R`` with ``R = max_z ||z - c||_2`` (``sqrt(d)`` at the
+midpoint); since ``V^T`` is a contraction, ``||u||_2 <= 1`` (so every ``|u_j| <= 1``,
+Lemma 1) and ``||u||_1 <= sqrt(k)``. With a label ``tau`` in ``[-1, 1]`` the augmented record
 ``w = (u, tau)`` has ``||w||_2 <= sqrt(2)`` and ``||w||_1 <= sqrt(k) + 1``.
 """
 
@@ -72,14 +73,38 @@ def from_unit_box(z: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.nda
     return np.clip(x, lower, upper)
 
 
-def pca_features(z: np.ndarray, components: np.ndarray) -> np.ndarray:
-    """Lemma 1's rescaled PCA features ``u = V^T z / sqrt(d)``; ``||u||_2 <= 1`` on the box."""
-    return np.asarray(z, float) @ components / math.sqrt(components.shape[0])
+@dataclass(frozen=True)
+class Subspace:
+    """A public subspace: orthonormal columns ``V`` (``d x k``) and a centre ``c`` in the box.
 
+    Lemma 1's rescaled PCA features are ``u = V^T (z - c) / R`` with
+    ``R = max_{z in [-1, 1]^d} ||z - c||_2 = ||1 + |c| ||_2`` (``sqrt(d)`` for the midpoint
+    ``c = 0``); since ``V^T`` is a contraction, ``||u||_2 <= 1`` for every record.
+    """
 
-def from_pca_features(u: np.ndarray, components: np.ndarray) -> np.ndarray:
-    """Map PCA features back to the data box: ``z = sqrt(d) V u``, clipped to ``[-1, 1]^d``."""
-    return np.clip(math.sqrt(components.shape[0]) * np.asarray(u, float) @ components.T, -1.0, 1.0)
+    components: np.ndarray
+    centre: np.ndarray
+
+    def __post_init__(self) -> None:
+        d = self.components.shape[0]
+        if self.centre.shape != (d,) or np.any(np.abs(self.centre) > 1.0):
+            raise ValueError(f"expected a centre of shape ({d},) inside [-1, 1]^d")
+
+    @classmethod
+    def at_midpoint(cls, components: np.ndarray) -> Subspace:
+        return cls(np.asarray(components, float), np.zeros(components.shape[0]))
+
+    @property
+    def radius(self) -> float:
+        return float(np.linalg.norm(1.0 + np.abs(self.centre)))
+
+    def features(self, z: np.ndarray) -> np.ndarray:
+        """``u = V^T (z - c) / R`` for rows ``z`` in the box: ``||u||_2 <= 1``."""
+        return (np.asarray(z, float) - self.centre) @ self.components / self.radius
+
+    def to_box(self, u: np.ndarray) -> np.ndarray:
+        """Map features back: ``z = c + R V u``, clipped to ``[-1, 1]^d``."""
+        return np.clip(self.centre + self.radius * np.asarray(u, float) @ self.components.T, -1.0, 1.0)
 
 
 # -- sufficient statistics and their sensitivities ---------------------------------------------
@@ -248,8 +273,9 @@ class PCAGaussConfig:
       pca_source: ``"lap"`` (Lap-PCA, pure epsilon), ``"analyze-gauss"`` (Gaussian noise,
         needs ``delta > 0``) or ``"public"`` (a declared public sample, free).
       pca_fraction: share of epsilon spent on a DP PCA (ignored for ``"public"``). The
-        default 0.5: the subspace only has to be roughly right, but its ``d x d`` release
-        has a sensitivity ``d / k`` times that of the ``k x k`` model statistics.
+        default 0.5: the subspace only has to be roughly right, but Lap-PCA's ``d x d``
+        release has an L1 sensitivity of order ``d^2`` in the data's units, against order
+        ``k`` for the model's ``k x k`` statistics in Lemma 1's units.
       count_fraction, mean_fraction: shares of the model's epsilon for the noisy record
         count and the mean; the rest goes to the second moment. The paper gives the class
         mean 10% (its sensitivity is ``sqrt(k)`` against ``(1 + k) / 2``).
@@ -299,14 +325,14 @@ class PCAGaussModel:
     """A fitted PCA-Gauss model: everything in it is public (released or post-processed).
 
     Attributes:
-      components: ``(d, k)`` the independently derived principal subspace.
+      subspace: the independently derived principal subspace and its centre.
       gaussians: one Gaussian (Algorithms 1, 2) or one per class (Algorithm 3) on the PCA
         features (Algorithm 2: label last).
       mode: the algorithm, see :class:`PCAGaussConfig`.
       ledger: every release the model was built from.
     """
 
-    components: np.ndarray
+    subspace: Subspace
     gaussians: tuple[Gaussian, ...]
     mode: Mode
     ledger: PrivacyLedger
@@ -322,8 +348,10 @@ def fit_components(
     delta: float,
     public: np.ndarray | None,
     model_epsilon: float = 0.0,
-) -> tuple[np.ndarray, PrivacyLedger]:
-    """The independent principal subspace of the box-scaled data ``z`` (via :mod:`jdp.pca`).
+) -> tuple[Subspace, PrivacyLedger]:
+    """The independent principal subspace of the box-scaled data ``z`` (via :mod:`jdp.pca`),
+    with its centre: the box midpoint for the DP sources, the public sample's mean for
+    ``"public"`` (without that centre, a centred public PCA misses the data's mean).
 
     * ``"lap"``: Lap-PCA on ``z`` in ``[-1, 1]^d``, centred on the box midpoint (public),
       pure ``epsilon``-DP.
@@ -350,7 +378,7 @@ def fit_components(
             target_delta=delta,
         )
         result, ledger = dp_pca_gaussian(rng, z / math.sqrt(d), k, noise_multiplier=noise_multiplier)
-    return np.array(result.components), ledger
+    return Subspace(np.array(result.components), np.array(result.centre)), ledger
 
 
 def fit(
@@ -393,12 +421,12 @@ def fit(
     if k > z.shape[1]:
         raise ValueError(f"expected n_components <= number of features {z.shape[1]}, got {k}")
     eps_pca = config.pca_epsilon(epsilon)
-    components, ledger = fit_components(
+    subspace, ledger = fit_components(
         rng, z, k=k, source=config.pca_source, epsilon=eps_pca, delta=delta, public=public,
         model_epsilon=epsilon - eps_pca,
     )
     return fit_gaussians(
-        rng, z, components, epsilon=epsilon - eps_pca, config=config, ledger=ledger,
+        rng, z, subspace, epsilon=epsilon - eps_pca, config=config, ledger=ledger,
         label=label, n_classes=n_classes,
     )
 
@@ -406,7 +434,7 @@ def fit(
 def fit_gaussians(
     rng: np.random.Generator,
     z: np.ndarray,
-    components: np.ndarray,
+    subspace: Subspace,
     *,
     epsilon: float,
     config: PCAGaussConfig,
@@ -416,8 +444,8 @@ def fit_gaussians(
 ) -> PCAGaussModel:
     """The Gaussian model of PCA-Gauss on a given, data-independent subspace.
 
-    ``components`` must not depend on ``z`` except through mechanisms already in
-    ``ledger`` (a public or DP PCA, a random projection, or the identity: no reduction).
+    ``subspace`` must not depend on ``z`` except through mechanisms already in ``ledger``
+    (a public or DP PCA, a random projection, or the identity: no reduction).
 
     Returns:
       The model; its ledger is ``ledger`` followed by ``"pca-gauss/count"``,
@@ -435,7 +463,7 @@ def fit_gaussians(
     z = _check_box(z)
     _check_concrete_mode(config)
     ledger = PrivacyLedger() if ledger is None else ledger
-    u = pca_features(z, components)
+    u = subspace.features(z)
     budget = config.model_budget(epsilon)
     if config.mode == "mixture":
         codes = _class_codes(label, z.shape[0], n_classes)
@@ -447,7 +475,7 @@ def fit_gaussians(
             gaussians.append(g)
             events.append(ev.ComposedDpEvent(evs))
         ledger = ledger.record("pca-gauss/classes", ev.ParallelComposedDpEvent(events))
-        return PCAGaussModel(components, tuple(gaussians), config.mode, ledger)
+        return PCAGaussModel(subspace, tuple(gaussians), config.mode, ledger)
     if config.mode == "supervised":
         u = np.column_stack([u, _numeric_label(label, z.shape[0])])
     g, events = release_gaussian(
@@ -455,7 +483,7 @@ def fit_gaussians(
     )
     for name, event in zip(("count", "mean", "covariance"), events, strict=True):
         ledger = ledger.record(f"pca-gauss/{name}", event)
-    return PCAGaussModel(components, (g,), config.mode, ledger)
+    return PCAGaussModel(subspace, (g,), config.mode, ledger)
 
 
 def _check_concrete_mode(config: PCAGaussConfig) -> None:
@@ -527,7 +555,7 @@ def sample(
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """``n`` synthetic records mapped back to the box ``[-1, 1]^d`` (clipped) and their label."""
     u, label = sample_features(rng, model, n)
-    return from_pca_features(u, model.components), label
+    return model.subspace.to_box(u), label
 
 
 # -- tables: the Synthesizer protocol -------------------------------------------------------------
@@ -612,7 +640,8 @@ def fit_table(key: jax.Array, data: Table, budget: PrivacyBudget, config: PCAGau
         public=public,
     )
     params = {
-        "components": model.components,
+        "components": model.subspace.components,
+        "centre": model.subspace.centre,
         "counts": np.array([g.count for g in model.gaussians]),
         "means": np.stack([g.mean for g in model.gaussians]),
         "covs": np.stack([g.cov for g in model.gaussians]),
@@ -628,7 +657,8 @@ def sample_table(key: jax.Array, fitted: FittedModel, n: int) -> pd.DataFrame:
         Gaussian(count=float(c), mean=np.asarray(m), cov=np.asarray(s))
         for c, m, s in zip(p["counts"], p["means"], p["covs"], strict=True)
     )
-    model = PCAGaussModel(np.asarray(p["components"]), gaussians, layout.mode, fitted.ledger)
+    subspace = Subspace(np.asarray(p["components"]), np.asarray(p["centre"]))
+    model = PCAGaussModel(subspace, gaussians, layout.mode, fitted.ledger)
     z, label = sample(numpy_rng(key), model, n)
     return layout.encoder.decode(layout.join(z, label))
 

@@ -51,7 +51,7 @@ def _bound(k: int, relation, with_label: bool) -> np.ndarray:
 
 
 def _features(z: np.ndarray, v: np.ndarray, tau: np.ndarray | None) -> np.ndarray:
-    u = pg.pca_features(z, v)
+    u = pg.Subspace.at_midpoint(v).features(z)
     return u if tau is None else np.column_stack([u, tau])
 
 
@@ -85,7 +85,7 @@ def test_sensitivity_adversarial_corners(with_label: bool) -> None:
     corners = np.array(list(itertools.product([-1.0, 1.0], repeat=d)))
     labels = [-1.0, 1.0] if with_label else [None]
     adversarial, z_star = _adversarial_components(d, k)
-    assert np.allclose(pg.pca_features(z_star, adversarial), np.ones(k) / math.sqrt(k))
+    assert np.allclose(pg.Subspace.at_midpoint(adversarial).features(z_star), np.ones(k) / math.sqrt(k))
     base_z = np.random.default_rng(2).uniform(-1, 1, (5, d))
     for v in (_orthonormal(np.random.default_rng(3), d, k), adversarial):
         base = _features(base_z, v, np.zeros(5) if with_label else None)
@@ -102,13 +102,19 @@ def test_sensitivity_adversarial_corners(with_label: bool) -> None:
 
 
 def test_lemma1_rescaling_bounds_every_corner() -> None:
+    """``||u||_2 <= 1`` at every corner, for the midpoint and for off-centre (public) centres;
+    the corner farthest from the centre is at distance exactly ``R``."""
     rng = np.random.default_rng(4)
     d, k = 8, 4
     corners = np.array(list(itertools.product([-1.0, 1.0], repeat=d)))
-    for _ in range(20):
-        u = pg.pca_features(corners, _orthonormal(rng, d, k))
+    for trial in range(20):
+        centre = np.zeros(d) if trial % 2 == 0 else rng.uniform(-1, 1, d)
+        sub = pg.Subspace(_orthonormal(rng, d, k), centre)
+        u = sub.features(corners)
         assert np.all(np.linalg.norm(u, axis=1) <= 1 + 1e-12)
         assert np.all(np.abs(u) <= 1 + 1e-12)
+        assert np.linalg.norm(corners - centre, axis=1).max() == pytest.approx(sub.radius, rel=1e-12)
+        np.testing.assert_allclose(pg.Subspace(np.eye(d), centre).to_box(pg.Subspace(np.eye(d), centre).features(corners)), corners)
 
 
 def test_class_statistics_partition_records() -> None:
@@ -117,9 +123,9 @@ def test_class_statistics_partition_records() -> None:
     rng = np.random.default_rng(5)
     d, k, n, n_classes = 6, 2, 30, 3
     v = _orthonormal(rng, d, k)
-    u = pg.pca_features(rng.uniform(-1, 1, (n, d)), v)
+    u = pg.Subspace.at_midpoint(v).features(rng.uniform(-1, 1, (n, d)))
     codes = rng.integers(0, n_classes, n)
-    new = pg.pca_features(rng.choice([-1.0, 1.0], (1, d)), v)
+    new = pg.Subspace.at_midpoint(v).features(rng.choice([-1.0, 1.0], (1, d)))
     for c_new in range(n_classes):
         u2, codes2 = np.vstack([u, new]), np.append(codes, c_new)
         for c in range(n_classes):
@@ -179,7 +185,7 @@ def test_large_epsilon_recovers_pca_induced_covariance() -> None:
     z, public, t = _data(rng, 2000, d), _data(rng, 300, d), rng.uniform(-1, 1, 2000)
     config = pg.PCAGaussConfig(n_components=k, mode="supervised", pca_source="public")
     model = pg.fit(rng, z, epsilon=1e9, config=config, label=t, public=public)
-    w = np.column_stack([pg.pca_features(z, model.components), t])
+    w = np.column_stack([model.subspace.features(z), t])
     true_mean, true_cov = w.mean(axis=0), np.cov(w.T, bias=True)
     g = model.gaussians[0]
     np.testing.assert_allclose(g.mean, true_mean, atol=1e-6)
@@ -212,7 +218,7 @@ def test_tiny_classes_do_not_break_sampling(epsilon: float) -> None:
 
 def test_all_counts_nonpositive_gives_uniform_classes() -> None:
     g = pg.Gaussian(count=-3.0, mean=np.zeros(2), cov=np.eye(2))
-    model = pg.PCAGaussModel(np.eye(3)[:, :2], (g, g), "mixture", ledger=None)
+    model = pg.PCAGaussModel(pg.Subspace.at_midpoint(np.eye(3)[:, :2]), (g, g), "mixture", ledger=None)
     np.testing.assert_allclose(pg.class_weights(model), [0.5, 0.5])
     _, codes = pg.sample_features(np.random.default_rng(12), model, 2000)
     assert abs(np.mean(codes) - 0.5) < 5 * math.sqrt(0.25 / 2000)
