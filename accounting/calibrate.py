@@ -34,7 +34,8 @@ def calibrate(
 
     ``event_fn`` maps a scale to an event whose epsilon is non-increasing in the scale (e.g.
     every noise multiplier of the plan multiplied by ``s``). If ``upper`` does not meet the
-    target it is doubled (up to 1e6); if ``lower`` already meets it, ``lower`` is returned.
+    target it is doubled (up to 1e6); then the bracket is halved down towards ``lower``; if
+    ``lower`` already meets the target, ``lower`` is returned.
 
     Multi-phase plans scale every phase together. P3GM (PCA + EM + SGD) with noise ratios
     fixed by the user and one scale for all:
@@ -68,9 +69,9 @@ def calibrate(
     """
     target = check_positive("target_epsilon", target_epsilon)
     delta = check_open_unit("target_delta", target_delta)
-    lo = check_positive("lower", lower)
+    lower_bound = check_positive("lower", lower)
     hi = check_positive("upper", upper)
-    if not lo < hi:
+    if not lower_bound < hi:
         raise ValueError(f"expected lower < upper, got {lower} >= {upper}")
     if not 0 < rtol <= 0.01:
         raise ValueError(f"expected rtol in (0, 0.01], got {rtol}")
@@ -80,6 +81,9 @@ def calibrate(
             event_fn(s), delta, accountant=accountant, neighboring_relation=neighboring_relation
         )
 
+    # Bracket [lo, hi] with eps(lo) > target >= eps(hi): grow hi by doubling, then shrink lo
+    # by halving from hi (never evaluating far below the answer: tiny noise scales are
+    # expensive for the PLD accountant).
     eps_hi = eps(hi)
     while eps_hi > target:
         if hi >= _MAX_UPPER:
@@ -87,11 +91,17 @@ def calibrate(
                 f"no scale up to {_MAX_UPPER:g} meets target_epsilon={target} at "
                 f"target_delta={delta} (epsilon there: {eps_hi:.4g})"
             )
-        lo, hi = hi, min(2 * hi, _MAX_UPPER)
+        hi = min(2 * hi, _MAX_UPPER)
         eps_hi = eps(hi)
-    if eps(lo) <= target:
-        return lo
-    # Invariant: eps(lo) > target >= eps(hi). Bisect in log-scale.
+    while True:
+        lo = max(hi / 2, lower_bound)
+        e = eps(lo)
+        if e > target:
+            break
+        if lo == lower_bound:
+            return lo
+        hi, eps_hi = lo, e
+    # Bisect in log-scale.
     while eps_hi < (1 - rtol) * target and hi / lo > 1 + 1e-12:
         mid = math.sqrt(lo * hi)
         e = eps(mid)
