@@ -51,6 +51,8 @@ DEFAULT_ORDERS: np.ndarray = np.unique(
     ).astype(np.float64)
 )
 
+# Largest order evaluated for sampling without replacement (see that function).
+_MAX_WOR_ORDER = 128.0
 # Most series terms for fractional orders (see _log_a_fractional).
 _MAX_TERMS = 1 << 15
 
@@ -243,19 +245,27 @@ def sampled_without_replacement_gaussian_rdp(
     """RDP (replace-one) of a Gaussian mechanism on a uniformly random fixed-size subset.
 
     Wang, Balle & Kasiviswanathan 2019, Thm. 9 (integer orders; fractional orders by the
-    convexity of ``(alpha-1) RDP``); delegated to ``dp_accounting``'s implementation.
+    convexity of ``(alpha-1) RDP``); delegated to ``dp_accounting``'s implementation, whose
+    cost grows quickly with the order: orders above 128 are reported as ``inf`` (excluded
+    from the conversion, which stays valid).
     """
     from dp_accounting.rdp import RdpAccountant
 
     z = check_positive("noise_multiplier", noise_multiplier)
     a = check_orders(orders)
-    acc = RdpAccountant(orders=list(a), neighboring_relation=ev.NeighboringRelation.REPLACE_ONE)
-    acc.compose(
-        ev.SampledWithoutReplacementDpEvent(
-            int(dataset_size), int(sample_size), ev.GaussianDpEvent(z)
+    out = np.full_like(a, np.inf)
+    keep = a <= _MAX_WOR_ORDER
+    if keep.any():
+        acc = RdpAccountant(
+            orders=list(a[keep]), neighboring_relation=ev.NeighboringRelation.REPLACE_ONE
         )
-    )
-    return np.asarray(acc.rdp, dtype=np.float64)
+        acc.compose(
+            ev.SampledWithoutReplacementDpEvent(
+                int(dataset_size), int(sample_size), ev.GaussianDpEvent(z)
+            )
+        )
+        out[keep] = np.asarray(acc.rdp, dtype=np.float64)
+    return out
 
 
 def shared_batch_holder_rdp(
