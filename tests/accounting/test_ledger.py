@@ -1,0 +1,141 @@
+"""Ledger, events, compose dispatch and neighbouring-relation handling."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from accounting import PrivacyLedger
+from accounting import events as ev
+from accounting import rdp
+from accounting.compose import ADD_OR_REMOVE_ONE, REPLACE_ONE, compute_delta, compute_epsilon, convert_relation
+
+G = ev.GaussianDpEvent
+
+
+def _ledger() -> PrivacyLedger:
+    return (
+        PrivacyLedger()
+        .record("dp-pca", G(4.0))
+        .record("dp-em", ev.SelfComposedDpEvent(G(8.0), 30), mode="paper", note="DP-EM moment bound")
+        .record("dp-sgd", ev.dpsgd_event(1.1, 0.01, 1000))
+        .record("per-class", ev.ParallelComposedDpEvent([ev.LaplaceDpEvent(2.0), ev.PureDpEvent(0.3)]))
+        .record("gdp", ev.MuGdpEvent(0.1))
+    )
+
+
+def test_json_round_trip_preserves_entries_and_epsilon():
+    ledger = _ledger()
+    text = ledger.to_json()
+    back = PrivacyLedger.from_json(text)
+    assert back == ledger
+    assert json.loads(back.to_json()) == json.loads(text)
+    assert back.epsilon(1e-5) == ledger.epsilon(1e-5)
+    assert back.entries[1].mode == "paper" and back.entries[1].note == "DP-EM moment bound"
+
+
+def test_ledger_epsilon_is_the_composed_event():
+    ledger = _ledger()
+    assert ledger.epsilon(1e-5) == compute_epsilon(ledger.event, 1e-5)
+    assert ledger.delta(ledger.epsilon(1e-5)) <= 1e-5 * (1 + 1e-9)
+    rows = ledger.breakdown(1e-5)
+    assert [r["label"] for r in rows] == ledger.labels
+    assert sum(r["epsilon_alone"] for r in rows) > ledger.epsilon(1e-5)
+    text = ledger.report(1e-5)
+    assert "add/remove-one" in text and "paper mode" in text and "dp-sgd" in text
+
+
+def test_ledger_refuses_mixed_relations_and_converts_explicitly():
+    ledger = PrivacyLedger().record("a", G(2.0))
+    with pytest.raises(ValueError, match="convert_relation"):
+        ledger.record("b", G(2.0), neighboring_relation=REPLACE_ONE)
+    with pytest.raises(ValueError, match="explicit conversion"):
+        ledger.extend(PrivacyLedger(neighboring_relation=REPLACE_ONE))
+    replace = PrivacyLedger(neighboring_relation=REPLACE_ONE)
+    converted = convert_relation(ev.ComposedDpEvent([G(2.0), ev.LaplaceDpEvent(1.0)]), ADD_OR_REMOVE_ONE, REPLACE_ONE)
+    assert converted == ev.ComposedDpEvent([G(1.0), ev.LaplaceDpEvent(0.5)])
+    replace = replace.record("b", converted, neighboring_relation=REPLACE_ONE)
+    assert replace.epsilon(1e-5) > PrivacyLedger().record("b", G(2.0)).epsilon(1e-5)
+
+
+def test_convert_relation_rules():
+    assert convert_relation(ev.PureDpEvent(0.5), ADD_OR_REMOVE_ONE, REPLACE_ONE) == ev.PureDpEvent(1.0)
+    assert convert_relation(ev.MuGdpEvent(0.5), ADD_OR_REMOVE_ONE, REPLACE_ONE) == ev.MuGdpEvent(1.0)
+    assert convert_relation(ev.ZCDpEvent(0.1), ADD_OR_REMOVE_ONE, REPLACE_ONE) == ev.ZCDpEvent(0.4)
+    assert convert_relation(G(1.0), REPLACE_ONE, REPLACE_ONE) == G(1.0)
+    with pytest.raises(ValueError, match="REPLACE_ONE event to ADD_OR_REMOVE_ONE"):
+        convert_relation(G(1.0), REPLACE_ONE, ADD_OR_REMOVE_ONE)
+    with pytest.raises(ValueError, match="PoissonSampledDpEvent"):
+        convert_relation(ev.dpsgd_event(1.0, 0.1, 10), ADD_OR_REMOVE_ONE, REPLACE_ONE)
+
+
+def test_parallel_composition_under_both_relations():
+    a, b, c = G(1.0), G(2.0), G(4.0)
+    par = ev.ParallelComposedDpEvent([a, b, c])
+    orders = rdp.DEFAULT_ORDERS
+    # add/remove: the worst single component
+    np.testing.assert_allclose(rdp.event_rdp(par), rdp.gaussian_rdp(1.0, orders))
+    assert compute_epsilon(par, 0) == math.inf
+    # replace-one: max(two largest composed, worst component at doubled sensitivity)
+    pair = rdp.gaussian_rdp(1.0, orders) + rdp.gaussian_rdp(2.0, orders)
+    within = rdp.gaussian_rdp(0.5, orders)
+    np.testing.assert_allclose(rdp.event_rdp(par, neighboring_relation=REPLACE_ONE), np.maximum(pair, within))
+    # pure: max under add/remove, 2x under replace-one (Laplace partitions)
+    lap = ev.ParallelComposedDpEvent([ev.LaplaceDpEvent(1.0), ev.LaplaceDpEvent(2.0)])
+    assert compute_epsilon(lap, 0) == pytest.approx(1.0)
+    assert compute_epsilon(lap, 0, neighboring_relation=REPLACE_ONE) == pytest.approx(2.0)
+    # a record may change partition between rounds: still bounded by the worst per round
+    rounds = ev.SelfComposedDpEvent(par, 10)
+    np.testing.assert_allclose(rdp.event_rdp(rounds), 10 * rdp.gaussian_rdp(1.0, orders))
+    for acc in ("gdp", "zcdp"):
+        assert compute_epsilon(par, 1e-5, accountant=acc) == pytest.approx(compute_epsilon(a, 1e-5, accountant=acc))
+
+
+def test_pure_accounting_and_non_private():
+    event = ev.ComposedDpEvent([ev.PureDpEvent(0.5), ev.SelfComposedDpEvent(ev.LaplaceDpEvent(2.0), 4),
+                                ev.PoissonSampledDpEvent(0.1, ev.PureDpEvent(1.0))])
+    expected = 0.5 + 4 * 0.5 + math.log1p(0.1 * math.expm1(1.0))
+    assert compute_epsilon(event, 0) == pytest.approx(expected)
+    assert compute_epsilon(event, 1e-5, accountant="pure") == pytest.approx(expected)
+    assert compute_delta(event, expected, accountant="pure") == 0.0
+    assert 0 < compute_delta(event, expected - 1, accountant="pure") < 1
+    assert compute_epsilon(G(1.0), 0) == math.inf
+    assert compute_epsilon(ev.ComposedDpEvent([G(1.0), ev.NonPrivateDpEvent()]), 1e-5) == math.inf
+    assert compute_epsilon(G(0.0), 1e-5) == math.inf  # sigma = 0: the non-private limit
+    with pytest.raises(ValueError, match="pure accountant"):
+        compute_epsilon(G(1.0), 1e-5, accountant="pure")
+
+
+def test_dpsgd_event_and_effective_multiplier():
+    assert ev.dpsgd_event(1.0, 0.1, 5) == ev.SelfComposedDpEvent(ev.PoissonSampledDpEvent(0.1, G(1.0)), 5)
+    wor = ev.dpsgd_event(1.0, 0.1, 5, sampling="without_replacement", dataset_size=1000)
+    assert wor == ev.SelfComposedDpEvent(ev.SampledWithoutReplacementDpEvent(1000, 100, G(1.0)), 5)
+    assert ev.effective_noise_multiplier([2.0, 2.0]) == pytest.approx(math.sqrt(2.0))
+    assert ev.gaussian_multipliers(ev.ComposedDpEvent([G(1.0), ev.SelfComposedDpEvent(G(2.0), 2)])) == [1.0, 2.0, 2.0]
+    assert ev.gaussian_multipliers(ev.LaplaceDpEvent(1.0)) is None
+
+
+@pytest.mark.parametrize(
+    "call,name",
+    [
+        (lambda: ev.dpsgd_event(0.0, 0.1, 5), "noise_multiplier"),
+        (lambda: ev.dpsgd_event(-1.0, 0.1, 5), "noise_multiplier"),
+        (lambda: ev.dpsgd_event(1.0, 0.0, 5), "sampling_prob"),
+        (lambda: ev.dpsgd_event(1.0, 1.01, 5), "sampling_prob"),
+        (lambda: ev.dpsgd_event(1.0, float("nan"), 5), "sampling_prob"),
+        (lambda: ev.dpsgd_event(1.0, 0.1, -1), "steps"),
+        (lambda: compute_epsilon(G(1.0), 1.0), "delta"),
+        (lambda: compute_epsilon(G(1.0), -0.1), "delta"),
+        (lambda: compute_epsilon(G(1.0), float("nan")), "delta"),
+        (lambda: compute_delta(G(1.0), -1.0), "epsilon"),
+        (lambda: compute_epsilon(G(1.0), 1e-5, accountant="nope"), "accountant"),
+        (lambda: compute_epsilon(G(1.0), 1e-5, neighboring_relation="x"), "neighboring_relation"),
+        (lambda: PrivacyLedger().record("x", G(1.0)).epsilon(2.0), "delta"),
+    ],
+)
+def test_invalid_arguments_raise_naming_them(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()
