@@ -1,0 +1,260 @@
+"""Benchmark one DP-SGD step against one non-private step (and Opacus, when installed).
+
+Cases: an MLP 784-1000-10 with softmax cross-entropy (batch 256), and the P3GM decoder shape
+d'=10 -> 1000 -> 784 with a squared-error reconstruction loss. Paths: non-private, ghost
+(fast), general (``vmap`` in micro-batches of ``--chunk``), naive full-batch ``vmap``, and
+Opacus hooks / ghost clipping on the same model and batch when ``torch`` and ``opacus`` are
+installed (``pip install 'jdp[bench]'``).
+
+The machine is shared, so all paths of a case are built in one process and timed
+round-robin (one step of each path in turn, ``--reps`` rounds): load spikes hit every path
+alike. Memory is measured apart: XLA's compiled temporary buffer size per jitted step, and
+the peak RSS of a fresh subprocess that runs only that path.
+
+    python scripts/bench_dpsgd.py [--reps 50] [--json]
+
+With ``--json`` exactly one JSON object is printed on stdout (progress goes to stderr); its
+top-level ``nonprivate_ms``, ``fast_ms``, ``general_ms``, ``opacus_hooks_ms`` and
+``opacus_ghost_ms`` are the MLP case (``null`` where Opacus is absent).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+CASES = {"mlp": (784, (1000, 10)), "p3gm_decoder": (10, (1000, 784))}
+JAX_PATHS = ("nonprivate", "fast", "general", "naive_vmap")
+TORCH_PATHS = ("opacus_hooks", "opacus_ghost")
+
+
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def _data(case: str, batch: int):
+    import numpy as np
+
+    d_in, widths = CASES[case]
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((batch, d_in)).astype(np.float32)
+    if case == "mlp":
+        y = rng.integers(0, widths[-1], batch).astype(np.int32)
+    else:
+        y = rng.standard_normal((batch, widths[-1])).astype(np.float32)
+    return x, y
+
+
+def build_jax(case: str, path: str, batch: int, chunk: int):
+    """A zero-argument function running one jitted step, and its XLA temp memory (MiB)."""
+    import jax
+    import jax.numpy as jnp
+    import optax
+
+    from jdp.dpsgd import dp_aggregate, make_dp_step
+    from jdp.nn.mlp import MLP
+
+    d_in, widths = CASES[case]
+    model = MLP(tuple(widths))
+    params = model.init(jax.random.key(0), jnp.zeros(d_in))
+    x, y = _data(case, batch)
+    batch_data = {"x": jnp.asarray(x), "y": jnp.asarray(y)}
+
+    def loss_fn(p, example, key):
+        del key
+        out = model.apply(p, example["x"])
+        if case == "mlp":
+            return optax.softmax_cross_entropy_with_integer_labels(out, example["y"])
+        return 0.5 * jnp.sum(jnp.square(out - example["y"]))
+
+    sgd = optax.sgd(1e-3)
+    mask = jnp.ones(batch, bool)
+    key = jax.random.key(1)
+    if path == "nonprivate":
+        opt_state = sgd.init(params)
+
+        @jax.jit
+        def step(p, o, b):
+            grads = jax.grad(lambda q: jnp.mean(jax.vmap(lambda e: loss_fn(q, e, key))(b)))(p)
+            updates, o = sgd.update(grads, o, p)
+            return optax.apply_updates(p, updates), o
+
+        run = lambda: jax.block_until_ready(step(params, opt_state, batch_data))  # noqa: E731
+        lowered = step.lower(params, opt_state, batch_data)
+    else:
+        method = "ghost" if path == "fast" else "general"
+        micro = chunk if path == "general" else None
+        chain = optax.chain(dp_aggregate(key, noise_multiplier=1.0, expected_batch_size=batch), sgd)
+        opt_state = chain.init(params)
+        step = make_dp_step(loss_fn, chain, l2_clip_norm=1.0, method=method, microbatch_size=micro)
+        run = lambda: jax.block_until_ready(step(params, opt_state, batch_data, mask, key))  # noqa: E731
+        lowered = step.lower(params, opt_state, batch_data, mask, key)
+    temp = lowered.compile().memory_analysis()
+    run()
+    return run, (temp.temp_size_in_bytes / 2**20 if temp is not None else None)
+
+
+def build_opacus(case: str, path: str, batch: int):
+    """A zero-argument function running one Opacus step (hooks or ghost clipping)."""
+    import torch
+    from opacus import PrivacyEngine
+
+    d_in, widths = CASES[case]
+    torch.manual_seed(0)
+    layers, width = [], d_in
+    for i, w in enumerate(widths):
+        layers.append(torch.nn.Linear(width, w))
+        if i + 1 < len(widths):
+            layers.append(torch.nn.ReLU())
+        width = w
+    model = torch.nn.Sequential(*layers)
+    x, y = _data(case, batch)
+    xt, yt = torch.from_numpy(x), torch.from_numpy(y).long() if case == "mlp" else torch.from_numpy(y)
+    criterion = torch.nn.CrossEntropyLoss() if case == "mlp" else torch.nn.MSELoss()
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(xt, yt), batch_size=batch)
+    engine = PrivacyEngine()
+    mode = "hooks" if path == "opacus_hooks" else "ghost"
+    kwargs = {"criterion": criterion} if mode == "ghost" else {}
+    made = engine.make_private(
+        module=model,
+        optimizer=optimizer,
+        data_loader=loader,
+        noise_multiplier=1.0,
+        max_grad_norm=1.0,
+        grad_sample_mode=mode,
+        poisson_sampling=False,
+        **kwargs,
+    )
+    model, optimizer = made[0], made[1]
+    loss_obj = made[2] if mode == "ghost" else criterion
+
+    def run() -> None:
+        optimizer.zero_grad()
+        loss = loss_obj(model(xt), yt)
+        loss.backward()
+        optimizer.step()
+
+    run()
+    return run, None
+
+
+def build(case: str, path: str, batch: int, chunk: int):
+    if path in TORCH_PATHS:
+        return build_opacus(case, path, batch)
+    return build_jax(case, path, batch, chunk)
+
+
+def time_round_robin(runs: dict, reps: int) -> dict:
+    """Median ms per path, timing one step of each path in turn for ``reps`` rounds."""
+    times = {p: [] for p in runs}
+    for _ in range(reps):
+        for p, run in runs.items():
+            start = time.perf_counter()
+            run()
+            times[p].append(time.perf_counter() - start)
+    return {p: 1e3 * statistics.median(t) for p, t in times.items()}
+
+
+def _child(args: argparse.Namespace) -> None:
+    run, _ = build(args.case, args.path, args.batch, args.chunk)
+    for _ in range(3):
+        run()
+    print(json.dumps({"peak_rss_mb": _peak_rss_mb()}))
+
+
+def _opacus_available() -> bool:
+    try:
+        import opacus  # noqa: F401
+        import torch  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def peak_rss_alone(case: str, path: str, args: argparse.Namespace) -> float | None:
+    """Peak RSS (MiB) of a fresh process that builds and runs only this path."""
+    cmd = [sys.executable, __file__, "--child", "--case", case, "--path", path]
+    cmd += ["--batch", str(args.batch), "--chunk", str(args.chunk)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=os.environ.copy())
+    if proc.returncode != 0:
+        print(proc.stderr[-2000:], file=sys.stderr)
+        return None
+    return json.loads(proc.stdout.strip().splitlines()[-1])["peak_rss_mb"]
+
+
+def bench_case(case: str, paths: tuple, args: argparse.Namespace) -> dict:
+    print(f"[bench] {case}: building {', '.join(paths)}", file=sys.stderr, flush=True)
+    built = {p: build(case, p, args.batch, args.chunk) for p in paths}
+    print(f"[bench] {case}: timing {args.reps} rounds", file=sys.stderr, flush=True)
+    ms = time_round_robin({p: b[0] for p, b in built.items()}, args.reps)
+    rss = {p: peak_rss_alone(case, p, args) for p in paths}
+    base = ms["nonprivate"]
+    torch_best = min((ms[p] for p in TORCH_PATHS if p in ms), default=None)
+    return {
+        "ms": ms,
+        "xla_temp_mib": {p: b[1] for p, b in built.items()},
+        "peak_rss_mb": rss,
+        "ratio_fast": ms["fast"] / base,
+        "ratio_general": ms["general"] / base,
+        "ratio_naive_vmap": ms["naive_vmap"] / base,
+        "speedup_over_opacus_best": torch_best / ms["fast"] if torch_best else None,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--reps", type=int, default=50, help="timed steps per path (median)")
+    parser.add_argument("--batch", type=int, default=256)
+    parser.add_argument("--chunk", type=int, default=32, help="micro-batch of the general path")
+    parser.add_argument("--cases", default="mlp,p3gm_decoder")
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--case", help=argparse.SUPPRESS)
+    parser.add_argument("--path", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        _child(args)
+        return 0
+    paths = JAX_PATHS + (TORCH_PATHS if _opacus_available() else ())
+    summary = {case: bench_case(case, paths, args) for case in args.cases.split(",")}
+    mlp = summary.get("mlp", {}).get("ms", {})
+    out = {
+        "nonprivate_ms": mlp.get("nonprivate"),
+        "fast_ms": mlp.get("fast"),
+        "general_ms": mlp.get("general"),
+        "naive_vmap_ms": mlp.get("naive_vmap"),
+        "opacus_hooks_ms": mlp.get("opacus_hooks"),
+        "opacus_ghost_ms": mlp.get("opacus_ghost"),
+        "batch": args.batch,
+        "reps": args.reps,
+        "general_chunk": args.chunk,
+        "cases": summary,
+    }
+    if args.json:
+        print(json.dumps(out))
+        return 0
+    print(f"median ms per step, batch {args.batch}, {args.reps} reps; general path chunk {args.chunk}")
+    print(f"{'case':14s} {'path':14s} {'ms':>9s} {'x nonpriv':>10s} {'XLA temp MiB':>13s} {'peak RSS MiB':>13s}")
+    nan = float("nan")
+    for case, s in summary.items():
+        base = s["ms"]["nonprivate"]
+        for p, v in s["ms"].items():
+            temp, rss = s["xla_temp_mib"][p], s["peak_rss_mb"][p]
+            print(
+                f"{case:14s} {p:14s} {v:9.2f} {v / base:10.2f} "
+                f"{temp if temp is not None else nan:13.1f} {rss if rss is not None else nan:13.0f}"
+            )
+        if s["speedup_over_opacus_best"]:
+            print(f"{case:14s} jdp fast path speed-up over Opacus's best mode: {s['speedup_over_opacus_best']:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,188 @@
+"""Per-example gradients and the two paths to the clipped sum (general vmap vs ghost)."""
+
+from __future__ import annotations
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jdp import dpsgd
+from jdp import ghost_clipping as gc
+from jdp.nn.lstm import LSTM
+from jdp.nn.mlp import MLP
+
+from dpsgd_problems import mlp_problem
+
+B = 6
+KEYS = jax.random.split(jax.random.key(7), B)
+
+
+class ConvNet(nn.Module):
+    use_bias: bool = True
+
+    @nn.compact
+    def __call__(self, x):
+        x = nn.Conv(4, (3, 3), strides=(2, 1), padding="SAME", use_bias=self.use_bias)(x)
+        x = nn.relu(x)
+        x = nn.Conv(2, (2, 2), padding="VALID", kernel_dilation=(1, 2), use_bias=self.use_bias)(x)
+        return jnp.sum(x, axis=(-3, -2))
+
+
+class EmbedNet(nn.Module):
+    use_bias: bool = True
+
+    @nn.compact
+    def __call__(self, ids):
+        h = nn.Embed(7, 5)(ids)  # ids repeat within a sequence: the equality Gram matters
+        return nn.Dense(2, use_bias=self.use_bias)(jnp.tanh(h)).sum(-2)
+
+
+def _conv_problem(use_bias):
+    model = ConvNet(use_bias)
+    x = jax.random.normal(jax.random.key(1), (B, 6, 5, 2))
+    params = model.init(jax.random.key(0), x[0])
+    return (lambda p, ex, k: jnp.sum(jnp.sin(model.apply(p, ex)))), params, x
+
+
+def _embed_problem(use_bias):
+    model = EmbedNet(use_bias)
+    ids = jax.random.randint(jax.random.key(1), (B, 9), 0, 7)
+    params = model.init(jax.random.key(0), ids[0])
+    return (lambda p, ex, k: jnp.sum(model.apply(p, ex) ** 2)), params, ids
+
+
+def _dense_problem(use_bias):
+    return mlp_problem(B, use_bias)
+
+
+def _lstm_problem():
+    model = LSTM(4, 2)
+    xs = jax.random.normal(jax.random.key(1), (B, 3, 3))
+    params = model.init(jax.random.key(0), xs[0])
+    return (lambda p, ex, k: jnp.sum(model.apply(p, ex) ** 2)), params, xs
+
+
+def _wgan_gp_problem():
+    """WGAN-GP critic loss for one real example: D(fake) - D(real) + 10 (||grad D(x_hat)|| - 1)^2."""
+    critic = MLP((8, 1), activation=nn.tanh)
+    real = jax.random.normal(jax.random.key(1), (B, 3))
+    fake = jax.random.normal(jax.random.key(2), (B, 3))
+    params = critic.init(jax.random.key(0), real[0])
+
+    def loss_fn(p, ex, key):
+        d = lambda x: critic.apply(p, x)[0]  # noqa: E731
+        eps = jax.random.uniform(key)
+        x_hat = eps * ex["real"] + (1 - eps) * ex["fake"]
+        penalty = (jnp.linalg.norm(jax.grad(d)(x_hat)) - 1.0) ** 2
+        return d(ex["fake"]) - d(ex["real"]) + 10.0 * penalty
+
+    return loss_fn, params, {"real": real, "fake": fake}
+
+
+def _loop_grads(loss_fn, params, batch):
+    rows = []
+    grad = jax.jit(jax.grad(loss_fn))
+    for i in range(B):
+        example = jax.tree_util.tree_map(lambda x: x[i], batch)
+        rows.append(grad(params, example, KEYS[i]))
+    return jax.tree_util.tree_map(lambda *g: jnp.stack(g), *rows)
+
+
+@pytest.mark.parametrize("problem", [lambda: _dense_problem(True), _lstm_problem, _wgan_gp_problem])
+def test_per_example_grads_equal_python_loop(problem):
+    loss_fn, params, batch = problem()
+    got, _ = jax.jit(lambda p, b: dpsgd.per_example_grads(loss_fn, p, b, KEYS))(params, batch)
+    want = _loop_grads(loss_fn, params, batch)
+    for g, w in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want), strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+PROBLEMS = {
+    "dense": lambda: _dense_problem(True),
+    "dense_nobias": lambda: _dense_problem(False),
+    "conv": lambda: _conv_problem(True),
+    "conv_nobias": lambda: _conv_problem(False),
+    "embed": lambda: _embed_problem(True),
+    "embed_nobias": lambda: _embed_problem(False),
+    "lstm": _lstm_problem,
+}
+
+
+@pytest.mark.parametrize("name", sorted(PROBLEMS))
+@pytest.mark.parametrize("clip", [0.05, np.inf], ids=["clipped", "unclipped"])
+def test_ghost_clipped_sum_equals_general(name, clip):
+    loss_fn, params, batch = PROBLEMS[name]()
+    mask = jnp.arange(B) < B - 1  # one padded row
+    fast, fast_info = jax.jit(
+        lambda p, b: gc.clipped_sum_ghost(loss_fn, p, b, mask, KEYS, l2_clip_norm=clip)
+    )(params, batch)
+    slow, slow_info = jax.jit(
+        lambda p, b: dpsgd.clipped_sum_general(loss_fn, p, b, mask, KEYS, l2_clip_norm=clip, microbatch_size=3)
+    )(params, batch)
+    np.testing.assert_allclose(fast_info.norms, slow_info.norms, rtol=1e-4, atol=1e-6)
+    for a, b in zip(jax.tree_util.tree_leaves(fast.grads), jax.tree_util.tree_leaves(slow.grads), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5 * min(clip, 1.0))
+    if np.isfinite(clip):
+        example = jax.tree_util.tree_map(lambda x: x[:1], batch)
+        assert gc.choose_method(loss_fn, params, example) == "ghost"
+
+
+def test_gradient_penalty_is_routed_to_general_path():
+    loss_fn, params, batch = _wgan_gp_problem()
+    reason = gc.ghost_support(loss_fn, params, jax.tree_util.tree_map(lambda x: x[:1], batch))
+    assert reason is not None
+    assert gc.choose_method(loss_fn, params, jax.tree_util.tree_map(lambda x: x[:1], batch)) == "general"
+
+
+def test_parameters_outside_supported_layers_use_general_path():
+    loss_fn, params, batch = _dense_problem(True)
+    regularised = lambda p, ex, k: loss_fn(p, ex, k) + sum(  # noqa: E731
+        jnp.sum(x**2) for x in jax.tree_util.tree_leaves(p)
+    )
+    example = jax.tree_util.tree_map(lambda x: x[:1], batch)
+    assert gc.choose_method(regularised, params, example) == "general"
+
+    class Norm(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return nn.LayerNorm()(nn.Dense(3)(x))
+
+    model = Norm()
+    p2 = model.init(jax.random.key(0), jnp.zeros(4))
+    assert "not used" in gc.ghost_support(lambda p, ex, k: jnp.sum(model.apply(p, ex["x"])), p2, example)
+
+
+@pytest.mark.parametrize("name", ["dense", "lstm", "conv"])
+@pytest.mark.parametrize("method", ["general", "ghost"])
+def test_every_clipped_norm_within_bound(name, method):
+    loss_fn, params, batch = PROBLEMS[name]()
+    grads, _ = dpsgd.per_example_grads(loss_fn, params, batch, KEYS)
+    norms = np.sqrt(sum(np.asarray(s) for s in dpsgd.leaf_sq_norms(grads)))
+    clip = float(np.median(norms))
+    one = jax.jit(
+        lambda m: dpsgd.clipped_grad_sum(loss_fn, params, batch, m, KEYS, l2_clip_norm=clip, method=method)
+    )
+    # Each example alone: its clipped sum is its clipped gradient.
+    for i in range(B):
+        out, _ = one(jnp.arange(B) == i)
+        norm = np.sqrt(sum(float(jnp.sum(g**2)) for g in jax.tree_util.tree_leaves(out.grads)))
+        assert norm <= clip * (1 + 1e-5)
+        np.testing.assert_allclose(norm, min(norms[i], clip), rtol=1e-4)
+
+
+def test_per_layer_clipping_bounds_each_leaf():
+    loss_fn, params, batch = _dense_problem(True)
+    bounds = dpsgd.per_layer_clip_norms(params, 0.1)
+    assert float(dpsgd.l2_sensitivity(bounds)) == pytest.approx(0.1)
+    for method in ("general", "ghost"):
+        one = jax.jit(
+            lambda m, method=method: dpsgd.clipped_grad_sum(
+                loss_fn, params, batch, m, KEYS, l2_clip_norm=bounds, method=method
+            )
+        )
+        for i in range(B):
+            out, _ = one(jnp.arange(B) == i)
+            for g, c in zip(jax.tree_util.tree_leaves(out.grads), jax.tree_util.tree_leaves(bounds), strict=True):
+                assert float(jnp.linalg.norm(g)) <= c * (1 + 1e-5)
