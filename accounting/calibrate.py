@@ -43,9 +43,9 @@ def calibrate(
     >>> from accounting import events as ev
     >>> def p3gm_plan(s):
     ...     return ev.ComposedDpEvent([
-    ...         ev.GaussianDpEvent(4.0 * s),                            # DP-PCA
-    ...         ev.SelfComposedDpEvent(ev.GaussianDpEvent(8.0 * s), 20 * 5),  # 20 EM steps x (2K+1)
-    ...         ev.dpsgd_event(1.0 * s, sampling_prob=0.01, steps=2000),      # DP-SGD
+    ...         ev.GaussianDpEvent(4.0 * s),  # DP-PCA
+    ...         ev.SelfComposedDpEvent(ev.GaussianDpEvent(8.0 * s), 20 * 3),  # 20 DP-EM steps
+    ...         ev.dpsgd_event(1.0 * s, sampling_prob=0.01, steps=2000),  # DP-SGD
     ...     ])
     >>> s = calibrate(p3gm_plan, target_epsilon=1.0, target_delta=1e-5)
     >>> 0.99 <= compute_epsilon(p3gm_plan(s), 1e-5) / 1.0 <= 1.0

@@ -77,7 +77,9 @@ def compute_epsilon(
         curve = rdp.event_rdp(event, neighboring_relation=relation, shared_batch=shared_batch)
         # A pure eps0-DP event is (eps0, delta)-DP for every delta; the RDP conversion alone
         # can exceed eps0 (e.g. Lap-PCA + PCA-Gauss Laplace releases: 1.0008 for eps0 = 1).
-        return min(rdp.epsilon_from_rdp(rdp.DEFAULT_ORDERS, curve, d)[0], _pure_or_inf(event, relation))
+        return min(
+            rdp.epsilon_from_rdp(rdp.DEFAULT_ORDERS, curve, d)[0], _pure_or_inf(event, relation)
+        )
     if accountant == "pld":
         return pld.epsilon(event, d, relation)
     if accountant in ("gdp", "gdp_clt"):

@@ -190,7 +190,7 @@ def dpsgd_event(
         if dataset_size is None:
             raise ValueError("expected dataset_size for sampling='without_replacement', got None")
         n = check_count("dataset_size", dataset_size, minimum=1)
-        m = int(round(q * n))
+        m = round(q * n)
         if m < 1:
             raise ValueError(f"expected sampling_prob * dataset_size >= 1, got {q * n:g}")
         inner = SampledWithoutReplacementDpEvent(n, m, GaussianDpEvent(z))
@@ -208,8 +208,8 @@ __all__ = [
     "LaplaceDpEvent",
     "MuGdpEvent",
     "NeighboringRelation",
-    "NonPrivateDpEvent",
     "NoOpDpEvent",
+    "NonPrivateDpEvent",
     "ParallelComposedDpEvent",
     "PoissonSampledDpEvent",
     "PureDpEvent",

@@ -64,7 +64,9 @@ def epsilon_for_delta(mu: float, delta: float) -> float:
     hi = max(1.0, mu * mu)
     while delta_for_epsilon(mu, hi) > d:
         hi *= 2
-    return float(optimize.brentq(lambda e: delta_for_epsilon(mu, e) - d, 0.0, hi, xtol=1e-12, rtol=1e-12))
+    return float(
+        optimize.brentq(lambda e: delta_for_epsilon(mu, e) - d, 0.0, hi, xtol=1e-12, rtol=1e-12)
+    )
 
 
 def mu_for_epsilon_delta(epsilon: float, delta: float) -> float:
@@ -74,7 +76,9 @@ def mu_for_epsilon_delta(epsilon: float, delta: float) -> float:
     lo, hi = 1e-12, 1.0
     while delta_for_epsilon(hi, eps) < d:
         hi *= 2
-    return float(optimize.brentq(lambda m: delta_for_epsilon(m, eps) - d, lo, hi, xtol=1e-14, rtol=1e-13))
+    return float(
+        optimize.brentq(lambda m: delta_for_epsilon(m, eps) - d, lo, hi, xtol=1e-14, rtol=1e-13)
+    )
 
 
 def event_mu(

@@ -26,7 +26,12 @@ import numpy as np
 from scipy import integrate
 
 from accounting import events as ev
-from accounting._validate import check_nonnegative, check_open_unit, check_positive, check_probability
+from accounting._validate import (
+    check_nonnegative,
+    check_open_unit,
+    check_positive,
+    check_probability,
+)
 
 #: Integer moment orders lambda (Abadi et al. used 1..32; DPGM "usually no more than 100").
 DEFAULT_LAMBDAS: np.ndarray = np.concatenate([np.arange(1, 64), np.arange(64, 257, 16)]).astype(
@@ -133,7 +138,9 @@ def event_log_moments(
             return np.zeros_like(lams) if e.count == 0 else e.count * walk(e.event)
         if isinstance(e, ev.PoissonSampledDpEvent):
             if neighboring_relation != ev.NeighboringRelation.ADD_OR_REMOVE_ONE:
-                raise ValueError("the moments accountant analyses Poisson sampling under add/remove")
+                raise ValueError(
+                    "the moments accountant analyses Poisson sampling under add/remove"
+                )
             zs = ev.gaussian_multipliers(e.event)
             if zs is None:
                 raise ValueError(

@@ -39,7 +39,9 @@ def _expand_parallel(e: ev.DpEvent, relation: ev.NeighboringRelation) -> list[ev
     if isinstance(e, ev.ComposedDpEvent):
         options = [_expand_parallel(x, relation) for x in e.events]
         if math.prod(len(o) for o in options) > _MAX_CASES:
-            raise ValueError("too many parallel-composition cases for the PLD accountant; use 'rdp'")
+            raise ValueError(
+                "too many parallel-composition cases for the PLD accountant; use 'rdp'"
+            )
         return [ev.ComposedDpEvent(list(c)) for c in itertools.product(*options)]
     if isinstance(e, ev.SelfComposedDpEvent):
         inner = _expand_parallel(e.event, relation)
@@ -82,7 +84,9 @@ def event_pld(
             return gaussian(check_nonnegative("noise_multiplier", e.noise_multiplier))
         if isinstance(e, ev.MuGdpEvent):
             mu = check_nonnegative("mu", e.mu)
-            return pld_lib.identity(value_discretization_interval=v) if mu == 0 else gaussian(1 / mu)
+            return (
+                pld_lib.identity(value_discretization_interval=v) if mu == 0 else gaussian(1 / mu)
+            )
         if isinstance(e, ev.LaplaceDpEvent):
             b = check_nonnegative("noise_multiplier", e.noise_multiplier)
             if b == 0:
@@ -139,8 +143,9 @@ def epsilon(
     d = check_open_unit("delta", delta)
     out = 0.0
     for case in _expand_parallel(event, neighboring_relation):
-        p = event_pld(case, neighboring_relation,
-                      value_discretization_interval=value_discretization_interval)
+        p = event_pld(
+            case, neighboring_relation, value_discretization_interval=value_discretization_interval
+        )
         if p is None:
             return math.inf
         out = max(out, float(p.get_epsilon_for_delta(d)))
@@ -158,8 +163,9 @@ def delta(
     e = check_nonnegative("epsilon", epsilon)
     out = 0.0
     for case in _expand_parallel(event, neighboring_relation):
-        p = event_pld(case, neighboring_relation,
-                      value_discretization_interval=value_discretization_interval)
+        p = event_pld(
+            case, neighboring_relation, value_discretization_interval=value_discretization_interval
+        )
         if p is None:
             return 1.0
         out = max(out, float(p.get_delta_for_epsilon(e)))

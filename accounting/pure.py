@@ -66,7 +66,9 @@ def event_epsilon(
                     "ADD_OR_REMOVE_ONE only"
                 )
             inner = walk(e.event, add_remove)
-            return inner if math.isinf(inner) else amplify_by_sampling(inner, e.sampling_probability)
+            return (
+                inner if math.isinf(inner) else amplify_by_sampling(inner, e.sampling_probability)
+            )
         if isinstance(e, ev.SampledWithoutReplacementDpEvent):
             if add_remove:
                 raise ValueError("SampledWithoutReplacementDpEvent is analysed under REPLACE_ONE")
@@ -80,7 +82,9 @@ def event_epsilon(
 
 def delta_for_epsilon(pure_epsilon: float, epsilon: float) -> float:
     """Smallest delta with which a ``pure_epsilon``-DP mechanism is ``(epsilon, delta)``-DP."""
-    eps0 = check_nonnegative("pure_epsilon", pure_epsilon) if math.isfinite(pure_epsilon) else math.inf
+    eps0 = (
+        check_nonnegative("pure_epsilon", pure_epsilon) if math.isfinite(pure_epsilon) else math.inf
+    )
     eps = check_nonnegative("epsilon", epsilon)
     if eps >= eps0:
         return 0.0

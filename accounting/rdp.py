@@ -32,7 +32,12 @@ import numpy as np
 from scipy import special
 
 from accounting import events as ev
-from accounting._validate import check_nonnegative, check_open_unit, check_positive, check_probability
+from accounting._validate import (
+    check_nonnegative,
+    check_open_unit,
+    check_positive,
+    check_probability,
+)
 
 Conversion = Literal["improved", "classic"]
 
@@ -288,7 +293,7 @@ def shared_batch_holder_rdp(
         return poisson_gaussian_rdp(q, zs[0], a)
     from scipy.optimize import minimize
 
-    def bound(order: float, logits: np.ndarray) -> float:
+    def bound(logits: np.ndarray, order: float) -> float:
         w = np.exp(logits - special.logsumexp(logits))
         return float(
             sum(poisson_gaussian_rdp(q, z, [1 + (order - 1) / wi])[0] for z, wi in zip(zs, w))
@@ -298,9 +303,14 @@ def shared_batch_holder_rdp(
     start = np.log(np.array([z**-2 for z in zs]))
     out = np.empty_like(a)
     for i, order in enumerate(a):
-        res = minimize(lambda x: bound(order, x), start, method="Nelder-Mead",
-                       options={"xatol": 1e-6, "fatol": 1e-12})
-        out[i] = min(res.fun, bound(order, start))
+        res = minimize(
+            bound,
+            start,
+            args=(order,),
+            method="Nelder-Mead",
+            options={"xatol": 1e-6, "fatol": 1e-12},
+        )
+        out[i] = min(res.fun, bound(start, order))
     return out
 
 

@@ -78,7 +78,11 @@ def _check(xi: float, rho: float, conversion: str) -> None:
 
 
 def epsilon_for_delta(
-    rho: float, delta: float, *, xi: float = 0.0, conversion: Literal["improved", "classic"] = "improved"
+    rho: float,
+    delta: float,
+    *,
+    xi: float = 0.0,
+    conversion: Literal["improved", "classic"] = "improved",
 ) -> float:
     """Epsilon of (xi, rho)-zCDP at ``delta``."""
     d = check_open_unit("delta", delta)
@@ -95,13 +99,18 @@ def epsilon_for_delta(
         a = 1 + math.exp(log_am1)
         return xi + rho * a + math.log1p(-1 / a) - (math.log(d) + math.log(a)) / (a - 1)
 
-    res = optimize.minimize_scalar(eps, bounds=(-12.0, 12.0), method="bounded",
-                                   options={"xatol": 1e-10})
+    res = optimize.minimize_scalar(
+        eps, bounds=(-12.0, 12.0), method="bounded", options={"xatol": 1e-10}
+    )
     return float(max(0.0, min(classic, res.fun)))
 
 
 def delta_for_epsilon(
-    rho: float, epsilon: float, *, xi: float = 0.0, conversion: Literal["improved", "classic"] = "improved"
+    rho: float,
+    epsilon: float,
+    *,
+    xi: float = 0.0,
+    conversion: Literal["improved", "classic"] = "improved",
 ) -> float:
     """Delta of (xi, rho)-zCDP at ``epsilon``."""
     e = check_nonnegative("epsilon", epsilon)
@@ -121,6 +130,7 @@ def delta_for_epsilon(
         a = 1 + math.exp(log_am1)
         return (a - 1) * (xi + rho * a - e + math.log1p(-1 / a)) - math.log(a)
 
-    res = optimize.minimize_scalar(log_delta, bounds=(-12.0, 12.0), method="bounded",
-                                   options={"xatol": 1e-10})
+    res = optimize.minimize_scalar(
+        log_delta, bounds=(-12.0, 12.0), method="bounded", options={"xatol": 1e-10}
+    )
     return float(min(classic, 1.0, math.exp(min(0.0, res.fun))))

@@ -52,8 +52,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     event = ev.dpsgd_event(args.noise_multiplier, args.sampling_prob, args.steps)
-    print(f"accounting {args.steps} steps (q={args.sampling_prob}, z={args.noise_multiplier})",
-          file=sys.stderr)
+    print(
+        f"accounting {args.steps} steps (q={args.sampling_prob}, z={args.noise_multiplier})",
+        file=sys.stderr,
+    )
     t_ours, eps_ours = _time(_ours, event, args.delta, args.repeats)
     t_theirs, eps_theirs = _time(_theirs, event, args.delta, args.repeats)
     result = {

@@ -1,7 +1,7 @@
 """``jdp account``: privacy of a training plan, or the noise that meets a target.
 
-    jdp account dpsgd --noise-multiplier 1.1 --sampling-prob 0.01 --steps 10000 --delta 1e-5
-    jdp account dpsgd --target-epsilon 3 --sampling-prob 0.01 --steps 10000 --delta 1e-5 --json
+jdp account dpsgd --noise-multiplier 1.1 --sampling-prob 0.01 --steps 10000 --delta 1e-5
+jdp account dpsgd --target-epsilon 3 --sampling-prob 0.01 --steps 10000 --delta 1e-5 --json
 """
 
 from __future__ import annotations
@@ -25,7 +25,9 @@ _DESCRIPTIONS = {
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "account", help="privacy accounting of a training plan", description=__doc__,
+        "account",
+        help="privacy accounting of a training plan",
+        description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     plans = parser.add_subparsers(dest="plan", required=True)
@@ -38,7 +40,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     dpsgd.add_argument("--delta", type=float, required=True, help="target delta in (0, 1)")
     dpsgd.add_argument("--accountant", choices=sorted(_ACCOUNTANTS), default="rdp")
     dpsgd.add_argument(
-        "--sampling", choices=["poisson", "without_replacement"], default="poisson",
+        "--sampling",
+        choices=["poisson", "without_replacement"],
+        default="poisson",
         help="batch sampling (without_replacement: fixed size, replace-one relation)",
     )
     dpsgd.add_argument("--dataset-size", type=int, help="n (needed for without_replacement)")
@@ -67,8 +71,13 @@ def account_dpsgd(
     relation = REPLACE_ONE if sampling == "without_replacement" else ADD_OR_REMOVE_ONE
     if noise_multiplier is None:
         noise_multiplier = calibrate_noise_multiplier(
-            target_epsilon=target_epsilon, target_delta=delta, sampling_prob=sampling_prob,
-            steps=steps, sampling=sampling, dataset_size=dataset_size, accountant=name,
+            target_epsilon=target_epsilon,
+            target_delta=delta,
+            sampling_prob=sampling_prob,
+            steps=steps,
+            sampling=sampling,
+            dataset_size=dataset_size,
+            accountant=name,
         )
     event = ev.dpsgd_event(
         noise_multiplier, sampling_prob, steps, sampling=sampling, dataset_size=dataset_size
@@ -91,7 +100,9 @@ def account_dpsgd(
 
 def statement(result: dict) -> str:
     """A readable privacy statement for an :func:`account_dpsgd` result."""
-    relation = "add/remove-one" if result["neighboring_relation"] == "ADD_OR_REMOVE_ONE" else "replace-one"
+    relation = (
+        "add/remove-one" if result["neighboring_relation"] == "ADD_OR_REMOVE_ONE" else "replace-one"
+    )
     eps = "inf" if math.isinf(result["epsilon"]) else f"{result['epsilon']:.4g}"
     head = (
         f"Calibrated noise multiplier {result['noise_multiplier']:.4g} for target epsilon "
@@ -110,9 +121,14 @@ def statement(result: dict) -> str:
 
 def run_dpsgd(args: argparse.Namespace) -> int:
     result = account_dpsgd(
-        sampling_prob=args.sampling_prob, steps=args.steps, delta=args.delta,
-        noise_multiplier=args.noise_multiplier, target_epsilon=args.target_epsilon,
-        accountant=args.accountant, sampling=args.sampling, dataset_size=args.dataset_size,
+        sampling_prob=args.sampling_prob,
+        steps=args.steps,
+        delta=args.delta,
+        noise_multiplier=args.noise_multiplier,
+        target_epsilon=args.target_epsilon,
+        accountant=args.accountant,
+        sampling=args.sampling,
+        dataset_size=args.dataset_size,
     )
     print(json.dumps(result) if args.json else statement(result))
     return 0

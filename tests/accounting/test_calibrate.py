@@ -20,7 +20,9 @@ CASES = [
 
 @pytest.mark.parametrize("target,delta,q,steps", CASES)
 def test_noise_multiplier_meets_target_within_one_percent(target, delta, q, steps):
-    z = calibrate_noise_multiplier(target_epsilon=target, target_delta=delta, sampling_prob=q, steps=steps)
+    z = calibrate_noise_multiplier(
+        target_epsilon=target, target_delta=delta, sampling_prob=q, steps=steps
+    )
     eps = compute_epsilon(ev.dpsgd_event(z, q, steps), delta)
     assert eps <= target
     assert eps >= 0.99 * target
@@ -28,24 +30,43 @@ def test_noise_multiplier_meets_target_within_one_percent(target, delta, q, step
     assert compute_epsilon(ev.dpsgd_event(0.99 * z, q, steps), delta) > target
 
 
-def test_without_replacement_and_pld():
-    z = calibrate_noise_multiplier(target_epsilon=2.0, target_delta=1e-5, sampling_prob=0.01,
-                                   steps=200, sampling="without_replacement", dataset_size=10000)
+def test_without_replacement():
+    z = calibrate_noise_multiplier(
+        target_epsilon=2.0,
+        target_delta=1e-5,
+        sampling_prob=0.01,
+        steps=200,
+        sampling="without_replacement",
+        dataset_size=10000,
+    )
     event = ev.dpsgd_event(z, 0.01, 200, sampling="without_replacement", dataset_size=10000)
     eps = compute_epsilon(event, 1e-5, neighboring_relation=REPLACE_ONE)
     assert 0.99 * 2.0 <= eps <= 2.0
-    plan = lambda s: ev.SelfComposedDpEvent(ev.GaussianDpEvent(s), 10)  # noqa: E731
+
+
+def test_pld_calibration():
+    plan = lambda s: ev.SelfComposedDpEvent(ev.GaussianDpEvent(s), 10)
     s_pld = calibrate(plan, target_epsilon=2.0, target_delta=1e-5, accountant="pld")
     assert 0.99 * 2.0 <= compute_epsilon(plan(s_pld), 1e-5, accountant="pld") <= 2.0
 
 
+def test_docstring_example_runs():
+    import doctest
+
+    from accounting import calibrate as module
+
+    assert doctest.testmod(module).failed == 0
+
+
 def test_multi_phase_plan_scales_every_phase():
     def plan(s: float) -> ev.DpEvent:
-        return ev.ComposedDpEvent([
-            ev.GaussianDpEvent(4.0 * s),
-            ev.SelfComposedDpEvent(ev.GaussianDpEvent(8.0 * s), 100),
-            ev.dpsgd_event(1.0 * s, 0.01, 2000),
-        ])
+        return ev.ComposedDpEvent(
+            [
+                ev.GaussianDpEvent(4.0 * s),
+                ev.SelfComposedDpEvent(ev.GaussianDpEvent(8.0 * s), 100),
+                ev.dpsgd_event(1.0 * s, 0.01, 2000),
+            ]
+        )
 
     s = calibrate(plan, target_epsilon=1.0, target_delta=1e-5)
     assert 0.99 <= compute_epsilon(plan(s), 1e-5) <= 1.0
@@ -53,34 +74,54 @@ def test_multi_phase_plan_scales_every_phase():
 
 def test_bracket_expansion_lower_bound_and_unreachable():
     # the default upper bracket (100) is too small here: it is doubled
-    s = calibrate(lambda s: ev.SelfComposedDpEvent(ev.GaussianDpEvent(s), 10**6),
-                  target_epsilon=0.5, target_delta=1e-5)
-    assert 0.99 * 0.5 <= compute_epsilon(ev.SelfComposedDpEvent(ev.GaussianDpEvent(s), 10**6), 1e-5) <= 0.5
+    s = calibrate(
+        lambda s: ev.SelfComposedDpEvent(ev.GaussianDpEvent(s), 10**6),
+        target_epsilon=0.5,
+        target_delta=1e-5,
+    )
+    assert (
+        0.99 * 0.5
+        <= compute_epsilon(ev.SelfComposedDpEvent(ev.GaussianDpEvent(s), 10**6), 1e-5)
+        <= 0.5
+    )
     # lower already meets the target: returned as is
-    assert calibrate(lambda s: ev.GaussianDpEvent(s), target_epsilon=100.0, target_delta=1e-5, lower=1.0) == 1.0
+    assert (
+        calibrate(
+            lambda s: ev.GaussianDpEvent(s), target_epsilon=100.0, target_delta=1e-5, lower=1.0
+        )
+        == 1.0
+    )
     with pytest.raises(ValueError, match="no scale"):
-        calibrate(lambda s: ev.ComposedDpEvent([ev.GaussianDpEvent(s), ev.PureDpEvent(2.0)]),
-                  target_epsilon=1.0, target_delta=1e-5)
+        calibrate(
+            lambda s: ev.ComposedDpEvent([ev.GaussianDpEvent(s), ev.PureDpEvent(2.0)]),
+            target_epsilon=1.0,
+            target_delta=1e-5,
+        )
 
 
 @pytest.mark.parametrize(
     "kwargs,name",
     [
-        (dict(target_epsilon=0.0), "target_epsilon"),
-        (dict(target_epsilon=float("inf")), "target_epsilon"),
-        (dict(target_delta=0.0), "target_delta"),
-        (dict(target_delta=1.0), "target_delta"),
-        (dict(sampling_prob=0.0), "sampling_prob"),
-        (dict(sampling_prob=1.5), "sampling_prob"),
-        (dict(steps=-1), "steps"),
-        (dict(steps=0), "steps"),
-        (dict(sampling="bogus"), "sampling"),
-        (dict(sampling="without_replacement"), "dataset_size"),
-        (dict(accountant="bogus"), "accountant"),
+        ({"target_epsilon": 0.0}, "target_epsilon"),
+        ({"target_epsilon": float("inf")}, "target_epsilon"),
+        ({"target_delta": 0.0}, "target_delta"),
+        ({"target_delta": 1.0}, "target_delta"),
+        ({"sampling_prob": 0.0}, "sampling_prob"),
+        ({"sampling_prob": 1.5}, "sampling_prob"),
+        ({"steps": -1}, "steps"),
+        ({"steps": 0}, "steps"),
+        ({"sampling": "bogus"}, "sampling"),
+        ({"sampling": "without_replacement"}, "dataset_size"),
+        ({"accountant": "bogus"}, "accountant"),
     ],
 )
 def test_invalid_arguments_raise_naming_them(kwargs, name):
-    args = dict(target_epsilon=1.0, target_delta=1e-5, sampling_prob=0.01, steps=100) | kwargs
+    args = {
+        "target_epsilon": 1.0,
+        "target_delta": 1e-5,
+        "sampling_prob": 0.01,
+        "steps": 100,
+    } | kwargs
     with pytest.raises(ValueError, match=name):
         calibrate_noise_multiplier(**args)
 

@@ -25,8 +25,17 @@ def test_json_has_the_required_fields(capsys):
     assert main(BASE + ["--noise-multiplier", "1.1", "--json", "--accountant", "rdp"]) == 0
     out = capsys.readouterr().out.strip()
     data = json.loads(out)  # exactly one JSON object
-    assert {"epsilon", "delta", "noise_multiplier", "sampling_prob", "steps", "accountant"} <= data.keys()
-    assert data["noise_multiplier"] == 1.1 and data["steps"] == 10000 and data["accountant"] == "rdp"
+    assert {
+        "epsilon",
+        "delta",
+        "noise_multiplier",
+        "sampling_prob",
+        "steps",
+        "accountant",
+    } <= data.keys()
+    assert (
+        data["noise_multiplier"] == 1.1 and data["steps"] == 10000 and data["accountant"] == "rdp"
+    )
     assert data["epsilon"] == pytest.approx(compute_epsilon(ev.dpsgd_event(1.1, 0.01, 10000), 1e-5))
 
 
@@ -46,10 +55,66 @@ def test_gdp_is_labelled_an_approximation(capsys):
     [
         (BASE + ["--noise-multiplier", "-1"], "noise_multiplier"),
         (BASE + ["--noise-multiplier", "nan"], "noise_multiplier"),
-        (["account", "dpsgd", "--noise-multiplier", "1", "--sampling-prob", "2", "--steps", "10", "--delta", "1e-5"], "sampling_prob"),
-        (["account", "dpsgd", "--noise-multiplier", "1", "--sampling-prob", "0.1", "--steps", "-3", "--delta", "1e-5"], "steps"),
-        (["account", "dpsgd", "--noise-multiplier", "1", "--sampling-prob", "0.1", "--steps", "10", "--delta", "1"], "delta"),
-        (["account", "dpsgd", "--noise-multiplier", "1", "--sampling-prob", "0.1", "--steps", "x", "--delta", "1e-5"], "--steps"),
+        (
+            [
+                "account",
+                "dpsgd",
+                "--noise-multiplier",
+                "1",
+                "--sampling-prob",
+                "2",
+                "--steps",
+                "10",
+                "--delta",
+                "1e-5",
+            ],
+            "sampling_prob",
+        ),
+        (
+            [
+                "account",
+                "dpsgd",
+                "--noise-multiplier",
+                "1",
+                "--sampling-prob",
+                "0.1",
+                "--steps",
+                "-3",
+                "--delta",
+                "1e-5",
+            ],
+            "steps",
+        ),
+        (
+            [
+                "account",
+                "dpsgd",
+                "--noise-multiplier",
+                "1",
+                "--sampling-prob",
+                "0.1",
+                "--steps",
+                "10",
+                "--delta",
+                "1",
+            ],
+            "delta",
+        ),
+        (
+            [
+                "account",
+                "dpsgd",
+                "--noise-multiplier",
+                "1",
+                "--sampling-prob",
+                "0.1",
+                "--steps",
+                "x",
+                "--delta",
+                "1e-5",
+            ],
+            "--steps",
+        ),
         (BASE + ["--noise-multiplier", "1", "--target-epsilon", "1"], "not allowed"),
         (BASE, "required"),
         (BASE + ["--noise-multiplier", "1", "--accountant", "moments"], "--accountant"),

@@ -15,18 +15,27 @@ from accounting.compose import compute_delta, compute_epsilon
 
 def _gaussian_delta(z: float, eps: float) -> float:
     """Exact delta(eps) of the Gaussian mechanism (Balle & Wang 2018, Thm. 8)."""
-    return stats.norm.cdf(-eps * z + 1 / (2 * z)) - math.exp(eps) * stats.norm.cdf(-eps * z - 1 / (2 * z))
+    return stats.norm.cdf(-eps * z + 1 / (2 * z)) - math.exp(eps) * stats.norm.cdf(
+        -eps * z - 1 / (2 * z)
+    )
 
 
 @pytest.mark.parametrize("z", [0.5, 1.0, 3.0])
 @pytest.mark.parametrize("eps", [0.0, 0.3, 1.0, 4.0])
 def test_gdp_delta_is_the_exact_gaussian_curve(z, eps):
-    assert gdp.delta_for_epsilon(1 / z, eps) == pytest.approx(_gaussian_delta(z, eps), rel=1e-9, abs=1e-300)
+    assert gdp.delta_for_epsilon(1 / z, eps) == pytest.approx(
+        _gaussian_delta(z, eps), rel=1e-9, abs=1e-300
+    )
 
 
 def test_gdp_composition_and_inverses():
-    event = ev.ComposedDpEvent([ev.GaussianDpEvent(2.0), ev.MuGdpEvent(0.3),
-                                ev.SelfComposedDpEvent(ev.GaussianDpEvent(4.0), 9)])
+    event = ev.ComposedDpEvent(
+        [
+            ev.GaussianDpEvent(2.0),
+            ev.MuGdpEvent(0.3),
+            ev.SelfComposedDpEvent(ev.GaussianDpEvent(4.0), 9),
+        ]
+    )
     mu = gdp.event_mu(event)
     assert mu == pytest.approx(math.sqrt(0.25 + 0.09 + 9 / 16))
     eps = compute_epsilon(event, 1e-5, accountant="gdp")
@@ -36,7 +45,8 @@ def test_gdp_composition_and_inverses():
     # composition of k Gaussians with multiplier z is one Gaussian with z / sqrt(k): exact
     k, z = 16, 3.0
     assert gdp.epsilon_for_delta(math.sqrt(k) / z, 1e-5) == pytest.approx(
-        compute_epsilon(ev.GaussianDpEvent(z / math.sqrt(k)), 1e-5, accountant="gdp"))
+        compute_epsilon(ev.GaussianDpEvent(z / math.sqrt(k)), 1e-5, accountant="gdp")
+    )
 
 
 def test_gdp_is_tighter_than_rdp_for_gaussians():
@@ -65,13 +75,22 @@ def test_zcdp_classic_closed_form_and_improved():
         grid = rdp.epsilon_from_rdp(orders, rho * orders, 1e-5)[0]
         assert improved == pytest.approx(grid, rel=1e-5)
         # and the delta conversions invert the epsilon ones
-        assert zcdp.delta_for_epsilon(rho, classic, conversion="classic") == pytest.approx(1e-5, rel=1e-6)
+        assert zcdp.delta_for_epsilon(rho, classic, conversion="classic") == pytest.approx(
+            1e-5, rel=1e-6
+        )
         assert zcdp.delta_for_epsilon(rho, improved) == pytest.approx(1e-5, rel=1e-4)
 
 
 def test_zcdp_events():
-    event = ev.ComposedDpEvent([ev.GaussianDpEvent(2.0), ev.PureDpEvent(0.5), ev.LaplaceDpEvent(4.0),
-                                ev.ZCDpEvent(0.01, 0.02), ev.SelfComposedDpEvent(ev.MuGdpEvent(0.1), 4)])
+    event = ev.ComposedDpEvent(
+        [
+            ev.GaussianDpEvent(2.0),
+            ev.PureDpEvent(0.5),
+            ev.LaplaceDpEvent(4.0),
+            ev.ZCDpEvent(0.01, 0.02),
+            ev.SelfComposedDpEvent(ev.MuGdpEvent(0.1), 4),
+        ]
+    )
     xi, rho = zcdp.event_rho(event)
     assert xi == pytest.approx(0.02)
     assert rho == pytest.approx(1 / 8 + 0.125 + 1 / 32 + 0.01 + 4 * 0.005)

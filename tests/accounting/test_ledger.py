@@ -8,10 +8,15 @@ import math
 import numpy as np
 import pytest
 
-from accounting import PrivacyLedger
+from accounting import PrivacyLedger, rdp
 from accounting import events as ev
-from accounting import rdp
-from accounting.compose import ADD_OR_REMOVE_ONE, REPLACE_ONE, compute_delta, compute_epsilon, convert_relation
+from accounting.compose import (
+    ADD_OR_REMOVE_ONE,
+    REPLACE_ONE,
+    compute_delta,
+    compute_epsilon,
+    convert_relation,
+)
 
 G = ev.GaussianDpEvent
 
@@ -20,9 +25,13 @@ def _ledger() -> PrivacyLedger:
     return (
         PrivacyLedger()
         .record("dp-pca", G(4.0))
-        .record("dp-em", ev.SelfComposedDpEvent(G(8.0), 30), mode="paper", note="DP-EM moment bound")
+        .record(
+            "dp-em", ev.SelfComposedDpEvent(G(8.0), 30), mode="paper", note="DP-EM moment bound"
+        )
         .record("dp-sgd", ev.dpsgd_event(1.1, 0.01, 1000))
-        .record("per-class", ev.ParallelComposedDpEvent([ev.LaplaceDpEvent(2.0), ev.PureDpEvent(0.3)]))
+        .record(
+            "per-class", ev.ParallelComposedDpEvent([ev.LaplaceDpEvent(2.0), ev.PureDpEvent(0.3)])
+        )
         .record("gdp", ev.MuGdpEvent(0.1))
     )
 
@@ -55,15 +64,21 @@ def test_ledger_refuses_mixed_relations_and_converts_explicitly():
     with pytest.raises(ValueError, match="explicit conversion"):
         ledger.extend(PrivacyLedger(neighboring_relation=REPLACE_ONE))
     replace = PrivacyLedger(neighboring_relation=REPLACE_ONE)
-    converted = convert_relation(ev.ComposedDpEvent([G(2.0), ev.LaplaceDpEvent(1.0)]), ADD_OR_REMOVE_ONE, REPLACE_ONE)
+    converted = convert_relation(
+        ev.ComposedDpEvent([G(2.0), ev.LaplaceDpEvent(1.0)]), ADD_OR_REMOVE_ONE, REPLACE_ONE
+    )
     assert converted == ev.ComposedDpEvent([G(1.0), ev.LaplaceDpEvent(0.5)])
     replace = replace.record("b", converted, neighboring_relation=REPLACE_ONE)
     assert replace.epsilon(1e-5) > PrivacyLedger().record("b", G(2.0)).epsilon(1e-5)
 
 
 def test_convert_relation_rules():
-    assert convert_relation(ev.PureDpEvent(0.5), ADD_OR_REMOVE_ONE, REPLACE_ONE) == ev.PureDpEvent(1.0)
-    assert convert_relation(ev.MuGdpEvent(0.5), ADD_OR_REMOVE_ONE, REPLACE_ONE) == ev.MuGdpEvent(1.0)
+    assert convert_relation(ev.PureDpEvent(0.5), ADD_OR_REMOVE_ONE, REPLACE_ONE) == ev.PureDpEvent(
+        1.0
+    )
+    assert convert_relation(ev.MuGdpEvent(0.5), ADD_OR_REMOVE_ONE, REPLACE_ONE) == ev.MuGdpEvent(
+        1.0
+    )
     assert convert_relation(ev.ZCDpEvent(0.1), ADD_OR_REMOVE_ONE, REPLACE_ONE) == ev.ZCDpEvent(0.4)
     assert convert_relation(G(1.0), REPLACE_ONE, REPLACE_ONE) == G(1.0)
     with pytest.raises(ValueError, match="REPLACE_ONE event to ADD_OR_REMOVE_ONE"):
@@ -82,7 +97,9 @@ def test_parallel_composition_under_both_relations():
     # replace-one: max(two largest composed, worst component at doubled sensitivity)
     pair = rdp.gaussian_rdp(1.0, orders) + rdp.gaussian_rdp(2.0, orders)
     within = rdp.gaussian_rdp(0.5, orders)
-    np.testing.assert_allclose(rdp.event_rdp(par, neighboring_relation=REPLACE_ONE), np.maximum(pair, within))
+    np.testing.assert_allclose(
+        rdp.event_rdp(par, neighboring_relation=REPLACE_ONE), np.maximum(pair, within)
+    )
     # pure: max under add/remove, 2x under replace-one (Laplace partitions)
     lap = ev.ParallelComposedDpEvent([ev.LaplaceDpEvent(1.0), ev.LaplaceDpEvent(2.0)])
     assert compute_epsilon(lap, 0) == pytest.approx(1.0)
@@ -91,12 +108,19 @@ def test_parallel_composition_under_both_relations():
     rounds = ev.SelfComposedDpEvent(par, 10)
     np.testing.assert_allclose(rdp.event_rdp(rounds), 10 * rdp.gaussian_rdp(1.0, orders))
     for acc in ("gdp", "zcdp"):
-        assert compute_epsilon(par, 1e-5, accountant=acc) == pytest.approx(compute_epsilon(a, 1e-5, accountant=acc))
+        assert compute_epsilon(par, 1e-5, accountant=acc) == pytest.approx(
+            compute_epsilon(a, 1e-5, accountant=acc)
+        )
 
 
 def test_pure_accounting_and_non_private():
-    event = ev.ComposedDpEvent([ev.PureDpEvent(0.5), ev.SelfComposedDpEvent(ev.LaplaceDpEvent(2.0), 4),
-                                ev.PoissonSampledDpEvent(0.1, ev.PureDpEvent(1.0))])
+    event = ev.ComposedDpEvent(
+        [
+            ev.PureDpEvent(0.5),
+            ev.SelfComposedDpEvent(ev.LaplaceDpEvent(2.0), 4),
+            ev.PoissonSampledDpEvent(0.1, ev.PureDpEvent(1.0)),
+        ]
+    )
     expected = 0.5 + 4 * 0.5 + math.log1p(0.1 * math.expm1(1.0))
     assert compute_epsilon(event, 0) == pytest.approx(expected)
     assert compute_epsilon(event, 1e-5, accountant="pure") == pytest.approx(expected)
@@ -110,11 +134,15 @@ def test_pure_accounting_and_non_private():
 
 
 def test_dpsgd_event_and_effective_multiplier():
-    assert ev.dpsgd_event(1.0, 0.1, 5) == ev.SelfComposedDpEvent(ev.PoissonSampledDpEvent(0.1, G(1.0)), 5)
+    assert ev.dpsgd_event(1.0, 0.1, 5) == ev.SelfComposedDpEvent(
+        ev.PoissonSampledDpEvent(0.1, G(1.0)), 5
+    )
     wor = ev.dpsgd_event(1.0, 0.1, 5, sampling="without_replacement", dataset_size=1000)
     assert wor == ev.SelfComposedDpEvent(ev.SampledWithoutReplacementDpEvent(1000, 100, G(1.0)), 5)
     assert ev.effective_noise_multiplier([2.0, 2.0]) == pytest.approx(math.sqrt(2.0))
-    assert ev.gaussian_multipliers(ev.ComposedDpEvent([G(1.0), ev.SelfComposedDpEvent(G(2.0), 2)])) == [1.0, 2.0, 2.0]
+    assert ev.gaussian_multipliers(
+        ev.ComposedDpEvent([G(1.0), ev.SelfComposedDpEvent(G(2.0), 2)])
+    ) == [1.0, 2.0, 2.0]
     assert ev.gaussian_multipliers(ev.LaplaceDpEvent(1.0)) is None
 
 

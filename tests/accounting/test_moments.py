@@ -41,8 +41,15 @@ def test_e2_dominates_e1():
         log0, log_mix = moments._log_densities(q, z)
         lo, hi = -(lam + 1) - 40 * z, lam + 2 + 40 * z
         pts = [0.0, 0.5, 1.0, -lam, lam + 1]
-        e1 = moments._log_integral(lambda x: (lam + 1) * log0(x) - lam * log_mix(x), lo, hi, pts)
-        e2 = moments._log_integral(lambda x: (lam + 1) * log_mix(x) - lam * log0(x), lo, hi, pts)
+
+        def log_e1(x, lam=lam, log0=log0, log_mix=log_mix):
+            return (lam + 1) * log0(x) - lam * log_mix(x)
+
+        def log_e2(x, lam=lam, log0=log0, log_mix=log_mix):
+            return (lam + 1) * log_mix(x) - lam * log0(x)
+
+        e1 = moments._log_integral(log_e1, lo, hi, pts)
+        e2 = moments._log_integral(log_e2, lo, hi, pts)
         assert e1 <= e2
 
 
@@ -50,7 +57,9 @@ def test_epsilon_equals_classic_rdp_conversion_on_integer_orders():
     event = ev.dpsgd_event(1.1, 0.01, 1000)
     lams = np.arange(1.0, 64.0)
     eps_ma = moments.epsilon(event, 1e-5, lambdas=lams)
-    eps_rdp = rdp.epsilon_from_rdp(lams + 1, rdp.event_rdp(event, lams + 1), 1e-5, conversion="classic")[0]
+    eps_rdp = rdp.epsilon_from_rdp(
+        lams + 1, rdp.event_rdp(event, lams + 1), 1e-5, conversion="classic"
+    )[0]
     assert eps_ma == pytest.approx(eps_rdp, rel=1e-8)
     # the improved conversion and denser grid of the RDP path can only be tighter
     assert compute_epsilon(event, 1e-5) <= eps_ma

@@ -22,7 +22,12 @@ EVENTS = {
         ev.PoissonSampledDpEvent(0.02, ev.ComposedDpEvent([G(3.0), G(1.2)])), 300
     ),
     "parallel": ev.ComposedDpEvent(
-        [G(4.0), ev.ParallelComposedDpEvent([ev.dpsgd_event(1.0, 0.05, 20), ev.dpsgd_event(2.0, 0.05, 20)])]
+        [
+            G(4.0),
+            ev.ParallelComposedDpEvent(
+                [ev.dpsgd_event(1.0, 0.05, 20), ev.dpsgd_event(2.0, 0.05, 20)]
+            ),
+        ]
     ),
 }
 
@@ -31,7 +36,9 @@ EVENTS = {
 def test_pld_never_looser_than_rdp(name):
     event = EVENTS[name]
     for delta in (1e-5, 1e-3):
-        assert compute_epsilon(event, delta, accountant="pld") <= compute_epsilon(event, delta) * (1 + 1e-9)
+        assert compute_epsilon(event, delta, accountant="pld") <= compute_epsilon(event, delta) * (
+            1 + 1e-9
+        )
 
 
 def test_pld_gaussian_is_pessimistic_and_close_to_exact():
@@ -45,8 +52,9 @@ def test_pld_gaussian_is_pessimistic_and_close_to_exact():
 def test_parallel_is_max_of_cases():
     a, b = ev.dpsgd_event(1.0, 0.05, 20), ev.dpsgd_event(2.0, 0.05, 20)
     par = compute_epsilon(ev.ParallelComposedDpEvent([a, b]), 1e-5, accountant="pld")
-    assert par == pytest.approx(max(compute_epsilon(a, 1e-5, accountant="pld"),
-                                    compute_epsilon(b, 1e-5, accountant="pld")))
+    assert par == pytest.approx(
+        max(compute_epsilon(a, 1e-5, accountant="pld"), compute_epsilon(b, 1e-5, accountant="pld"))
+    )
 
 
 def test_pld_refusals():

@@ -30,16 +30,24 @@ def _quadrature_rdp(q: float, z: float, a: float) -> float:
     """log E_{mu0}[(mu/mu0)^a] / (a-1) by adaptive quadrature of the log-scaled integrand."""
 
     def log_f(x):
-        return -x * x / (2 * z * z) + a * np.logaddexp(
-            math.log1p(-q), math.log(q) + (2 * x - 1) / (2 * z * z)
-        ) - math.log(z * math.sqrt(2 * math.pi))
+        return (
+            -x * x / (2 * z * z)
+            + a * np.logaddexp(math.log1p(-q), math.log(q) + (2 * x - 1) / (2 * z * z))
+            - math.log(z * math.sqrt(2 * math.pi))
+        )
 
     lo, hi = -60 * z, a + 60 * z
     grid = np.linspace(lo, hi, 20001)
     m = float(np.max(log_f(grid)))
-    val, _ = integrate.quad(lambda x: math.exp(log_f(x) - m), lo, hi,
-                            points=[0.0, 1.0, a, grid[np.argmax(log_f(grid))]],
-                            limit=500, epsabs=0, epsrel=1e-12)
+    val, _ = integrate.quad(
+        lambda x: math.exp(log_f(x) - m),
+        lo,
+        hi,
+        points=[0.0, 1.0, a, grid[np.argmax(log_f(grid))]],
+        limit=500,
+        epsabs=0,
+        epsrel=1e-12,
+    )
     return (m + math.log(val)) / (a - 1)
 
 
@@ -48,7 +56,9 @@ def test_integer_orders_match_dp_accounting(steps):
     # 1e-6 relative over q in [1e-4, 0.5], z in [0.5, 10], orders up to 256.
     for q in QS:
         for z in ZS:
-            event = ev.SelfComposedDpEvent(ev.PoissonSampledDpEvent(q, ev.GaussianDpEvent(z)), steps)
+            event = ev.SelfComposedDpEvent(
+                ev.PoissonSampledDpEvent(q, ev.GaussianDpEvent(z)), steps
+            )
             ours = rdp.event_rdp(event, INT_ORDERS)
             ref = _dp_accounting_rdp(event, INT_ORDERS)
             np.testing.assert_allclose(ours, ref, rtol=1e-6, err_msg=f"q={q} z={z}")
@@ -64,7 +74,9 @@ def test_integer_orders_match_dp_accounting_exhaustive():
             np.testing.assert_allclose(ours, ref, rtol=1e-6, err_msg=f"q={q} z={z}")
 
 
-@pytest.mark.parametrize("q,z", [(1e-4, 0.5), (1e-3, 10.0), (0.01, 1.1), (0.1, 2.0), (0.5, 0.5), (0.5, 10.0)])
+@pytest.mark.parametrize(
+    "q,z", [(1e-4, 0.5), (1e-3, 10.0), (0.01, 1.1), (0.1, 2.0), (0.5, 0.5), (0.5, 10.0)]
+)
 def test_fractional_orders_are_exact(q, z):
     ours = rdp.poisson_gaussian_rdp(q, z, FRAC_ORDERS)
     ref = np.array([_quadrature_rdp(q, z, a) for a in FRAC_ORDERS])
@@ -158,7 +170,9 @@ def test_conversions():
 
 def test_shared_batch_exact_and_holder():
     q, zs = 0.01, [2.0, 1.1]
-    exact = rdp.event_rdp(ev.PoissonSampledDpEvent(q, ev.ComposedDpEvent([ev.GaussianDpEvent(z) for z in zs])))
+    exact = rdp.event_rdp(
+        ev.PoissonSampledDpEvent(q, ev.ComposedDpEvent([ev.GaussianDpEvent(z) for z in zs]))
+    )
     z_eff = (2.0**-2 + 1.1**-2) ** -0.5
     np.testing.assert_allclose(exact, rdp.poisson_gaussian_rdp(q, z_eff))
     orders = [1.5, 2.0, 4.0, 8.0, 16.0, 32.0]
@@ -197,7 +211,10 @@ def test_fractional_fallback_is_an_upper_bound(monkeypatch):
         (lambda: rdp.laplace_rdp(0.0), "noise_multiplier"),
         (lambda: rdp.pure_rdp(-1.0), "epsilon"),
         (lambda: rdp.event_rdp(ev.GaussianDpEvent(-1.0)), "noise_multiplier"),
-        (lambda: rdp.event_rdp(ev.PoissonSampledDpEvent(2.0, ev.GaussianDpEvent(1.0))), "sampling_prob"),
+        (
+            lambda: rdp.event_rdp(ev.PoissonSampledDpEvent(2.0, ev.GaussianDpEvent(1.0))),
+            "sampling_prob",
+        ),
     ],
 )
 def test_invalid_arguments_raise_naming_them(call, name):
@@ -211,7 +228,9 @@ def test_unsupported_events_raise():
     with pytest.raises(ValueError, match="REPLACE_ONE"):
         rdp.event_rdp(ev.SampledWithoutReplacementDpEvent(100, 10, ev.GaussianDpEvent(1.0)))
     with pytest.raises(ValueError, match="pld"):
-        rdp.event_rdp(ev.dpsgd_event(1.0, 0.1, 1), neighboring_relation=ev.NeighboringRelation.REPLACE_ONE)
+        rdp.event_rdp(
+            ev.dpsgd_event(1.0, 0.1, 1), neighboring_relation=ev.NeighboringRelation.REPLACE_ONE
+        )
 
 
 def test_non_private_limits():
