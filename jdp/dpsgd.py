@@ -298,8 +298,11 @@ def dp_aggregate(
         if not isinstance(updates, ClippedSum):
             raise TypeError(f"expected a ClippedSum, got {type(updates).__name__}")
         next_key, noise_key = jax.random.split(state.key)
-        noise = gaussian_noise_like(noise_key, updates.grads, z * updates.l2_sensitivity)
-        out = jax.tree_util.tree_map(lambda s, e: (s + e) / n, updates.grads, noise)
+        if z == 0:  # non-private limit (also with an infinite clip bound, where z * C is NaN)
+            out = jax.tree_util.tree_map(lambda s: s / n, updates.grads)
+        else:
+            noise = gaussian_noise_like(noise_key, updates.grads, z * updates.l2_sensitivity)
+            out = jax.tree_util.tree_map(lambda s, e: (s + e) / n, updates.grads, noise)
         return out, DPAggregateState(next_key, state.count + 1)
 
     return optax.GradientTransformation(init, update)

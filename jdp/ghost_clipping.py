@@ -270,6 +270,9 @@ def clipped_sum_ghost(
     example = jax.tree_util.tree_map(lambda x: x[0], batch)
     calls, outputs = discover(loss_fn, params, example, keys[0], has_aux)
     inputs, grads, aux = _ghost_forward_backward(loss_fn, params, batch, mask, keys, has_aux, calls, outputs)
+    # Padded rows must contribute exactly zero, even where their forward pass gave NaN.
+    drop = lambda x: jnp.where(mask.reshape((-1,) + (1,) * (x.ndim - 1)), x, jnp.zeros((), x.dtype))  # noqa: E731
+    inputs, grads = [drop(x) for x in inputs], [drop(g) for g in grads]
     sq = ghost_sq_norms(calls, inputs, grads, len(leaves), mask.shape[0])
     weights = clip_weights(sq, l2_clip_norm, treedef)
     weights = [jnp.where(mask, w, 0.0) for w in weights]

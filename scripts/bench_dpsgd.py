@@ -35,6 +35,15 @@ TORCH_PATHS = ("opacus_hooks", "opacus_ghost")
 
 
 def _peak_rss_mb() -> float:
+    """This process's peak RSS in MiB (``VmHWM``: unlike ``ru_maxrss`` it is not inherited
+    from the forking parent across ``exec``)."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 

@@ -1,0 +1,129 @@
+"""The DP step: no-privacy limit, noise scale, padding, accumulation, compilation, errors."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+from scipy import stats
+
+from dpsgd_problems import mlp_problem
+from jdp import dpsgd
+
+B = 8
+
+
+@pytest.mark.parametrize("method", ["general", "ghost"])
+def test_no_privacy_limit_is_the_mean_gradient_step(method):
+    loss_fn, params, data = mlp_problem(B)
+    lr = 0.1
+    chain = optax.chain(
+        dpsgd.dp_aggregate(jax.random.key(0), noise_multiplier=0.0, expected_batch_size=B), optax.sgd(lr)
+    )
+    step = dpsgd.make_dp_step(loss_fn, chain, l2_clip_norm=np.inf, method=method, microbatch_size=4)
+    got, _, _ = step(params, chain.init(params), data, jnp.ones(B, bool), jax.random.key(1))
+    mean_grad = jax.grad(lambda p: jnp.mean(jax.vmap(lambda e: loss_fn(p, e, None))(data)))(params)
+    want = jax.tree_util.tree_map(lambda p, g: p - lr * g, params, mean_grad)
+    for a, b in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_noise_std_is_noise_multiplier_times_clip():
+    z, clip, n = 1.7, 0.3, 40_000
+    tree = {"a": jnp.zeros((100, 200)), "b": jnp.zeros(20_000)}
+    agg = dpsgd.dp_aggregate(jax.random.key(3), noise_multiplier=z, expected_batch_size=1.0)
+    out, state = agg.update(dpsgd.ClippedSum(tree, jnp.float32(clip)), agg.init(tree))
+    noise = np.concatenate([np.ravel(x) for x in jax.tree_util.tree_leaves(out)]).astype(np.float64)
+    assert noise.size == n
+    sigma = z * clip
+    # (n-1) s^2 / sigma^2 ~ chi2(n-1): two-sided test at level 1e-6.
+    stat = (n - 1) * noise.var(ddof=1) / sigma**2
+    lo, hi = stats.chi2.ppf([0.5e-6, 1 - 0.5e-6], n - 1)
+    assert lo < stat < hi
+    # the mean is N(0, sigma^2 / n)
+    assert abs(noise.mean()) < stats.norm.ppf(1 - 0.5e-6) * sigma / np.sqrt(n)
+    # the key is split at each update: the next draw is new, and the same key repeats
+    out2, _ = agg.update(dpsgd.ClippedSum(tree, jnp.float32(clip)), state)
+    assert not np.allclose(out2["b"], out["b"])
+    again, _ = agg.update(dpsgd.ClippedSum(tree, jnp.float32(clip)), agg.init(tree))
+    np.testing.assert_array_equal(again["b"], out["b"])
+
+
+def test_normalises_by_expected_batch_size():
+    tree = {"w": jnp.full(3, 6.0)}
+    agg = dpsgd.dp_aggregate(jax.random.key(0), noise_multiplier=0.0, expected_batch_size=4.0)
+    out, _ = agg.update(dpsgd.ClippedSum(tree, jnp.float32(1.0)), agg.init(tree))
+    np.testing.assert_allclose(out["w"], 1.5)
+
+
+@pytest.mark.parametrize("method", ["general", "ghost"])
+def test_padded_rows_change_nothing(method):
+    loss_fn, params, data = mlp_problem(B)
+    keys = jax.random.split(jax.random.key(2), B)
+    mask = jnp.arange(B) < 5
+    f = jax.jit(
+        lambda d: dpsgd.clipped_grad_sum(loss_fn, params, d, mask, keys, l2_clip_norm=0.5, method=method)[0]
+    )
+    garbage = {"x": data["x"].at[5:].set(jnp.nan), "y": data["y"]}
+    a, b = f(data), f(garbage)
+    for u, v in zip(jax.tree_util.tree_leaves(a.grads), jax.tree_util.tree_leaves(b.grads), strict=True):
+        np.testing.assert_array_equal(u, v)
+    real = jax.tree_util.tree_map(lambda x: x[:5], data)
+    c, _ = dpsgd.clipped_grad_sum(
+        loss_fn, params, real, jnp.ones(5, bool), keys[:5], l2_clip_norm=0.5, method=method
+    )
+    for u, v in zip(jax.tree_util.tree_leaves(a.grads), jax.tree_util.tree_leaves(c.grads), strict=True):
+        np.testing.assert_allclose(u, v, rtol=1e-5, atol=1e-7)
+
+
+def test_accumulated_chunks_equal_one_batch():
+    loss_fn, params, data = mlp_problem(B)
+    keys = jax.random.split(jax.random.key(2), B)
+    whole, _ = dpsgd.clipped_sum_general(loss_fn, params, data, jnp.ones(B, bool), keys, l2_clip_norm=0.5)
+    half = lambda s: jax.tree_util.tree_map(lambda x: x[s], data)  # noqa: E731
+    parts = [
+        dpsgd.clipped_sum_general(
+            loss_fn, params, half(s), jnp.ones(B // 2, bool), keys[s], l2_clip_norm=0.5
+        )[0]
+        for s in (slice(0, B // 2), slice(B // 2, B))
+    ]
+    acc = dpsgd.add_clipped_sums(*parts)
+    assert float(acc.l2_sensitivity) == 0.5
+    for u, v in zip(jax.tree_util.tree_leaves(acc.grads), jax.tree_util.tree_leaves(whole.grads), strict=True):
+        np.testing.assert_allclose(u, v, rtol=1e-5, atol=1e-7)
+
+
+def test_no_recompilation_on_second_call():
+    loss_fn, params, data = mlp_problem(B)
+    chain = optax.chain(
+        dpsgd.dp_aggregate(jax.random.key(0), noise_multiplier=1.0, expected_batch_size=B), optax.adam(1e-3)
+    )
+    step = dpsgd.make_dp_step(loss_fn, chain, l2_clip_norm=1.0, method="ghost")
+    opt_state = chain.init(params)
+    p1, o1, _ = step(params, opt_state, data, jnp.ones(B, bool), jax.random.key(1))
+    other = {"x": data["x"] + 1.0, "y": data["y"][::-1]}
+    step(p1, o1, other, jnp.arange(B) < 3, jax.random.key(2))
+    assert step._cache_size() == 1
+
+
+def test_invalid_settings_raise_clear_errors():
+    loss_fn, params, data = mlp_problem(B)
+    with pytest.raises(ValueError, match="expected l2_clip_norm > 0, got 0"):
+        dpsgd.make_dp_step(loss_fn, optax.sgd(1.0), l2_clip_norm=0.0)
+    with pytest.raises(ValueError, match="expected l2_clip_norm > 0, got -1"):
+        dpsgd.check_clip_norm({"a": 1.0, "b": -1.0})
+    with pytest.raises(ValueError, match="expected noise_multiplier >= 0, got -0.5"):
+        dpsgd.dp_aggregate(jax.random.key(0), noise_multiplier=-0.5, expected_batch_size=4)
+    with pytest.raises(ValueError, match="expected expected_batch_size > 0"):
+        dpsgd.dp_aggregate(jax.random.key(0), noise_multiplier=1.0, expected_batch_size=0)
+    with pytest.raises(ValueError, match="leading batch axis"):
+        dpsgd.check_batch({"x": jnp.float32(1.0)})
+    with pytest.raises(ValueError, match="share one batch size"):
+        dpsgd.check_batch({"x": jnp.zeros((3, 2)), "y": jnp.zeros(4)})
+    with pytest.raises(ValueError, match=r"expected mask of shape \(3,\)"):
+        dpsgd.check_batch(jnp.zeros((3, 2)), jnp.ones(4, bool))
+    agg = dpsgd.dp_aggregate(jax.random.key(0), noise_multiplier=1.0, expected_batch_size=4)
+    with pytest.raises(TypeError, match="expected a ClippedSum"):
+        agg.update(params, agg.init(params))
