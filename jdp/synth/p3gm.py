@@ -35,6 +35,7 @@ alone spends ``split_i * epsilon``, then one common factor on all of them is cal
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -91,6 +92,8 @@ class P3GMConfig:
       epochs: DP-SGD epochs (steps = ceil(epochs / q)). learning_rate: Adam step (1e-3).
       reg_covar: variance floor of the mixture components.
       microbatch_size: per-example gradients held in memory at once (performance only).
+      dpsgd_method: per-example clipping path of :func:`jdp.train.train` (performance only:
+        ``"auto"`` picks ghost clipping, ``"general"`` compiles faster for tiny networks).
     """
 
     latent_dim: int | None = 10
@@ -106,6 +109,7 @@ class P3GMConfig:
     budget_split: tuple[float, float, float] = (0.1, 0.2, 0.7)
     reg_covar: float = 1e-6
     microbatch_size: int | None = None
+    dpsgd_method: str = "auto"
 
     def __post_init__(self) -> None:
         if self.latent_dim is not None:
@@ -124,6 +128,8 @@ class P3GMConfig:
         object.__setattr__(self, "budget_split", tuple(s / sum(split) for s in split))
         if self.microbatch_size is not None:
             check_count("microbatch_size", self.microbatch_size, minimum=1)
+        if self.dpsgd_method not in ("auto", "general", "ghost"):
+            raise ValueError(f"expected dpsgd_method in ('auto', 'general', 'ghost'), got {self.dpsgd_method!r}")
 
     @property
     def steps(self) -> int:
@@ -346,6 +352,7 @@ def decoding_phase(
         epochs=config.epochs if epochs is None else epochs,
         noise_multiplier=noise_multiplier if private else 0.0,
         microbatch_size=config.microbatch_size,
+        method=config.dpsgd_method,
         progress=progress,
     )
     return result.params, result.ledger
@@ -410,11 +417,17 @@ def sample_arrays(
 ) -> np.ndarray:
     """``n`` encoded synthetic rows: latent draw, decoder, head-wise decoding (post-processing)."""
     d = sum(w for _, w in layout)
-    _, decoder, latent = networks(config, variant, d)
+    latent = d if config.latent_dim is None else config.latent_dim
     z_key, x_key = jax.random.split(key)
     z = jnp.asarray(sample_latent(z_key, params, variant, n, latent), jnp.float32)
-    raw = decoder.apply(params["trainable"]["decoder"], z)
-    return np.asarray(decode_sample(x_key, raw, layout, stochastic=False), dtype=np.float64)
+    out = _generate(x_key, params["trainable"]["decoder"], z, layout=layout, hidden=config.hidden)
+    return np.asarray(out, dtype=np.float64)
+
+
+@functools.partial(jax.jit, static_argnames=("layout", "hidden"))
+def _generate(key: jax.Array, decoder_params: Any, z: jax.Array, *, layout: HeadLayout, hidden: int) -> jax.Array:
+    raw = Decoder(hidden, sum(w for _, w in layout)).apply(decoder_params, z)
+    return decode_sample(key, raw, layout, stochastic=False)
 
 
 # -- the synthesizer protocol ----------------------------------------------------------------------

@@ -1,0 +1,262 @@
+"""P3GM and its baselines: ledger = phases, epsilon meets the target, no data path around the
+mechanisms, fixed encoder mean = DP-PCA projection, sampling from the DP mixture, variants
+differ only where they should, CLI round trip. Tiny networks and few steps throughout."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+import pytest
+
+from accounting import PrivacyBudget
+from accounting import events as ev
+from accounting.calibrate import calibrate_noise_multiplier
+from jdp.cli import main
+from jdp.data.datasets import load_adult
+from jdp.nn.vae import kl_diag_gaussians, kl_to_mixture, log_likelihood
+from jdp.synth import base
+from jdp.synth import p3gm as P
+
+BUDGET = PrivacyBudget(epsilon=1.0, delta=1e-5)
+TINY_OPTIONS = dict(
+    latent_dim=3, n_components=2, em_iterations=3, hidden=8, epochs=0.1, sampling_prob=0.02,
+    dpsgd_method="general",
+)
+TINY = P.P3GMConfig(**TINY_OPTIONS)
+
+
+@pytest.fixture(scope="module")
+def adult():
+    return load_adult()
+
+
+@pytest.fixture(scope="module")
+def small(adult):
+    return adult.train.iloc[:400].reset_index(drop=True)
+
+
+@pytest.fixture(scope="module")
+def arrays(adult, small):
+    encoder = P.table_encoder(adult.schema)
+    return encoder.encode(adult.schema.conform(small)), P.head_layout(encoder), encoder.row_norm_bound
+
+
+@pytest.fixture(scope="module")
+def fitted(adult, small):
+    return base.fit_model(jax.random.key(3), "p3gm", small, BUDGET, TINY, schema=adult.schema)
+
+
+def test_ledger_is_exactly_the_phases_and_meets_the_target(fitted):
+    noise = P.calibrate_noise(TINY, "p3gm", BUDGET)
+    expected = P.phase_events(TINY, noise)
+    labels = ["dp-mean", "dp-pca"] + ["dp-em"] * TINY.em_iterations + ["dp-sgd"]
+    assert fitted.ledger.labels == labels == [label for label, _ in expected]
+    assert [e.event for e in fitted.ledger.entries] == [e for _, e in expected]
+    eps = fitted.ledger.epsilon(BUDGET.delta)
+    assert 0.99 * BUDGET.epsilon <= eps <= BUDGET.epsilon
+
+
+def test_budget_split_moves_noise_between_phases_and_still_meets_the_target():
+    from accounting.compose import compute_epsilon
+
+    noises = []
+    for split in ((0.1, 0.2, 0.7), (0.3, 0.3, 0.4)):
+        config = dataclasses.replace(TINY, budget_split=split)
+        noise = P.calibrate_noise(config, "p3gm", BUDGET)
+        composed = ev.ComposedDpEvent([e for _, e in P.phase_events(config, noise)])
+        assert 0.99 <= compute_epsilon(composed, BUDGET.delta) <= 1.0
+        noises.append(noise)
+    # a larger share buys less noise: PCA and EM gain, DP-SGD loses
+    assert noises[1]["pca"] < noises[0]["pca"] and noises[1]["em"] < noises[0]["em"]
+    assert noises[1]["sgd"] > noises[0]["sgd"]
+
+
+class _Recorder:
+    """Wraps the three mechanisms P3GM calls: records their outputs, or replays them."""
+
+    def __init__(self, monkeypatch):
+        self.outputs: list = []
+        self.replay = False
+        for name in ("dp_pca_gaussian", "dp_em"):
+            module = P.pca if name == "dp_pca_gaussian" else P.em
+            monkeypatch.setattr(module, name, self._wrap(getattr(module, name)))
+        monkeypatch.setattr(P, "train", self._wrap(P.train))
+        self.calls = 0
+
+    def _wrap(self, fn):
+        def wrapped(*args, **kwargs):
+            if self.replay:
+                out = self.outputs[self.calls]
+                self.calls += 1
+                return out
+            out = fn(*args, **kwargs)
+            self.outputs.append(out)
+            return out
+
+        return wrapped
+
+
+def test_model_depends_on_data_only_through_accounted_releases(adult, small, monkeypatch):
+    """Fit on D recording every mechanism's release; fit on D + one extreme record replaying
+    those releases: the two models are identical, so nothing else data-derived (a raw mean,
+    the row count, a category list) reaches the model."""
+    extreme = {c.name: (c.upper if c.is_numeric else c.categories[-1]) for c in adult.schema.columns}
+    neighbour = pd.concat([small, pd.DataFrame([extreme])], ignore_index=True)
+    rec = _Recorder(monkeypatch)
+    m1 = base.fit_model(jax.random.key(5), "p3gm", small, BUDGET, TINY, schema=adult.schema)
+    rec.replay = True
+    m2 = base.fit_model(jax.random.key(5), "p3gm", neighbour, BUDGET, TINY, schema=adult.schema)
+    assert rec.calls == len(rec.outputs) == 3
+    flat1, flat2 = base._flatten(m1.params), base._flatten(m2.params)
+    assert flat1.keys() == flat2.keys()
+    for name in flat1:
+        np.testing.assert_array_equal(flat1[name], flat2[name], err_msg=name)
+    assert m1.ledger.to_dict() == m2.ledger.to_dict()
+
+
+def test_neighbours_with_real_noise_share_all_public_parts(adult, small, fitted):
+    extreme = {c.name: (c.lower if c.is_numeric else c.categories[0]) for c in adult.schema.columns}
+    neighbour = pd.concat([small, pd.DataFrame([extreme])], ignore_index=True)
+    m1 = fitted
+    m2 = base.fit_model(jax.random.key(3), "p3gm", neighbour, BUDGET, TINY, schema=adult.schema)
+    assert m1.ledger.to_dict() == m2.ledger.to_dict() and m1.config == m2.config
+    shapes1 = {k: v.shape for k, v in base._flatten(m1.params).items()}
+    assert shapes1 == {k: v.shape for k, v in base._flatten(m2.params).items()}
+
+
+def test_fixed_encoder_mean_is_the_dp_pca_projection(fitted, arrays, monkeypatch):
+    x, layout, bound = arrays
+    proj = fitted.params["projection"]
+    expected = (x / bound - proj["centre"]) @ proj["components"]
+    np.testing.assert_allclose(np.asarray(P.project(fitted.params, jnp.asarray(x))), expected, atol=1e-5)
+    # components are orthonormal (a PCA basis), and the encoder has no mean head
+    comps = np.asarray(proj["components"])
+    np.testing.assert_allclose(comps.T @ comps, np.eye(comps.shape[1]), atol=1e-8)
+    assert set(fitted.params["trainable"]["encoder"]["params"]) == {"hidden", "logvar"}
+    # with the learned variance driven to 0 the decoder sees exactly c_x, like P3GM(AE)
+    trainable = jax.tree_util.tree_map(jnp.asarray, fitted.params["trainable"])
+    bias = trainable["encoder"]["params"]["logvar"]["bias"]
+    trainable["encoder"]["params"]["logvar"]["bias"] = jnp.full_like(bias, -80.0)
+    trainable["encoder"]["params"]["logvar"]["kernel"] *= 0.0
+    fixed = jax.tree_util.tree_map(jnp.asarray, {k: fitted.params[k] for k in ("projection", "prior")})
+    row = jnp.asarray(x[0], jnp.float32)
+    ll_p3gm, _ = P.example_terms(trainable, fixed, row, jax.random.key(0), config=TINY, variant="p3gm", layout=layout)
+    ll_ae, kl_ae = P.example_terms(trainable, fixed, row, jax.random.key(0), config=TINY, variant="p3gm-ae", layout=layout)
+    assert float(ll_p3gm) == pytest.approx(float(ll_ae), rel=1e-5) and float(kl_ae) == 0.0
+
+
+def test_sampling_draws_the_latent_from_the_dp_mixture(fitted):
+    params = {**fitted.params, "prior": {
+        "weights": np.array([0.25, 0.75]),
+        "means": np.array([[4.0, -4.0, 0.0], [-2.0, 2.0, 8.0]]),
+        "variances": np.array([[0.01, 0.04, 0.09], [0.01, 0.01, 0.01]]),
+    }}
+    n = 4000
+    z = P.sample_latent(jax.random.key(1), params, "p3gm", n, 3)
+    first = z[:, 0] > 1.0
+    # component membership is Binomial(n, 0.25): 5-sigma bound
+    assert abs(first.mean() - 0.25) < 5 * np.sqrt(0.25 * 0.75 / n)
+    for comp, mask in ((0, first), (1, ~first)):
+        m, v = params["prior"]["means"][comp], params["prior"]["variances"][comp]
+        se = np.sqrt(v / mask.sum())
+        assert np.all(np.abs(z[mask].mean(axis=0) - m) < 5 * se)
+    # and the decoded table follows the latent: moving the prior moves the samples
+    layout = P.head_layout(P.table_encoder(fitted.schema))
+    a = P.sample_arrays(jax.random.key(2), fitted.params, layout, TINY, "p3gm", 200)
+    b = P.sample_arrays(jax.random.key(2), params, layout, TINY, "p3gm", 200)
+    assert not np.allclose(a, b)
+    # DP-VAE samples N(0, I): chi-square bound on the sum of squares
+    zv = P.sample_latent(jax.random.key(3), {}, "dp-vae", n, 3)
+    assert abs((zv**2).sum() - 3 * n) < 5 * np.sqrt(2 * 3 * n)
+
+
+def test_sampled_labels_come_from_the_model(fitted):
+    out = base.sample_model(jax.random.key(4), fitted, 300)
+    assert list(out.columns) == fitted.schema.names
+    assert set(out["income"]) <= set(fitted.schema["income"].categories)
+
+
+def test_variants_differ_only_where_they_should(arrays):
+    x, layout, bound = arrays
+    key = jax.random.key(11)
+    assert P.calibrate_noise(TINY, "p3gm-ae", BUDGET) == P.calibrate_noise(TINY, "p3gm", BUDGET)
+    p_ae, l_ae = P.fit_arrays(key, x, layout, bound, BUDGET, TINY, "p3gm-ae")
+    assert set(p_ae["trainable"]) == {"decoder"} and set(p_ae) == {"trainable", "projection", "prior"}
+    assert l_ae.labels[:-1] == ["dp-mean", "dp-pca"] + ["dp-em"] * TINY.em_iterations
+    # PGM: exact PCA of the clipped, exactly centred rows; every phase non-private
+    p_pgm, l_pgm = P.fit_arrays(key, x, layout, bound, BUDGET, TINY, "pgm")
+    assert all(isinstance(e.event, ev.NonPrivateDpEvent) for e in l_pgm.entries)
+    assert l_pgm.epsilon(1e-5) == np.inf
+    scaled = x / bound
+    centred = scaled - scaled.mean(axis=0)
+    _, _, vt = np.linalg.svd(centred, full_matrices=False)
+    overlap = np.linalg.svd(vt[: TINY.latent_dim] @ p_pgm["projection"]["components"], compute_uv=False)
+    assert overlap.min() > 0.999
+    # DP-VAE: learned encoder mean, no encoding phase, the whole budget to DP-SGD
+    p_vae, l_vae = P.fit_arrays(key, x, layout, bound, BUDGET, TINY, "dp-vae")
+    assert set(p_vae) == {"trainable"} and l_vae.labels == ["dp-sgd"]
+    assert set(p_vae["trainable"]["encoder"]["params"]) == {"hidden", "logvar", "mean"}
+    z = calibrate_noise_multiplier(
+        target_epsilon=1.0, target_delta=1e-5, sampling_prob=TINY.sampling_prob, steps=TINY.steps
+    )
+    z_vae = P.calibrate_noise(TINY, "dp-vae", BUDGET)["sgd"]
+    assert z_vae == pytest.approx(z, rel=0.01)
+
+
+def test_mixture_kl_approximation_reduces_to_the_exact_kl_for_one_component():
+    rng = np.random.default_rng(0)
+    mean, logvar = rng.normal(size=4), rng.normal(size=4)
+    mb, lb = rng.normal(size=(1, 4)), rng.normal(size=(1, 4))
+    exact = kl_diag_gaussians(mean, logvar, mb[0], lb[0])
+    assert float(kl_to_mixture(mean, logvar, jnp.ones(1), mb, lb)) == pytest.approx(float(exact), rel=1e-5)
+    # two identical components: the same value; a far second component adds log(1/w)
+    two = kl_to_mixture(mean, logvar, jnp.array([0.5, 0.5]), jnp.concatenate([mb, mb + 1e3]), jnp.concatenate([lb, lb]))
+    assert float(two) == pytest.approx(float(exact) + np.log(2.0), rel=1e-5)
+
+
+def test_log_likelihood_heads():
+    x = jnp.array([1.0, 0.0, 0.0, 1.0, 0.0])
+    raw = jnp.array([0.0, 0.0, 1.0, 2.0, 3.0])
+    layout = (("bernoulli", 2), ("categorical", 3))
+    expected = 2 * np.log(0.5) + (2.0 - np.log(np.exp(1) + np.exp(2) + np.exp(3)))
+    assert float(log_likelihood(raw, x, layout)) == pytest.approx(expected, rel=1e-6)
+
+
+def test_config_validation():
+    with pytest.raises(ValueError, match="budget_split"):
+        P.P3GMConfig(budget_split=(0.5, 0.5))
+    with pytest.raises(ValueError, match="expected latent_dim >= 1"):
+        P.P3GMConfig(latent_dim=0)
+    with pytest.raises(ValueError, match="sampling_prob"):
+        P.P3GMConfig(sampling_prob=0.0)
+
+
+def test_cli_fit_save_load_sample(tmp_path, capsys, adult, small, fitted):
+    data = tmp_path / "small.csv"
+    schema = tmp_path / "schema.json"
+    small.to_csv(data, index=False)
+    adult.schema.save(schema)
+    sets = [f"--set={k}={v}" for k, v in TINY_OPTIONS.items()]
+    argv = ["fit", "--method", "p3gm", "--epsilon", "1", "--data", str(data), "--schema", str(schema),
+            "--out", str(tmp_path / "model"), "--seed", "1", "--json", *sets]
+    assert main(argv) == 0
+    import json
+
+    doc = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert doc["method"] == "p3gm" and 0.99 <= doc["epsilon"] <= 1.0
+    model = base.load(tmp_path / "model")
+    assert model.config == dataclasses.replace(TINY)
+    out = tmp_path / "synth.csv"
+    assert main(["sample", "--model", str(tmp_path / "model"), "-n", "50", "--out", str(out), "--seed", "2"]) == 0
+    frame = pd.read_csv(out)
+    assert list(frame.columns) == adult.schema.names and len(frame) == 50
+    # a loaded model samples exactly what the in-memory one does with the same key
+    base.save(fitted, tmp_path / "m2")
+    again = base.load(tmp_path / "m2")
+    pd.testing.assert_frame_equal(
+        base.sample_model(jax.random.key(8), fitted, 20), base.sample_model(jax.random.key(8), again, 20)
+    )
