@@ -37,6 +37,7 @@ from accounting._validate import check_count, check_nonnegative, check_open_unit
 from accounting.events import DpEvent, NeighboringRelation, NonPrivateDpEvent, dpsgd_event
 from accounting.ledger import PrivacyLedger
 from jdp import sampling as smp
+from jdp.clipping_schedules import AdaptiveClip, adaptive_clip_event, dpnorm
 from jdp.dpsgd import (
     ClippedSum,
     LossFn,
@@ -88,7 +89,13 @@ class DPSGDConfig:
     accountant: str = "rdp"
 
     def __post_init__(self) -> None:
-        if not callable(self.l2_clip_norm):
+        if isinstance(self.l2_clip_norm, AdaptiveClip):
+            if self.noise_multiplier is None or self.sampling != "poisson":
+                raise ValueError(
+                    "expected noise_multiplier (not target_epsilon) and sampling='poisson' with "
+                    "AdaptiveClip; its two-mechanism step is calibrated by hand"
+                )
+        elif not callable(self.l2_clip_norm):
             check_clip_norm(self.l2_clip_norm)
         check_probability("sampling_prob", self.sampling_prob)
         if (self.steps is None) == (self.epochs is None):
@@ -147,6 +154,8 @@ class DPSGDConfig:
         """The accounted event of the whole run (``NonPrivateDpEvent`` when ``z = 0``)."""
         if noise_multiplier == 0:
             return NonPrivateDpEvent()
+        if isinstance(self.l2_clip_norm, AdaptiveClip):
+            return adaptive_clip_event(self.l2_clip_norm, noise_multiplier, self.sampling_prob, self.num_steps)
         return dpsgd_event(
             noise_multiplier,
             self.sampling_prob,
@@ -179,7 +188,7 @@ def train(
     optimizer: optax.GradientTransformation,
     data: Any,
     *,
-    l2_clip_norm: float | Any | ClipSchedule,
+    l2_clip_norm: float | Any | ClipSchedule | AdaptiveClip,
     sampling_prob: float,
     steps: int | None = None,
     epochs: float | None = None,
@@ -206,8 +215,10 @@ def train(
         params: initial parameters (a pytree).
         optimizer: any optax optimiser; DP aggregation is chained in front of it.
         data: pytree of arrays with a shared leading axis of ``n`` records.
-        l2_clip_norm: global bound ``C``, a pytree of per-leaf bounds, or a schedule
-            ``step -> bound`` (e.g. :func:`jdp.clipping_schedules.clipping_decay`).
+        l2_clip_norm: global bound ``C``, a pytree of per-leaf bounds, a schedule
+            ``step -> bound`` (e.g. :func:`jdp.clipping_schedules.clipping_decay`), or a
+            :class:`jdp.clipping_schedules.AdaptiveClip` (DPGM's noisy-histogram bound, one
+            extra Gaussian mechanism per step, accounted; needs ``noise_multiplier``).
         sampling_prob: ``q``; the expected batch size is ``q n``.
         steps, epochs: run length (exactly one).
         noise_multiplier, target_epsilon, target_delta: either ``z`` or a target to
@@ -251,7 +262,7 @@ def train(
     multiple = 1 if microbatch_size is None else check_count("microbatch_size", microbatch_size, minimum=1)
     padded = smp.padded_batch_size(n, sampling_prob, multiple_of=multiple) if sampling == "poisson" else None
 
-    sample_key, noise_key, step_key, state_key = jax.random.split(key, 4)
+    sample_key, noise_key, step_key, state_key, hist_key = jax.random.split(key, 5)
     chain = optax.chain(dp_aggregate(noise_key, noise_multiplier=z, expected_batch_size=expected), optimizer)
     opt_state = chain.init(params)
     example = take(host_data, np.zeros(1, dtype=np.int64))
@@ -269,14 +280,21 @@ def train(
         padded_size=padded,
         overflow=overflow,
     )
+    hist_fn = jax.jit(dpnorm, static_argnums=3)
     for t, chunks in enumerate(tqdm(batches, total=num_steps, disable=not progress, desc=label)):
-        clip = clip_at(l2_clip_norm, t)
         t_key = jax.random.fold_in(step_key, t)
+        parts = [(take(host_data, c.indices), c.mask, jax.random.fold_in(t_key, j)) for j, c in enumerate(chunks)]
+        if isinstance(l2_clip_norm, AdaptiveClip):
+            # DPGM Alg. 4: norms on the whole logical batch, noisy histogram, then clip to C_s.
+            infos = [sum_fn(params, x, m, k, np.inf, model_state)[1] for x, m, k in parts]
+            norms = jnp.concatenate([i.norms for i in infos])
+            masks = jnp.concatenate([jnp.asarray(m) for _, m, _ in parts])
+            clip = hist_fn(jax.random.fold_in(hist_key, t), norms, masks, l2_clip_norm)
+        else:
+            clip = clip_at(l2_clip_norm, t)
         total: ClippedSum | None = None
-        for j, chunk in enumerate(chunks):
-            part, _ = sum_fn(
-                params, take(host_data, chunk.indices), chunk.mask, jax.random.fold_in(t_key, j), clip, model_state
-            )
+        for x, m, k in parts:
+            part, _ = sum_fn(params, x, m, k, clip, model_state)
             total = part if total is None else add_clipped_sums(total, part)
         params, opt_state = apply_fn(params, opt_state, total)
         if update_state is not None:

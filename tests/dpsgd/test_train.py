@@ -1,0 +1,156 @@
+"""The training loop helper, clip schedules and DPGM's adaptive clip bound."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+from accounting import events as ev
+from jdp import clipping_schedules as cs
+from jdp.nn.mlp import MLP
+from jdp.train import train
+
+N = 128
+
+
+def _problem():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((N, 4)).astype(np.float32)
+    y = (x[:, 0] + 0.5 * x[:, 1] > 0).astype(np.int32)
+    model = MLP((8, 2))
+    params = model.init(jax.random.key(0), jnp.zeros(4))
+
+    def loss_fn(p, ex, key):
+        del key
+        logits = model.apply(p, ex["x"])
+        return optax.softmax_cross_entropy_with_integer_labels(logits, ex["y"]), jnp.argmax(logits)
+
+    accuracy = lambda p: float(np.mean(np.argmax(model.apply(p, x), -1) == y))  # noqa: E731
+    return loss_fn, params, {"x": x, "y": y}, accuracy
+
+
+def test_train_learns_and_records_its_event():
+    loss_fn, params, data, accuracy = _problem()
+    out = train(
+        jax.random.key(1), loss_fn, params, optax.adam(0.05), data, l2_clip_norm=1.0,
+        sampling_prob=0.25, steps=40, noise_multiplier=0.8, has_aux=True, progress=False,
+    )
+    assert out.steps == 40 and out.noise_multiplier == 0.8
+    assert out.ledger.labels == ["dp-sgd"]
+    assert out.ledger.entries[0].event == ev.dpsgd_event(0.8, 0.25, 40)
+    assert accuracy(out.params) > max(accuracy(params), 0.8)
+    again = train(
+        jax.random.key(1), loss_fn, params, optax.adam(0.05), data, l2_clip_norm=1.0,
+        sampling_prob=0.25, steps=40, noise_multiplier=0.8, has_aux=True, progress=False,
+    )
+    np.testing.assert_array_equal(
+        again.params["params"]["Dense_0"]["kernel"], out.params["params"]["Dense_0"]["kernel"]
+    )
+
+
+def test_target_epsilon_is_met():
+    loss_fn, params, data, _ = _problem()
+    out = train(
+        jax.random.key(2), loss_fn, params, optax.sgd(0.1), data, l2_clip_norm=1.0,
+        sampling_prob=0.1, epochs=2, target_epsilon=2.0, target_delta=1e-5, has_aux=True,
+        progress=False,
+    )
+    assert out.steps == 20
+    eps = out.ledger.epsilon(1e-5)
+    assert eps <= 2.0 * (1 + 1e-6) and eps > 1.9
+
+
+def test_model_state_is_threaded_and_never_sees_data():
+    """An RBM-like loss whose negative phase uses a persistent, data-independent state."""
+    data = {"x": np.ones((16, 3), np.float32)}
+    params = {"w": jnp.zeros(3)}
+    loss_fn = lambda p, ex, key, state: -jnp.dot(p["w"], ex["x"]) + jnp.dot(p["w"], state)  # noqa: E731
+    update = lambda key, p, state: state + 1.0  # noqa: E731
+    out = train(
+        jax.random.key(0), loss_fn, params, optax.sgd(1.0), data, l2_clip_norm=np.inf,
+        sampling_prob=1.0, steps=3, noise_multiplier=0.0, model_state=jnp.zeros(3),
+        state_update_fn=update, progress=False,
+    )
+    np.testing.assert_allclose(out.model_state, 3.0)
+    # per-example gradient x - state = 1, 0, -1 at steps 0, 1, 2; mean over the 16 rows
+    np.testing.assert_allclose(out.params["w"], 0.0, atol=1e-6)
+    assert isinstance(out.ledger.entries[0].event, ev.NonPrivateDpEvent)
+
+
+def test_clipping_decay_keeps_the_noise_multiplier():
+    schedule = cs.clipping_decay(2.0, 0.5, every=3)
+    assert [schedule(t) for t in (0, 2, 3, 7)] == [2.0, 2.0, 1.0, 0.5]
+    loss_fn, params, data, _ = _problem()
+    out = train(
+        jax.random.key(3), loss_fn, params, optax.sgd(0.1), data, l2_clip_norm=schedule,
+        sampling_prob=0.2, steps=6, noise_multiplier=1.1, has_aux=True, progress=False,
+    )
+    assert out.ledger.entries[0].event == ev.dpsgd_event(1.1, 0.2, 6)
+
+
+def test_dpnorm_histogram_and_mode():
+    norms = jnp.array([0.05, 0.3, 0.31, 0.32, 0.9, 5.0, 0.0, 0.33])
+    mask = jnp.array([True] * 7 + [False])
+    counts = cs.norm_histogram(norms, mask, 1.0, 4)  # bins (0,.25] (.25,.5] (.5,.75] (.75,1]
+    np.testing.assert_array_equal(counts, [1, 3, 0, 1])
+    config = cs.AdaptiveClip(max_norm=1.0, bins=4, noise_multiplier=1e-3)
+    assert float(cs.dpnorm(jax.random.key(0), norms, mask, config)) == pytest.approx(0.5)
+
+
+def test_adaptive_clip_training_is_accounted_as_two_gaussians_on_one_batch():
+    loss_fn, params, data, _ = _problem()
+    config = cs.AdaptiveClip(max_norm=4.0, bins=8, noise_multiplier=2.0)
+    out = train(
+        jax.random.key(4), loss_fn, params, optax.sgd(0.1), data, l2_clip_norm=config,
+        sampling_prob=0.2, steps=4, noise_multiplier=1.0, has_aux=True, progress=False,
+    )
+    step = ev.PoissonSampledDpEvent(0.2, ev.ComposedDpEvent([ev.GaussianDpEvent(2.0), ev.GaussianDpEvent(1.0)]))
+    assert out.ledger.entries[0].event == ev.SelfComposedDpEvent(step, 4)
+    with pytest.raises(ValueError, match="AdaptiveClip"):
+        train(
+            jax.random.key(4), loss_fn, params, optax.sgd(0.1), data, l2_clip_norm=config,
+            sampling_prob=0.2, steps=4, target_epsilon=1.0, target_delta=1e-5, progress=False,
+        )
+
+
+def test_without_replacement_is_recorded_under_replace_one():
+    loss_fn, params, data, _ = _problem()
+    out = train(
+        jax.random.key(5), loss_fn, params, optax.sgd(0.1), data, l2_clip_norm=1.0,
+        sampling_prob=0.25, steps=2, noise_multiplier=1.0, sampling="without_replacement",
+        has_aux=True, progress=False,
+    )
+    assert out.ledger.neighboring_relation == ev.NeighboringRelation.REPLACE_ONE
+    assert out.ledger.entries[0].event == ev.dpsgd_event(
+        1.0, 0.25, 2, sampling="without_replacement", dataset_size=N
+    )
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"sampling_prob": 1.5}, r"expected sampling_prob in \(0, 1\]"),
+        ({"sampling_prob": 0.0}, r"expected sampling_prob in \(0, 1\]"),
+        ({"l2_clip_norm": -1.0}, "expected l2_clip_norm > 0, got -1"),
+        ({"noise_multiplier": -1.0}, "expected noise_multiplier >= 0, got -1"),
+        ({"epochs": 1.0}, "exactly one of steps or epochs"),
+        ({"noise_multiplier": None}, "exactly one of noise_multiplier or target_epsilon"),
+    ],
+)
+def test_invalid_settings_raise(kwargs, message):
+    loss_fn, params, data, _ = _problem()
+    args = {"l2_clip_norm": 1.0, "sampling_prob": 0.1, "steps": 2, "noise_multiplier": 1.0} | kwargs
+    with pytest.raises(ValueError, match=message):
+        train(jax.random.key(0), loss_fn, params, optax.sgd(0.1), data, progress=False, **args)
+
+
+def test_data_without_batch_axis_raises():
+    loss_fn, params, _, _ = _problem()
+    with pytest.raises(ValueError, match="leading batch axis"):
+        train(
+            jax.random.key(0), loss_fn, params, optax.sgd(0.1), {"x": np.float32(1.0)},
+            l2_clip_norm=1.0, sampling_prob=0.1, steps=2, noise_multiplier=1.0, progress=False,
+        )
