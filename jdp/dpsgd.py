@@ -309,7 +309,8 @@ def dp_aggregate(
 
 
 # -- the jitted step -------------------------------------------------------------------------
-def _bind_state(loss_fn: LossFn, model_state: Any) -> LossFn:
+def bind_model_state(loss_fn: LossFn, model_state: Any) -> LossFn:
+    """The three-argument loss ``(params, example, key)`` for a model with (non-private) state."""
     if model_state is None:
         return loss_fn
     return lambda p, x, k: loss_fn(p, x, k, model_state)
@@ -337,7 +338,7 @@ def make_dp_step(
     def step(params, opt_state, batch, mask, key, model_state=None):
         keys = jax.random.split(key, mask.shape[0])
         clipped, info = clipped_grad_sum(
-            _bind_state(loss_fn, model_state),
+            bind_model_state(loss_fn, model_state),
             params,
             batch,
             mask,
@@ -368,7 +369,7 @@ def make_clipped_sum_fn(
     def f(params, batch, mask, key, l2_clip_norm, model_state=None):
         keys = jax.random.split(key, mask.shape[0])
         return clipped_grad_sum(
-            _bind_state(loss_fn, model_state),
+            bind_model_state(loss_fn, model_state),
             params,
             batch,
             mask,

@@ -31,12 +31,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from jax.sharding import Mesh
 from tqdm.auto import tqdm
 
 from accounting._validate import check_count, check_nonnegative, check_open_unit, check_positive, check_probability
 from accounting.events import DpEvent, NeighboringRelation, NonPrivateDpEvent, dpsgd_event
 from accounting.ledger import PrivacyLedger
 from jdp import sampling as smp
+from jdp.parallel import sharded_clipped_sum
 from jdp.clipping_schedules import AdaptiveClip, adaptive_clip_event, dpnorm
 from jdp.dpsgd import (
     ClippedSum,
@@ -203,6 +205,7 @@ def train(
     method: Method = "auto",
     microbatch_size: int | None = None,
     overflow: smp.OverflowPolicy = "accumulate",
+    mesh: Mesh | None = None,
     ledger: PrivacyLedger | None = None,
     label: str = "dp-sgd",
     progress: bool = True,
@@ -230,6 +233,8 @@ def train(
         method: ``"auto"`` (ghost clipping where it is exact), ``"general"``, ``"ghost"``.
         microbatch_size: per-example gradients held at once on the general path.
         overflow: Poisson overflow policy (:mod:`jdp.sampling`).
+        mesh: a 1-D device mesh (:func:`jdp.parallel.data_mesh`) to shard each batch over;
+            the noise is still drawn once per step.
         ledger: an existing ledger to extend.
         label: the ledger label.
         progress: show a tqdm bar (no data-derived values are displayed).
@@ -260,6 +265,7 @@ def train(
     num_steps = config.num_steps
     expected = sampling_prob * n if sampling == "poisson" else max(1, round(sampling_prob * n))
     multiple = 1 if microbatch_size is None else check_count("microbatch_size", microbatch_size, minimum=1)
+    multiple = multiple if mesh is None else math.lcm(multiple, mesh.size)
     padded = smp.padded_batch_size(n, sampling_prob, multiple_of=multiple) if sampling == "poisson" else None
 
     sample_key, noise_key, step_key, state_key, hist_key = jax.random.split(key, 5)
@@ -267,7 +273,12 @@ def train(
     opt_state = chain.init(params)
     example = take(host_data, np.zeros(1, dtype=np.int64))
     resolved = _resolve_method(method, loss_fn, params, example, has_aux, model_state)
-    sum_fn = make_clipped_sum_fn(loss_fn, has_aux=has_aux, microbatch_size=microbatch_size, method=resolved)
+    if mesh is None:
+        sum_fn = make_clipped_sum_fn(loss_fn, has_aux=has_aux, microbatch_size=microbatch_size, method=resolved)
+    else:
+        sum_fn = jax.jit(
+            sharded_clipped_sum(loss_fn, mesh, has_aux=has_aux, microbatch_size=microbatch_size, method=resolved)
+        )
     apply_fn = jax.jit(_apply_update(chain))
     update_state = None if state_update_fn is None else jax.jit(state_update_fn)
 

@@ -1,0 +1,62 @@
+"""4 CPU devices give the same DP-SGD update as one device for the same key.
+
+The device count must be set before JAX is imported, so the check runs in a subprocess
+with ``XLA_FLAGS=--xla_force_host_platform_device_count=4``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+SCRIPT = r"""
+import json, sys
+import jax, jax.numpy as jnp, numpy as np, optax
+sys.path.insert(0, sys.argv[1])
+from dpsgd_problems import mlp_problem
+from jdp import dpsgd, parallel
+
+assert jax.device_count() == 4, jax.devices()
+loss_fn, params, data = mlp_problem(8)
+mask = jnp.arange(8) < 7
+mesh = parallel.data_mesh()
+out = {}
+for method in ("general", "ghost"):
+    chain = optax.chain(
+        dpsgd.dp_aggregate(jax.random.key(0), noise_multiplier=1.3, expected_batch_size=8.0), optax.sgd(0.5)
+    )
+    state = chain.init(params)
+    one = dpsgd.make_dp_step(loss_fn, chain, l2_clip_norm=0.4, method=method)
+    four = parallel.make_parallel_dp_step(loss_fn, chain, mesh, l2_clip_norm=0.4, method=method)
+    p1, s1, _ = one(params, state, data, mask, jax.random.key(9))
+    p4, s4, _ = four(params, state, data, mask, jax.random.key(9))
+    diff = max(float(jnp.max(jnp.abs(a - b))) for a, b in zip(jax.tree.leaves(p1), jax.tree.leaves(p4)))
+    moved = max(float(jnp.max(jnp.abs(a - b))) for a, b in zip(jax.tree.leaves(p1), jax.tree.leaves(params)))
+    out[method] = {"diff": diff, "moved": moved}
+
+from jdp.train import train
+host = jax.tree.map(np.asarray, data)
+kw = dict(l2_clip_norm=0.4, sampling_prob=0.5, steps=3, noise_multiplier=1.3, method="general", progress=False)
+r1 = train(jax.random.key(3), loss_fn, params, optax.sgd(0.5), host, **kw)
+r4 = train(jax.random.key(3), loss_fn, params, optax.sgd(0.5), host, mesh=mesh, **kw)
+diff = max(float(jnp.max(jnp.abs(a - b))) for a, b in zip(jax.tree.leaves(r1.params), jax.tree.leaves(r4.params)))
+moved = max(float(jnp.max(jnp.abs(a - b))) for a, b in zip(jax.tree.leaves(r1.params), jax.tree.leaves(params)))
+out["train"] = {"diff": diff, "moved": moved}
+print(json.dumps(out))
+"""
+
+
+def test_four_devices_equal_one_device():
+    here = Path(__file__).parent
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu")
+    proc = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(here)], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    for method, r in result.items():
+        assert r["moved"] > 1e-3, method  # the step did something (noise std 0.65 / 8 per coordinate)
+        assert r["diff"] < 1e-5, (method, r)
