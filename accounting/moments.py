@@ -166,6 +166,8 @@ def epsilon(
     d = check_open_unit("delta", delta)
     lams = np.atleast_1d(np.asarray(lambdas, dtype=np.float64))
     alpha = event_log_moments(event, lams, neighboring_relation)
+    if np.all(alpha == 0):  # no privacy loss at all: the infimum over lambda is 0
+        return 0.0
     return float(max(0.0, np.min((alpha + math.log(1 / d)) / lams)))
 
 
@@ -179,5 +181,7 @@ def delta(
     e = check_nonnegative("epsilon", epsilon)
     lams = np.atleast_1d(np.asarray(lambdas, dtype=np.float64))
     alpha = event_log_moments(event, lams, neighboring_relation)
+    if np.all(alpha == 0):
+        return 0.0
     with np.errstate(over="ignore"):
         return float(min(1.0, np.exp(np.min(alpha - lams * e))))
