@@ -133,7 +133,7 @@ class DPSGDConfig:
             return float(self.noise_multiplier)
         from accounting.calibrate import calibrate_noise_multiplier
 
-        return float(
+        return self.sensitivity_factor * float(
             calibrate_noise_multiplier(
                 target_epsilon=self.target_epsilon,
                 target_delta=self.target_delta,
@@ -144,6 +144,13 @@ class DPSGDConfig:
                 accountant=self.accountant,
             )
         )
+
+    @property
+    def sensitivity_factor(self) -> float:
+        """The clipped sum's L2 sensitivity in units of ``C``: 1 under add/remove (Poisson),
+        2 under replace-one (fixed-size batches: ``||g(x) - g(x')|| <= 2C``). The accounted
+        Gaussian has noise multiplier ``z / sensitivity_factor``."""
+        return 1.0 if self.sampling == "poisson" else 2.0
 
     @property
     def neighboring_relation(self) -> NeighboringRelation:
@@ -159,7 +166,7 @@ class DPSGDConfig:
         if isinstance(self.l2_clip_norm, AdaptiveClip):
             return adaptive_clip_event(self.l2_clip_norm, noise_multiplier, self.sampling_prob, self.num_steps)
         return dpsgd_event(
-            noise_multiplier,
+            noise_multiplier / self.sensitivity_factor,
             self.sampling_prob,
             self.num_steps,
             sampling=self.sampling,
