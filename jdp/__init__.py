@@ -40,6 +40,7 @@ _EXPORTS: dict[str, str] = {
     "save": "jdp.synth.base",
     "load": "jdp.synth.base",
     "Marginals": "jdp.synth.marginals",
+    "PCAGauss": "jdp.synth.pca_gauss",
 }
 
 __all__ = list(_EXPORTS)
