@@ -2,6 +2,8 @@
 
 Each sub-command lives in its own module of this package and exposes
 ``register(subparsers) -> None``, which adds its parser and sets ``func(args) -> int``.
+Only the module of the command being run is imported (some pull in JAX or scikit-learn,
+which take seconds to import); ``jdp --help`` imports them all to list their help.
 Bad input exits with status 2 and a one-line reason on stderr.
 """
 
@@ -23,19 +25,29 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _selected_command(argv: list[str]) -> str | None:
+    """The sub-command named on the command line, if it is a known one."""
+    first = next((a for a in argv if not a.startswith("-")), None)
+    return first if first in COMMANDS else None
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser, with full arguments for ``command`` (or for every command if None)."""
     parser = _Parser(
         prog="jdp", description="Differentially private synthetic data and generative models."
     )
     sub = parser.add_subparsers(dest="command", required=True)
     for name in COMMANDS:
-        importlib.import_module(f"jdp.cli.{name}").register(sub)
+        if command in (None, name):
+            importlib.import_module(f"jdp.cli.{name}").register(sub)
+        else:
+            sub.add_parser(name)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(_selected_command(argv)).parse_args(argv)
     try:
         return int(args.func(args) or 0)
     except (ValueError, TypeError, FileNotFoundError, KeyError) as exc:
