@@ -70,6 +70,13 @@ def compute_epsilon(
     if not isinstance(event, ev.DpEvent):
         raise TypeError(f"expected event to be a DpEvent, got {type(event).__name__}")
     check_nonnegative("delta", delta)
+    eps_a, delta_a, rest = split_approximate(event)
+    if rest is not event:
+        remaining = delta - delta_a  # 0 leaves the rest to the pure accountant
+        if remaining < 0:
+            return math.inf
+        kwargs = dict(accountant=accountant, neighboring_relation=relation, shared_batch=shared_batch)
+        return eps_a + compute_epsilon(rest, remaining, **kwargs)
     if delta == 0:
         return pure.event_epsilon(event, relation)
     d = check_open_unit("delta", delta)
@@ -97,6 +104,44 @@ def compute_epsilon(
     return moments.epsilon(event, d, relation)
 
 
+def split_approximate(event: ev.DpEvent) -> tuple[float, float, ev.DpEvent]:
+    """Separate the :class:`~accounting.events.EpsilonDeltaDpEvent` components of ``event``.
+
+    Returns ``(epsilon_a, delta_a, rest)``: the basic-composition sums of the (epsilon, delta)
+    components found in (self-)compositions, and the event without them. ``rest is event``
+    exactly when there is none. The accountants analyse ``rest`` at ``delta - delta_a`` and add
+    ``epsilon_a`` (basic composition, Dwork & Roth 2014, Thm. 3.16).
+    """
+
+    def walk(e: ev.DpEvent) -> tuple[float, float, ev.DpEvent | None]:
+        if isinstance(e, ev.EpsilonDeltaDpEvent):
+            check_nonnegative("epsilon", e.epsilon)
+            d = check_nonnegative("delta", e.delta)
+            if d >= 1:
+                raise ValueError(f"expected delta < 1, got {e.delta}")
+            return float(e.epsilon), d, None
+        if isinstance(e, ev.ComposedDpEvent):
+            parts = [walk(x) for x in e.events]
+            if all(r is x for (_, _, r), x in zip(parts, e.events)):
+                return 0.0, 0.0, e
+            kept = [r for _, _, r in parts if r is not None]
+            return (
+                math.fsum(p[0] for p in parts),
+                math.fsum(p[1] for p in parts),
+                ev.ComposedDpEvent(kept),
+            )
+        if isinstance(e, ev.SelfComposedDpEvent):
+            eps, d, r = walk(e.event)
+            if r is e.event:
+                return 0.0, 0.0, e
+            inner = None if r is None else ev.SelfComposedDpEvent(r, e.count)
+            return e.count * eps, e.count * d, inner
+        return 0.0, 0.0, e
+
+    eps_a, delta_a, rest = walk(event)
+    return eps_a, delta_a, ev.ComposedDpEvent([]) if rest is None else rest
+
+
 def _pure_or_inf(event: ev.DpEvent, relation: ev.NeighboringRelation) -> float:
     """The pure epsilon of ``event``, or ``inf`` where the pure accountant cannot analyse it."""
     try:
@@ -119,6 +164,12 @@ def compute_delta(
     if not isinstance(event, ev.DpEvent):
         raise TypeError(f"expected event to be a DpEvent, got {type(event).__name__}")
     e = check_nonnegative("epsilon", epsilon)
+    eps_a, delta_a, rest = split_approximate(event)
+    if rest is not event:
+        if e < eps_a:
+            return 1.0
+        kwargs = dict(accountant=accountant, neighboring_relation=relation, shared_batch=shared_batch)
+        return min(1.0, delta_a + compute_delta(rest, e - eps_a, **kwargs))
     if accountant == "rdp":
         curve = rdp.event_rdp(event, neighboring_relation=relation, shared_batch=shared_batch)
         return rdp.delta_from_rdp(rdp.DEFAULT_ORDERS, curve, e)[0]

@@ -63,6 +63,23 @@ class MuGdpEvent(DpEvent):
 
 
 @attr.s(frozen=True, slots=True, auto_attribs=True)
+class EpsilonDeltaDpEvent(DpEvent):
+    """A mechanism proven (``epsilon``, ``delta``)-DP and nothing finer (e.g. a noisy count
+    released only above a threshold: DP category discovery).
+
+    No RDP/PLD curve describes it, so the accountants compose it by the basic composition
+    theorem (Dwork & Roth 2014, Thm. 3.16) on top of their analysis of everything else: if the
+    rest is (e', d')-DP then rest + this is (e' + epsilon, d' + delta)-DP
+    (:func:`accounting.compose.split_approximate`). It may appear at the top level of a
+    ledger, in compositions and self-compositions; inside a sampling or parallel event the
+    accountants refuse it.
+    """
+
+    epsilon: float
+    delta: float
+
+
+@attr.s(frozen=True, slots=True, auto_attribs=True)
 class ParallelComposedDpEvent(DpEvent):
     """Mechanisms applied to disjoint partitions of the data (parallel composition).
 
@@ -204,6 +221,7 @@ def dpsgd_event(
 __all__ = [
     "ComposedDpEvent",
     "DpEvent",
+    "EpsilonDeltaDpEvent",
     "GaussianDpEvent",
     "LaplaceDpEvent",
     "MuGdpEvent",

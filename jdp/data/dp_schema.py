@@ -11,10 +11,12 @@ When a user cannot declare bounds or domains, they can spend part of their budge
 
 The budget ``epsilon`` is split equally over the columns (and, within a numeric column,
 equally over its two quantiles); each column's release is one ledger entry. The result is a
-:class:`SchemaRelease` holding the schema, the ledger and the extra delta of the thresholds
-(a category that appears only in one of two neighbouring datasets can be released; that
-happens with probability at most ``threshold_delta`` per column, which is not a ledger event
-but an additive delta, see ``docs/privacy.md``, "DP category discovery").
+:class:`SchemaRelease` holding the schema and the ledger of its release. Category discovery
+is (epsilon, delta)-DP (a category present in only one of two neighbouring datasets can be
+released, with probability at most delta), recorded as an ``EpsilonDeltaDpEvent``; see
+``docs/privacy.md``, "DP category discovery". Pass the release as ``schema=`` to
+:func:`jdp.synth.base.fit_model` so that the model is fitted on what remains of the budget and
+its ledger includes the release.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import pandas as pd
 from accounting import PrivacyLedger
 from accounting import events as ev
 from accounting._validate import check_open_unit, check_positive
+from accounting.compose import split_approximate
 from jdp.data.schema import Column, ColumnKind, Schema
 
 
@@ -80,17 +83,17 @@ def threshold_for(epsilon: float, delta: float) -> float:
 
 def dp_categories(
     rng: np.random.Generator, values: pd.Series | np.ndarray, *, epsilon: float, delta: float
-) -> tuple[tuple, ev.LaplaceDpEvent, float]:
+) -> tuple[tuple, ev.EpsilonDeltaDpEvent]:
     """The categories of ``values`` whose noisy count exceeds :func:`threshold_for`.
 
     Each distinct value's count gets independent Laplace(1/epsilon) noise; values above the
     threshold are released (sorted), counts are not.
 
     Returns:
-      ``(categories, LaplaceDpEvent(1/epsilon), delta)``: the event covers the noisy counts
-      of values present in both neighbours; ``delta`` is the additive probability of
-      releasing a value present in only one (Korolova et al. 2009, "Releasing search
-      queries and clicks privately"; the stability-based histogram).
+      ``(categories, EpsilonDeltaDpEvent(epsilon, delta))``: epsilon covers the noisy counts
+      of values present in both neighbours; delta is the probability of releasing a value
+      present in only one (Korolova et al. 2009, "Releasing search queries and clicks
+      privately"; the stability-based histogram).
 
     Privacy:
       Neighbouring relation: add/remove one record, which changes one count by 1 (L1
@@ -104,37 +107,35 @@ def dp_categories(
     noisy = counts.to_numpy(dtype=np.float64) + rng.laplace(0.0, 1.0 / epsilon, size=len(counts))
     keep = [v for v, c in zip(counts.index, noisy) if c > threshold_for(epsilon, delta)]
     cats = tuple(sorted(keep, key=lambda v: (str(type(v)), v)))
-    return cats, ev.LaplaceDpEvent(noise_multiplier=1.0 / epsilon), float(delta)
+    return cats, ev.EpsilonDeltaDpEvent(epsilon=float(epsilon), delta=float(delta))
 
 
 @dataclass(frozen=True)
 class SchemaRelease:
-    """A DP schema, the ledger of its release and the additive delta of category thresholds.
+    """A DP schema and the ledger of its release.
 
-    Every ledger event is pure (Laplace counts, exponential-mechanism quantiles), so the
-    release is ``(epsilon, threshold_delta)``-DP with ``epsilon`` the pure composition of the
-    ledger. Composed with a model fitted on the same data under ``(eps_m, delta_m)``, the
-    whole pipeline is ``(epsilon + eps_m, threshold_delta + delta_m)``-DP (basic
-    composition).
+    The ledger holds pure events (exponential-mechanism quantiles) and one
+    ``EpsilonDeltaDpEvent`` per categorical column, so the release is
+    ``(epsilon, delta)``-DP with ``delta`` the sum of the category thresholds' deltas and
+    ``epsilon`` the ledger's epsilon at that delta (here: the sum of the column budgets).
     """
 
     schema: Schema
     ledger: PrivacyLedger
-    threshold_delta: float
-
-    @property
-    def epsilon(self) -> float:
-        return self.ledger.epsilon(0)
 
     @property
     def delta(self) -> float:
-        return self.threshold_delta
+        return split_approximate(self.ledger.event)[1]
+
+    @property
+    def epsilon(self) -> float:
+        return self.ledger.epsilon(self.delta)
 
     def privacy_statement(self) -> str:
         labels = ", ".join(self.ledger.labels)
         return (
             f"Schema release: ({self.epsilon:.4g}, {self.delta:.3g})-DP under add/remove-one "
-            f"neighbours (pure composition of: {labels})"
+            f"neighbours (basic composition of: {labels})"
         )
 
 
@@ -178,18 +179,17 @@ def infer_schema_dp(
     if not 0 <= q_lo < q_hi <= 1:
         raise ValueError(f"expected 0 <= q_lo < q_hi <= 1, got {quantiles}")
     eps_col = epsilon / len(data.columns)
-    ledger, extra_delta, columns = PrivacyLedger(), 0.0, []
+    ledger, columns = PrivacyLedger(), []
     for name in data.columns:
         kind = kinds[name]
         if kind == "categorical":
-            cats, event, d = dp_categories(rng, data[name], epsilon=eps_col, delta=category_delta)
+            cats, event = dp_categories(rng, data[name], epsilon=eps_col, delta=category_delta)
             if not cats:
                 raise ValueError(
                     f"column {name!r}: no category passed the DP threshold; spend more epsilon "
                     "or declare its domain"
                 )
             ledger = ledger.record(f"dp-categories:{name}", event)
-            extra_delta += d
             columns.append(Column(name=name, kind=kind, categories=cats))
             continue
         if name not in ranges:
@@ -209,4 +209,4 @@ def infer_schema_dp(
         if hi <= lo:
             hi = lo + 1
         columns.append(Column(name=name, kind=kind, lower=lo, upper=hi))
-    return SchemaRelease(Schema(columns=tuple(columns), target=target), ledger, extra_delta)
+    return SchemaRelease(Schema(columns=tuple(columns), target=target), ledger)

@@ -75,6 +75,8 @@ import pandas as pd
 
 from accounting import PrivacyBudget, PrivacyLedger
 from accounting._validate import check_count
+from accounting.compose import split_approximate
+from jdp.data.dp_schema import SchemaRelease
 from jdp.data.schema import Schema, Table
 
 FORMAT_VERSION = 1
@@ -208,17 +210,24 @@ def fit_model(
     budget: PrivacyBudget,
     config: Any = None,
     *,
-    schema: Schema | None = None,
+    schema: Schema | SchemaRelease | None = None,
 ) -> FittedModel:
     """Fit ``method`` under ``budget``; check the ledger meets it.
 
-    ``data`` is a :class:`Table`, or a DataFrame together with ``schema``. Warns
-    (:class:`DeltaWarning`) when ``delta >= 1/n``. Raises ``RuntimeError`` if the method's
-    ledger composes to more than ``budget.epsilon`` at ``budget.delta`` (a bug in the method).
+    ``data`` is a :class:`Table`, or a DataFrame together with ``schema``. When ``schema`` is a
+    :class:`~jdp.data.dp_schema.SchemaRelease` (a schema released with DP from this same
+    data), its cost is charged to ``budget``: the method is fitted on the remaining
+    ``(epsilon - epsilon_s, delta - delta_s)`` (basic composition) and the release's entries
+    open the model's ledger. Warns (:class:`DeltaWarning`) when ``delta >= 1/n``. Raises
+    ``RuntimeError`` if the ledger composes to more than ``budget.epsilon`` at
+    ``budget.delta`` (a bug in the method).
     """
     m = get_method(method)
     if not isinstance(budget, PrivacyBudget):
         raise TypeError(f"expected a PrivacyBudget, got {type(budget).__name__}")
+    spent = PrivacyLedger()
+    if isinstance(schema, SchemaRelease):
+        spent, schema = schema.ledger, schema.schema
     if not isinstance(data, Table):
         if schema is None:
             raise ValueError(
@@ -229,14 +238,31 @@ def fit_model(
     message = budget.delta_warning(len(data))
     if message:
         warnings.warn(message, DeltaWarning, stacklevel=2)
-    model = m.fit(key, data, budget, m.make_config(config))
-    spent = model.epsilon()
-    if spent > budget.epsilon * (1 + 1e-9):
+    remaining = _remaining_budget(budget, spent)
+    model = m.fit(key, data, remaining, m.make_config(config))
+    if spent.entries:
+        model = dataclasses.replace(model, ledger=spent + model.ledger, budget=budget)
+    spent_eps = model.epsilon()
+    if spent_eps > budget.epsilon * (1 + 1e-9):
         raise RuntimeError(
-            f"method {method!r} spent epsilon={spent:.6g} at delta={budget.delta:g}, "
+            f"method {method!r} spent epsilon={spent_eps:.6g} at delta={budget.delta:g}, "
             f"over the budget epsilon={budget.epsilon:g}"
         )
     return model
+
+
+def _remaining_budget(budget: PrivacyBudget, spent: PrivacyLedger) -> PrivacyBudget:
+    """``budget`` less what ``spent`` used, by basic composition (for pure/approximate spends)."""
+    if not spent.entries:
+        return budget
+    delta_s = split_approximate(spent.event)[1]
+    eps_s = spent.epsilon(delta_s)
+    if eps_s >= budget.epsilon or delta_s > budget.delta:
+        raise ValueError(
+            f"expected the schema release ({eps_s:.4g}, {delta_s:.3g}) to leave part of the "
+            f"budget ({budget.epsilon:g}, {budget.delta:g}) for the model"
+        )
+    return PrivacyBudget(epsilon=budget.epsilon - eps_s, delta=budget.delta - delta_s)
 
 
 def sample_model(key: jax.Array, model: FittedModel, n: int) -> pd.DataFrame:

@@ -174,3 +174,28 @@ def test_package_exports_resolve():
         assert getattr(jdp, name) is not None
     with pytest.raises(AttributeError, match="no attribute 'Nope'"):
         jdp.Nope  # noqa: B018
+
+
+def test_fit_model_charges_a_dp_schema_release_to_the_budget():
+    """A schema released with DP from the same data is part of the model's ledger, and the
+    method is fitted on what remains of the budget (basic composition)."""
+    from jdp.data.dp_schema import infer_schema_dp
+
+    rng = np.random.default_rng(11)
+    n = 3000
+    df = pd.DataFrame({"x": rng.uniform(0, 10, n), "c": rng.choice(["a", "b"], n)})
+    release = infer_schema_dp(
+        rng, df, epsilon=0.4, kinds={"x": "continuous", "c": "categorical"},
+        ranges={"x": (0, 100)}, target="c", category_delta=1e-7,
+    )
+    budget = PrivacyBudget(epsilon=1.0, delta=1e-5)
+    model = base.fit_model(jax.random.key(0), "marginals", df, budget, schema=release)
+    assert model.ledger.labels[: len(release.ledger.entries)] == release.ledger.labels
+    assert model.budget == budget
+    # release (0.4, 1e-7) + marginals calibrated (within 1%) to the remaining (0.6, 1e-5 - 1e-7),
+    # not to the whole epsilon = 1; the composed total is within the budget
+    method_alone = PrivacyLedger(model.ledger.entries[len(release.ledger.entries) :])
+    assert 0.6 * 0.99 <= method_alone.epsilon(1e-5 - 1e-7) <= 0.6
+    assert 0.6 < model.epsilon() <= 1.0
+    with pytest.raises(ValueError, match="leave part of the budget"):
+        base.fit_model(jax.random.key(0), "marginals", df, PrivacyBudget(epsilon=0.3, delta=1e-5), schema=release)
