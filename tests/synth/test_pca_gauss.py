@@ -315,3 +315,22 @@ def test_registered_table_fit_save_load_sample(tmp_path, config, labels) -> None
             assert set(out[col.name]) <= set(col.categories)
     again = sample_model(key_from_seed(1), load(save(model, tmp_path / "m")), 50)
     assert again.equals(out)
+
+
+def test_table_public_pca_costs_nothing(tmp_path) -> None:
+    """Pub-PCA from a declared public CSV: the ledger holds only the model's entries and the
+    subspace's centre is the public sample's (not the private data's) mean."""
+    from accounting import PrivacyBudget
+    from jdp.data.transforms import TableEncoder
+    from jdp.synth.base import fit_model, key_from_seed, sample_model
+
+    table, ds = _adult_table(300)
+    path = tmp_path / "public.csv"
+    ds.test.iloc[:100].to_csv(path, index=False)
+    config = pg.PCAGaussConfig(n_components=3, mode="unsupervised", pca_source="public", public_data=str(path))
+    model = fit_model(key_from_seed(0), "pca-gauss", table, PrivacyBudget(epsilon=0.5, delta=0.0), config)
+    assert model.ledger.labels == ["pca-gauss/count", "pca-gauss/mean", "pca-gauss/covariance"]
+    assert model.epsilon(0.0) == pytest.approx(0.5, rel=1e-12)
+    public_mean = TableEncoder(ds.schema, continuous_range=(-1.0, 1.0)).encode(ds.test.iloc[:100]).mean(axis=0)
+    np.testing.assert_allclose(model.params["centre"], public_mean, atol=1e-12)
+    assert len(sample_model(key_from_seed(1), model, 20)) == 20
