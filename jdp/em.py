@@ -252,6 +252,7 @@ def dp_em(
     reg_covar: float = 1e-6,
     init: Mixture | None = None,
     diagnostic_x: np.ndarray | None = None,
+    secure_noise: bool = False,
 ) -> tuple[EmResult, PrivacyLedger]:
     """DP expectation-maximisation for a Gaussian mixture.
 
@@ -268,6 +269,7 @@ def dp_em(
         ``rng`` (data-independent).
       diagnostic_x: rows whose mean log-likelihood is reported after every iteration (see
         :class:`EmResult` for why this is not private when it is the training data).
+      secure_noise: snap released values to a grid (:mod:`jdp.mechanisms`, Mironov 2012).
 
     Returns:
       ``(EmResult, ledger)``; the ledger has ``steps`` entries, each
@@ -311,7 +313,13 @@ def dp_em(
     trace = []
     for t in range(steps):
         mixture, event = dp_em_step(
-            rng, x, mixture, noise_multiplier=noise_multiplier, l2_clip_norm=c, reg_covar=reg_covar
+            rng,
+            x,
+            mixture,
+            noise_multiplier=noise_multiplier,
+            l2_clip_norm=c,
+            reg_covar=reg_covar,
+            secure_noise=secure_noise,
         )
         ledger = ledger.record("dp-em", event, note=f"iteration {t + 1} of {steps}")
         if diagnostic_x is not None:
@@ -358,10 +366,16 @@ def dp_em_step(
     noise_multiplier: float,
     l2_clip_norm: float,
     reg_covar: float = 1e-6,
+    secure_noise: bool = False,
 ) -> tuple[Mixture, ev.ComposedDpEvent]:
     """One DP-EM iteration: :func:`noisy_em_statistics`, then the projected M-step."""
     (counts, sums, second), event = noisy_em_statistics(
-        rng, x, mixture, noise_multiplier=noise_multiplier, l2_clip_norm=l2_clip_norm
+        rng,
+        x,
+        mixture,
+        noise_multiplier=noise_multiplier,
+        l2_clip_norm=l2_clip_norm,
+        secure_noise=secure_noise,
     )
     new = _m_step(
         counts,
@@ -381,22 +395,25 @@ def noisy_em_statistics(
     *,
     noise_multiplier: float,
     l2_clip_norm: float,
+    secure_noise: bool = False,
 ) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], ev.ComposedDpEvent]:
     """The DP-EM release: :func:`em_statistics` plus Gaussian noise of std ``z``, ``z C``
     and ``z C^2`` on (N, S, Q); ``mixture`` must be public. See :func:`dp_em` for the
     privacy statement; the event is ``ComposedDpEvent([GaussianDpEvent(z)] * 3)``.
     """
-    counts, sums, second = em_statistics(x, mixture, l2_clip_norm=l2_clip_norm)
-    counts, e_n = gaussian_mechanism(
-        rng, counts, l2_sensitivity=1.0, noise_multiplier=noise_multiplier
-    )
-    sums, e_s = gaussian_mechanism(
-        rng, sums, l2_sensitivity=l2_clip_norm, noise_multiplier=noise_multiplier
-    )
-    second, e_q = gaussian_mechanism(
-        rng, second, l2_sensitivity=l2_clip_norm**2, noise_multiplier=noise_multiplier
-    )
-    return (counts, sums, second), ev.ComposedDpEvent([e_n, e_s, e_q])
+    stats = em_statistics(x, mixture, l2_clip_norm=l2_clip_norm)
+    released, events = [], []
+    for value, sensitivity in zip(stats, (1.0, l2_clip_norm, l2_clip_norm**2), strict=True):
+        noisy, event = gaussian_mechanism(
+            rng,
+            value,
+            l2_sensitivity=sensitivity,
+            noise_multiplier=noise_multiplier,
+            secure_noise=secure_noise,
+        )
+        released.append(noisy)
+        events.append(event)
+    return tuple(released), ev.ComposedDpEvent(events)
 
 
 def sample(rng: np.random.Generator, mixture: Mixture, n: int) -> np.ndarray:

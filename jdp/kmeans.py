@@ -90,6 +90,7 @@ def noisy_lloyd_step(
     noise_multiplier: float,
     l2_clip_norm: float,
     feature_fn: FeatureFn | None = None,
+    secure_noise: bool = False,
 ) -> tuple[np.ndarray, ev.ComposedDpEvent, tuple[np.ndarray, np.ndarray]]:
     """One DP Lloyd iteration (DPGM Alg. 2 lines 8-11).
 
@@ -102,15 +103,24 @@ def noisy_lloyd_step(
 
     Privacy:
       Add/remove-one: one record adds 1 to one count (L2 sensitivity 1) and its clipped
-      feature (norm ``<= C``) to one sum (sensitivity ``C``). DPGM analyses replace-one:
-      ``sqrt(2)`` and ``sqrt(2) C`` (docs/privacy.md "DP Lloyd").
+      feature (norm ``<= C``) to one sum (sensitivity ``C``). DPGM states ``sqrt(2)`` and
+      ``sqrt(2) C`` for replace-one; the sums' replace-one value is ``2C`` (docs/privacy.md
+      "DP Lloyd", docs/errata.md). ``secure_noise``: see :mod:`jdp.mechanisms`.
     """
     counts, sums = lloyd_statistics(x, centres, l2_clip_norm=l2_clip_norm, feature_fn=feature_fn)
     counts, e_n = gaussian_mechanism(
-        rng, counts, l2_sensitivity=1.0, noise_multiplier=noise_multiplier
+        rng,
+        counts,
+        l2_sensitivity=1.0,
+        noise_multiplier=noise_multiplier,
+        secure_noise=secure_noise,
     )
     sums, e_s = gaussian_mechanism(
-        rng, sums, l2_sensitivity=l2_clip_norm, noise_multiplier=noise_multiplier
+        rng,
+        sums,
+        l2_sensitivity=l2_clip_norm,
+        noise_multiplier=noise_multiplier,
+        secure_noise=secure_noise,
     )
     ok = counts >= 1.0
     new = np.array(centres, dtype=np.float64)
@@ -138,6 +148,7 @@ def _lloyd(
     steps: int,
     l2_clip_norm: float,
     feature_map: RandomFourierFeatures | None,
+    secure_noise: bool,
 ) -> tuple[KMeansResult, PrivacyLedger]:
     ledger = PrivacyLedger()
     for t in range(steps):
@@ -148,6 +159,7 @@ def _lloyd(
             noise_multiplier=noise_multiplier,
             l2_clip_norm=l2_clip_norm,
             feature_fn=feature_map,
+            secure_noise=secure_noise,
         )
         ledger = ledger.record("dp-kmeans", event, note=f"iteration {t + 1} of {steps}")
     return KMeansResult(centres=centres, l2_clip_norm=l2_clip_norm, feature_map=feature_map), ledger
@@ -180,6 +192,7 @@ def dp_kmeans(
     steps: int,
     l2_clip_norm: float,
     init: np.ndarray | None = None,
+    secure_noise: bool = False,
 ) -> tuple[KMeansResult, PrivacyLedger]:
     """Standard DP k-means on raw features (DPGM's baseline, Blum et al. 2005).
 
@@ -193,6 +206,7 @@ def dp_kmeans(
         uses 28 for MNIST) or chosen by :func:`dp_norm_bound`.
       init: ``(k, m)`` public initial centres (e.g. public records); default
         :func:`random_centres`.
+      secure_noise: snap released values to a grid (:mod:`jdp.mechanisms`, Mironov 2012).
 
     Returns:
       ``(KMeansResult, ledger)``; ``T`` entries of ``ComposedDpEvent([GaussianDpEvent(z)]*2)``.
@@ -217,6 +231,7 @@ def dp_kmeans(
         steps=steps,
         l2_clip_norm=c,
         feature_map=None,
+        secure_noise=secure_noise,
     )
 
 
@@ -232,6 +247,7 @@ def dp_kernel_kmeans(
     l2_clip_norm: float = 1.0,
     init_public: np.ndarray | None = None,
     feature_map: RandomFourierFeatures | None = None,
+    secure_noise: bool = False,
 ) -> tuple[KMeansResult, PrivacyLedger]:
     """Private kernel k-means with random Fourier features (DPGM Algorithm 2, RBF kernel).
 
@@ -284,6 +300,7 @@ def dp_kernel_kmeans(
         steps=steps,
         l2_clip_norm=c,
         feature_map=feature_map,
+        secure_noise=secure_noise,
     )
 
 
@@ -332,6 +349,7 @@ def dp_norm_bound(
     max_norm: float,
     n_bins: int = 100,
     feature_fn: FeatureFn | None = None,
+    secure_noise: bool = False,
 ) -> tuple[float, ev.GaussianDpEvent]:
     """DPNorm (DPGM Algorithm 3): a DP clipping norm, the upper edge of the noisy modal bin.
 
@@ -351,6 +369,7 @@ def dp_norm_bound(
         norm_histogram(x, max_norm=max_norm, n_bins=n_bins, feature_fn=feature_fn),
         l2_sensitivity=1.0,
         noise_multiplier=noise_multiplier,
+        secure_noise=secure_noise,
     )
     return float((np.argmax(noisy) + 1) * max_norm / n_bins), event
 

@@ -132,7 +132,12 @@ def _result(noisy_scatter: np.ndarray, k: int, centre: np.ndarray) -> PcaResult:
 
 
 def dp_mean_gaussian(
-    rng: np.random.Generator, x: np.ndarray, *, noise_multiplier: float, l2_clip_norm: float = 1.0
+    rng: np.random.Generator,
+    x: np.ndarray,
+    *,
+    noise_multiplier: float,
+    l2_clip_norm: float = 1.0,
+    secure_noise: bool = False,
 ) -> tuple[np.ndarray, ev.GaussianDpEvent]:
     """DP mean of rows clipped to L2 norm ``l2_clip_norm`` (Gaussian mechanism).
 
@@ -143,7 +148,8 @@ def dp_mean_gaussian(
     Privacy:
       Add/remove-one: one record moves ``v`` by ``(clip(x), C)``, L2 norm
       ``<= sqrt(C^2 + C^2) = sqrt(2) C`` (docs/privacy.md, "DP mean"). Event:
-      ``GaussianDpEvent(noise_multiplier)``.
+      ``GaussianDpEvent(noise_multiplier)``. ``secure_noise``: see :mod:`jdp.mechanisms`
+      (Mironov's floating-point caveat); the same flag exists on every release here.
     """
     x = check_data_matrix(x)
     l2_clip_norm = check_positive("l2_clip_norm", l2_clip_norm)
@@ -153,13 +159,20 @@ def dp_mean_gaussian(
         clipped_sum_count(x, l2_clip_norm),
         l2_sensitivity=np.sqrt(2.0) * l2_clip_norm,
         noise_multiplier=noise_multiplier,
+        secure_noise=secure_noise,
     )
     count = max(noisy[d] / l2_clip_norm, 1.0)
     return clip_rows(noisy[:d] / count, l2_clip_norm), event
 
 
 def dp_mean_laplace(
-    rng: np.random.Generator, x: np.ndarray, *, epsilon: float, lower: np.ndarray, upper: np.ndarray
+    rng: np.random.Generator,
+    x: np.ndarray,
+    *,
+    epsilon: float,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    secure_noise: bool = False,
 ) -> tuple[np.ndarray, ev.LaplaceDpEvent]:
     """Pure epsilon-DP mean of data inside the public box ``[lower, upper]`` (Laplace).
 
@@ -182,6 +195,7 @@ def dp_mean_laplace(
         bounded_sum_count(x, lower, upper),
         l1_sensitivity=float(half.sum()) + 1.0,
         epsilon=epsilon,
+        secure_noise=secure_noise,
     )
     d = x.shape[1]
     return np.clip(mid + noisy[:d] / max(noisy[d], 1.0), lower, upper), event
@@ -239,6 +253,7 @@ def dp_pca_gaussian(
     centre: Centre = None,
     mean_noise_multiplier: float | None = None,
     l2_clip_norm: float = 1.0,
+    secure_noise: bool = False,
 ) -> tuple[PcaResult, PrivacyLedger]:
     """Analyze Gauss: DP principal subspace from a symmetric-Gaussian-noised scatter matrix.
 
@@ -256,6 +271,7 @@ def dp_pca_gaussian(
         own ledger entry "dp-mean").
       mean_noise_multiplier: noise multiplier of the DP mean (default: ``noise_multiplier``).
       l2_clip_norm: ``C``.
+      secure_noise: snap released values to a grid (:mod:`jdp.mechanisms`, Mironov 2012).
 
     Returns:
       ``(PcaResult, ledger)`` with entries ``["dp-mean",] "dp-pca"``.
@@ -275,10 +291,15 @@ def dp_pca_gaussian(
     l2_clip_norm = check_positive("l2_clip_norm", l2_clip_norm)
     ledger = PrivacyLedger()
     c, ledger = _gaussian_centre(
-        rng, x, centre, mean_noise_multiplier, noise_multiplier, l2_clip_norm, ledger
+        rng, x, centre, mean_noise_multiplier, noise_multiplier, l2_clip_norm, ledger, secure_noise
     )
     noisy, event = noisy_scatter_gaussian(
-        rng, x, c, noise_multiplier=noise_multiplier, l2_clip_norm=l2_clip_norm
+        rng,
+        x,
+        c,
+        noise_multiplier=noise_multiplier,
+        l2_clip_norm=l2_clip_norm,
+        secure_noise=secure_noise,
     )
     return _result(noisy, k, c), ledger.record("dp-pca", event)
 
@@ -290,6 +311,7 @@ def noisy_scatter_gaussian(
     *,
     noise_multiplier: float,
     l2_clip_norm: float = 1.0,
+    secure_noise: bool = False,
 ) -> tuple[np.ndarray, ev.GaussianDpEvent]:
     """The Analyze-Gauss release itself: :func:`scatter_sum` plus symmetric Gaussian noise.
 
@@ -304,6 +326,7 @@ def noisy_scatter_gaussian(
         l2_sensitivity=l2_clip_norm**2,
         noise_multiplier=noise_multiplier,
         symmetric=True,
+        secure_noise=secure_noise,
     )
 
 
@@ -324,6 +347,7 @@ def dp_pca_gaussian_calibrated(
     centre: Centre = None,
     l2_clip_norm: float = 1.0,
     accountant: str = "rdp",
+    secure_noise: bool = False,
 ) -> tuple[PcaResult, PrivacyLedger]:
     """:func:`dp_pca_gaussian` with the smallest noise multiplier meeting
     ``(target_epsilon, target_delta)`` (DP mean and scatter share it when ``centre="dp"``),
@@ -337,7 +361,15 @@ def dp_pca_gaussian_calibrated(
         target_delta=target_delta,
         accountant=accountant,
     )
-    return dp_pca_gaussian(rng, x, k, noise_multiplier=z, centre=centre, l2_clip_norm=l2_clip_norm)
+    return dp_pca_gaussian(
+        rng,
+        x,
+        k,
+        noise_multiplier=z,
+        centre=centre,
+        l2_clip_norm=l2_clip_norm,
+        secure_noise=secure_noise,
+    )
 
 
 def _gaussian_centre(
@@ -348,13 +380,16 @@ def _gaussian_centre(
     noise_multiplier: float,
     l2_clip_norm: float,
     ledger: PrivacyLedger,
+    secure_noise: bool,
 ) -> tuple[np.ndarray, PrivacyLedger]:
     d = x.shape[1]
     if isinstance(centre, str):
         if centre != "dp":
             raise ValueError(f"expected centre to be None, an array or 'dp', got {centre!r}")
         z = noise_multiplier if mean_noise_multiplier is None else mean_noise_multiplier
-        mean, event = dp_mean_gaussian(rng, x, noise_multiplier=z, l2_clip_norm=l2_clip_norm)
+        mean, event = dp_mean_gaussian(
+            rng, x, noise_multiplier=z, l2_clip_norm=l2_clip_norm, secure_noise=secure_noise
+        )
         return mean, ledger.record("dp-mean", event)
     return _public_centre(centre, d), ledger
 
@@ -380,6 +415,7 @@ def dp_pca_laplace(
     upper: np.ndarray | float,
     centre: np.ndarray | Literal["dp", "midpoint"] = "midpoint",
     mean_epsilon: float | None = None,
+    secure_noise: bool = False,
 ) -> tuple[PcaResult, PrivacyLedger]:
     """Lap-PCA (PCA-Gauss Sec. VII): pure epsilon-DP PCA of data in declared public bounds.
 
@@ -396,7 +432,8 @@ def dp_pca_laplace(
       lower, upper: declared public per-feature bounds (scalars broadcast); ``upper > lower``.
       centre: ``"midpoint"`` (public, the default, free), a declared public ``(d,)`` centre,
         or ``"dp"`` for a DP mean (:func:`dp_mean_laplace`, entry "dp-mean").
-      mean_epsilon: budget of the DP mean (default ``epsilon``).
+      mean_epsilon: budget of the DP mean (default ``epsilon``, so the total is ``2 epsilon``).
+      secure_noise: snap released values to a grid (:mod:`jdp.mechanisms`, Mironov 2012).
 
     Returns:
       ``(PcaResult, ledger)`` with entries ``["dp-mean",] "lap-pca"``, all Laplace.
@@ -423,6 +460,7 @@ def dp_pca_laplace(
             epsilon=epsilon if mean_epsilon is None else mean_epsilon,
             lower=lower,
             upper=upper,
+            secure_noise=secure_noise,
         )
         ledger = ledger.record("dp-mean", event)
     elif isinstance(centre, str):
@@ -432,7 +470,9 @@ def dp_pca_laplace(
     else:
         c = _public_centre(centre, x.shape[1])
     _warn_out_of_bounds(x, lower, upper)
-    noisy, event = noisy_scatter_laplace(rng, x, c, epsilon=epsilon, lower=lower, upper=upper)
+    noisy, event = noisy_scatter_laplace(
+        rng, x, c, epsilon=epsilon, lower=lower, upper=upper, secure_noise=secure_noise
+    )
     return _result(noisy, k, c), ledger.record("lap-pca", event)
 
 
@@ -444,6 +484,7 @@ def noisy_scatter_laplace(
     epsilon: float,
     lower: np.ndarray,
     upper: np.ndarray,
+    secure_noise: bool = False,
 ) -> tuple[np.ndarray, ev.LaplaceDpEvent]:
     """The Lap-PCA release itself: bounded :func:`scatter_sum` plus symmetric Laplace noise.
 
@@ -458,6 +499,7 @@ def noisy_scatter_laplace(
         l1_sensitivity=lap_pca_l1_sensitivity(r),
         epsilon=epsilon,
         symmetric=True,
+        secure_noise=secure_noise,
     )
 
 

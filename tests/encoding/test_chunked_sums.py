@@ -82,3 +82,36 @@ def test_check_data_matrix_messages():
     with pytest.raises(ValueError, match="expected x to be finite, got 2 NaN/inf entries"):
         check_data_matrix(np.array([[np.nan, np.inf, 1.0]]))
     assert check_data_matrix(np.arange(6).reshape(2, 3)).dtype == np.float64
+
+
+def test_secure_noise_reaches_every_release():
+    # with secure_noise every released value is a multiple of lambda = 2**ceil(log2(scale * 2**-20))
+    # (Mironov's snapping in jdp.mechanisms), where scale is the release's noise scale
+    from jdp.em import noisy_em_statistics
+    from jdp.kmeans import noisy_lloyd_step
+    from jdp.pca import lap_pca_l1_sensitivity, noisy_scatter_gaussian, noisy_scatter_laplace
+
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(50, 3)) * 0.3
+    z = 2.0  # every Gaussian release below has noise scale z * sensitivity = 2 (C = 1)
+    gaussian = [
+        noisy_scatter_gaussian(rng, x, np.zeros(3), noise_multiplier=z, secure_noise=True)[0],
+        *noisy_em_statistics(
+            rng,
+            x,
+            initial_mixture(rng, 2, 3),
+            noise_multiplier=z,
+            l2_clip_norm=1.0,
+            secure_noise=True,
+        )[0],
+        *noisy_lloyd_step(
+            rng, x, rng.normal(size=(2, 3)), noise_multiplier=z, l2_clip_norm=1.0, secure_noise=True
+        )[2],
+    ]
+    laplace = noisy_scatter_laplace(
+        rng, x, np.zeros(3), epsilon=1.0, lower=-2, upper=2, secure_noise=True
+    )[0]
+    laplace_scale = lap_pca_l1_sensitivity(np.full(3, 2.0)) / 1.0
+    for values, scale in [(v, z) for v in gaussian] + [(laplace, laplace_scale)]:
+        lam = 2.0 ** np.ceil(np.log2(scale * 2.0**-20))
+        np.testing.assert_array_equal(values / lam, np.round(values / lam))
