@@ -247,3 +247,30 @@ def test_calibrated_entry_point_meets_the_target_and_event_matches_ledger():
     assert 0.99 * 2.0 <= eps <= 2.0
     z = ledger.entries[0].event.events[0].noise_multiplier
     assert compute_epsilon(dp_em_event(z, 10), 1e-5) == pytest.approx(eps)
+
+
+@pytest.mark.parametrize("covariance_type", ["diag", "full"])
+def test_optimised_adversarial_neighbour_stays_within_sensitivity(covariance_type):
+    # an optimiser searches for the added record that moves each statistic most
+    from scipy.optimize import minimize
+
+    rng = np.random.default_rng(9)
+    k, d, clip = 3, 3, 0.7
+    mixture = _random_mixture(rng, k, d, covariance_type)
+    x = rng.normal(size=(20, d))
+    base = em_statistics(x, mixture, l2_clip_norm=clip)
+    for i, bound in enumerate((1.0, clip, clip**2)):
+
+        def neg_change(row: np.ndarray, i: int = i) -> float:
+            new = em_statistics(np.vstack([x, row]), mixture, l2_clip_norm=clip)[i]
+            return -float(np.linalg.norm(new - base[i]))
+
+        best = min(
+            minimize(
+                neg_change, rng.normal(size=d) * s, method="Nelder-Mead", options={"maxiter": 300}
+            ).fun
+            for s in (0.1, 1.0, 10.0)
+            for _ in range(2)
+        )
+        assert -best <= bound * (1 + 1e-9)
+        assert -best > 0.5 * bound  # the search does find large changes
