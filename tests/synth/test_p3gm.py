@@ -45,9 +45,42 @@ def arrays(adult, small):
     return encoder.encode(adult.schema.conform(small)), P.head_layout(encoder), encoder.row_norm_bound
 
 
+class _Recorder:
+    """Wraps the three mechanisms P3GM calls: records their outputs, or replays them."""
+
+    def __init__(self, monkeypatch):
+        self.outputs: list = []
+        self.replay = False
+        self.calls = 0
+        monkeypatch.setattr(P.pca, "dp_pca_gaussian", self._wrap(P.pca.dp_pca_gaussian))
+        monkeypatch.setattr(P.em, "dp_em", self._wrap(P.em.dp_em))
+        monkeypatch.setattr(P, "train", self._wrap(P.train))
+
+    def _wrap(self, fn):
+        def wrapped(*args, **kwargs):
+            if self.replay:
+                out = self.outputs[self.calls]
+                self.calls += 1
+                return out
+            out = fn(*args, **kwargs)
+            self.outputs.append(out)
+            return out
+
+        return wrapped
+
+
 @pytest.fixture(scope="module")
-def fitted(adult, small):
-    return base.fit_model(jax.random.key(3), "p3gm", small, BUDGET, TINY, schema=adult.schema)
+def recorded(adult, small):
+    """A tiny P3GM fitted on ``small`` with every mechanism's release recorded."""
+    with pytest.MonkeyPatch.context() as mp:
+        rec = _Recorder(mp)
+        model = base.fit_model(jax.random.key(3), "p3gm", small, BUDGET, TINY, schema=adult.schema)
+    return model, rec.outputs
+
+
+@pytest.fixture(scope="module")
+def fitted(recorded):
+    return recorded[0]
 
 
 def test_ledger_is_exactly_the_phases_and_meets_the_target(fitted):
@@ -75,42 +108,17 @@ def test_budget_split_moves_noise_between_phases_and_still_meets_the_target():
     assert noises[1]["sgd"] > noises[0]["sgd"]
 
 
-class _Recorder:
-    """Wraps the three mechanisms P3GM calls: records their outputs, or replays them."""
-
-    def __init__(self, monkeypatch):
-        self.outputs: list = []
-        self.replay = False
-        for name in ("dp_pca_gaussian", "dp_em"):
-            module = P.pca if name == "dp_pca_gaussian" else P.em
-            monkeypatch.setattr(module, name, self._wrap(getattr(module, name)))
-        monkeypatch.setattr(P, "train", self._wrap(P.train))
-        self.calls = 0
-
-    def _wrap(self, fn):
-        def wrapped(*args, **kwargs):
-            if self.replay:
-                out = self.outputs[self.calls]
-                self.calls += 1
-                return out
-            out = fn(*args, **kwargs)
-            self.outputs.append(out)
-            return out
-
-        return wrapped
-
-
-def test_model_depends_on_data_only_through_accounted_releases(adult, small, monkeypatch):
+def test_model_depends_on_data_only_through_accounted_releases(adult, small, recorded, monkeypatch):
     """Fit on D recording every mechanism's release; fit on D + one extreme record replaying
     those releases: the two models are identical, so nothing else data-derived (a raw mean,
     the row count, a category list) reaches the model."""
+    m1, outputs = recorded
     extreme = {c.name: (c.upper if c.is_numeric else c.categories[-1]) for c in adult.schema.columns}
     neighbour = pd.concat([small, pd.DataFrame([extreme])], ignore_index=True)
     rec = _Recorder(monkeypatch)
-    m1 = base.fit_model(jax.random.key(5), "p3gm", small, BUDGET, TINY, schema=adult.schema)
-    rec.replay = True
-    m2 = base.fit_model(jax.random.key(5), "p3gm", neighbour, BUDGET, TINY, schema=adult.schema)
-    assert rec.calls == len(rec.outputs) == 3
+    rec.outputs, rec.replay = outputs, True
+    m2 = base.fit_model(jax.random.key(3), "p3gm", neighbour, BUDGET, TINY, schema=adult.schema)
+    assert rec.calls == len(outputs) == 3
     flat1, flat2 = base._flatten(m1.params), base._flatten(m2.params)
     assert flat1.keys() == flat2.keys()
     for name in flat1:
@@ -128,9 +136,17 @@ def test_neighbours_with_real_noise_share_all_public_parts(adult, small, fitted)
     assert shapes1 == {k: v.shape for k, v in base._flatten(m2.params).items()}
 
 
-def test_fixed_encoder_mean_is_the_dp_pca_projection(fitted, arrays, monkeypatch):
+def test_fixed_encoder_mean_is_the_dp_pca_projection(recorded, arrays):
+    fitted, outputs = recorded
     x, layout, bound = arrays
     proj = fitted.params["projection"]
+    # the stored projection IS the DP-PCA release (DP centre, sorted components) and the
+    # prior IS the DP-EM release
+    pca_result = outputs[0][0]
+    np.testing.assert_array_equal(proj["components"], pca_result.components)
+    np.testing.assert_array_equal(proj["centre"], pca_result.centre)
+    np.testing.assert_allclose(pca_result.transform(x / bound), (x / bound - proj["centre"]) @ proj["components"])
+    np.testing.assert_array_equal(fitted.params["prior"]["means"], outputs[1][0].mixture.means)
     expected = (x / bound - proj["centre"]) @ proj["components"]
     np.testing.assert_allclose(np.asarray(P.project(fitted.params, jnp.asarray(x))), expected, atol=1e-5)
     # components are orthonormal (a PCA basis), and the encoder has no mean head
