@@ -58,17 +58,20 @@ class Encoder(nn.Module):
     """Gaussian encoder ``q(z | x) = N(mu(x), diag exp(logvar(x)))``.
 
     With ``learn_mean=False`` (P3GM) the module returns only ``logvar``; the mean is the
-    fixed DP-PCA projection supplied by the caller.
+    fixed DP-PCA projection supplied by the caller. ``logvar_init`` is the initial bias of
+    the log-variance head (0: unit variance; negative: start near the posterior mean).
     """
 
     hidden: int
     latent_dim: int
     learn_mean: bool
+    logvar_init: float = 0.0
 
     @nn.compact
     def __call__(self, x: jax.Array) -> tuple[jax.Array | None, jax.Array]:
         h = nn.relu(nn.Dense(self.hidden, name="hidden")(x))
-        logvar = nn.Dense(self.latent_dim, name="logvar")(h)
+        bias_init = nn.initializers.constant(self.logvar_init)
+        logvar = nn.Dense(self.latent_dim, name="logvar", bias_init=bias_init)(h)
         mean = nn.Dense(self.latent_dim, name="mean")(h) if self.learn_mean else None
         return mean, logvar
 

@@ -91,6 +91,8 @@ class P3GMConfig:
       hidden: hidden width of encoder and decoder (1000).
       epochs: DP-SGD epochs (steps = ceil(epochs / q)). learning_rate: Adam step (1e-3).
       reg_covar: variance floor of the mixture components.
+      logvar_init: initial bias of the encoder's log-variance head, in standardized latent
+        units (-4: posterior std 0.14 of the latent spread at the start; DP-VAE: 0).
       microbatch_size: per-example gradients held in memory at once (performance only).
       dpsgd_method: per-example clipping path of :func:`jdp.train.train` (performance only:
         ``"auto"`` picks ghost clipping, ``"general"`` compiles faster for tiny networks).
@@ -108,6 +110,7 @@ class P3GMConfig:
     em_clip_norm: float = 1.0
     budget_split: tuple[float, float, float] = (0.1, 0.2, 0.7)
     reg_covar: float = 1e-6
+    logvar_init: float = -4.0
     microbatch_size: int | None = None
     dpsgd_method: str = "auto"
 
@@ -232,6 +235,34 @@ def project(params: dict[str, Any], x: jax.Array) -> jax.Array:
     return (x / proj["row_norm_bound"] - proj["centre"]) @ proj["components"]
 
 
+def latent_moments(prior: dict[str, Any]) -> dict[str, np.ndarray]:
+    """Mean and std per latent coordinate of the DP mixture (post-processing of DP-EM):
+    ``m = sum_k w_k mu_k``, ``s^2 = sum_k w_k (sigma_k^2 + mu_k^2) - m^2``."""
+    w = np.asarray(prior["weights"])[:, None]
+    means, var = np.asarray(prior["means"]), np.asarray(prior["variances"])
+    m = np.sum(w * means, axis=0)
+    return {"mean": m, "std": np.sqrt(np.sum(w * (var + means**2), axis=0) - m**2)}
+
+
+def standardized_prior(params: dict[str, Any]) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """The DP mixture in standardized coordinates ``u = (z - m) / s``: (weights, means, logvars).
+
+    The latent is handled in these coordinates (the encoder mean ``(c_x - m) / s``, the
+    reparametrised draw, the decoder input): an invertible affine map fixed by released
+    values, under which the KL term is invariant, and which gives the decoder inputs of unit
+    scale whatever the scale of the projection (DP-SGD moves weights slowly).
+    """
+    prior, scale = params["prior"], params["latent_scale"]
+    means = (prior["means"] - scale["mean"]) / scale["std"]
+    return prior["weights"], means, jnp.log(prior["variances"]) - 2 * jnp.log(scale["std"])
+
+
+def standardize(params: dict[str, Any], z: jax.Array) -> jax.Array:
+    """``u = (z - m) / s`` with the DP mixture's moments (:func:`latent_moments`)."""
+    scale = params["latent_scale"]
+    return (z - scale["mean"]) / scale["std"]
+
+
 def encoding_phase(
     rng: np.random.Generator, x: np.ndarray, row_norm_bound: float, config: P3GMConfig, noise: dict[str, float] | None
 ) -> tuple[dict[str, Any], PrivacyLedger]:
@@ -265,7 +296,8 @@ def encoding_phase(
     )
     mix = fitted.mixture
     prior = {"weights": mix.weights, "means": mix.means, "variances": mix.covariances}
-    return {"projection": projection, "prior": prior}, ledger + em_ledger
+    fixed = {"projection": projection, "prior": prior, "latent_scale": latent_moments(prior)}
+    return fixed, ledger + em_ledger
 
 
 # -- the decoding phase ----------------------------------------------------------------------------
@@ -274,7 +306,12 @@ def encoding_phase(
 def networks(config: P3GMConfig, variant: Variant, d: int) -> tuple[Encoder | None, Decoder, int]:
     """(encoder or None for P3GM(AE), decoder, latent width) of a variant."""
     latent = d if config.latent_dim is None else config.latent_dim
-    encoder = None if variant == "p3gm-ae" else Encoder(config.hidden, latent, learn_mean=variant == "dp-vae")
+    if variant == "p3gm-ae":
+        encoder = None
+    elif variant == "dp-vae":
+        encoder = Encoder(config.hidden, latent, learn_mean=True)
+    else:
+        encoder = Encoder(config.hidden, latent, learn_mean=False, logvar_init=config.logvar_init)
     return encoder, Decoder(config.hidden, d), latent
 
 
@@ -293,22 +330,22 @@ def example_terms(
 ) -> tuple[jax.Array, jax.Array]:
     """``(log p(x | z), KL)`` of ONE example with one reparametrised ``z`` (eq. (7), L = 1).
 
-    * p3gm / pgm: ``q = N(c_x, diag e^logvar(x))`` with ``c_x`` the fixed projection; KL to
-      the mixture prior by Hershey & Olsen's approximation.
+    * p3gm / pgm: ``q = N(c_x, diag e^logvar(x))`` with ``c_x`` the fixed projection, in the
+      standardized coordinates of :func:`standardized_prior`; KL to the mixture prior by
+      Hershey & Olsen's approximation.
     * p3gm-ae: ``z = c_x`` (variance 0); the KL term is a constant and is dropped.
     * dp-vae: learned mean and log-variance; KL to ``N(0, I)`` in closed form.
     """
     encoder, decoder, _ = networks(config, variant, x.shape[0])
     if variant == "p3gm-ae":
-        z, kl = project(fixed, x), jnp.zeros(())
+        z, kl = standardize(fixed, project(fixed, x)), jnp.zeros(())
     else:
         mean, logvar = encoder.apply(trainable["encoder"], x)
         if variant == "dp-vae":
             kl = kl_to_standard_normal(mean, logvar)
         else:
-            mean = project(fixed, x)
-            prior = fixed["prior"]
-            kl = kl_to_mixture(mean, logvar, prior["weights"], prior["means"], jnp.log(prior["variances"]))
+            mean = standardize(fixed, project(fixed, x))
+            kl = kl_to_mixture(mean, logvar, *standardized_prior(fixed))
         z = mean + jnp.exp(0.5 * logvar) * jax.random.normal(key, mean.shape)
     return log_likelihood(decoder.apply(trainable["decoder"], z), x, layout), kl
 
@@ -375,7 +412,8 @@ def fit_arrays(
     """Fit a variant on an encoded matrix ``x`` (rows in the decoder's data space).
 
     Returns ``(params, ledger)``: ``params`` holds ``"trainable"`` (flax parameters),
-    ``"projection"`` and ``"prior"`` (absent for DP-VAE), all released or public values.
+    ``"projection"``, ``"prior"`` and ``"latent_scale"`` (absent for DP-VAE), all released
+    values or post-processing of them.
     """
     if variant not in VARIANTS:
         raise ValueError(f"expected variant in {VARIANTS}, got {variant!r}")
@@ -419,7 +457,10 @@ def sample_arrays(
     d = sum(w for _, w in layout)
     latent = d if config.latent_dim is None else config.latent_dim
     z_key, x_key = jax.random.split(key)
-    z = jnp.asarray(sample_latent(z_key, params, variant, n, latent), jnp.float32)
+    z = sample_latent(z_key, params, variant, n, latent)
+    if variant != "dp-vae":
+        z = standardize(params, z)
+    z = jnp.asarray(z, jnp.float32)
     out = _generate(x_key, params["trainable"]["decoder"], z, layout=layout, hidden=config.hidden)
     return np.asarray(out, dtype=np.float64)
 

@@ -158,7 +158,7 @@ def test_fixed_encoder_mean_is_the_dp_pca_projection(recorded, arrays):
     bias = trainable["encoder"]["params"]["logvar"]["bias"]
     trainable["encoder"]["params"]["logvar"]["bias"] = jnp.full_like(bias, -80.0)
     trainable["encoder"]["params"]["logvar"]["kernel"] *= 0.0
-    fixed = jax.tree_util.tree_map(jnp.asarray, {k: fitted.params[k] for k in ("projection", "prior")})
+    fixed = jax.tree_util.tree_map(jnp.asarray, {k: fitted.params[k] for k in ("projection", "prior", "latent_scale")})
     row = jnp.asarray(x[0], jnp.float32)
     ll_p3gm, _ = P.example_terms(trainable, fixed, row, jax.random.key(0), config=TINY, variant="p3gm", layout=layout)
     ll_ae, kl_ae = P.example_terms(trainable, fixed, row, jax.random.key(0), config=TINY, variant="p3gm-ae", layout=layout)
@@ -201,7 +201,7 @@ def test_variants_differ_only_where_they_should(arrays):
     key = jax.random.key(11)
     assert P.calibrate_noise(TINY, "p3gm-ae", BUDGET) == P.calibrate_noise(TINY, "p3gm", BUDGET)
     p_ae, l_ae = P.fit_arrays(key, x, layout, bound, BUDGET, TINY, "p3gm-ae")
-    assert set(p_ae["trainable"]) == {"decoder"} and set(p_ae) == {"trainable", "projection", "prior"}
+    assert set(p_ae["trainable"]) == {"decoder"} and set(p_ae) == {"trainable", "projection", "prior", "latent_scale"}
     assert l_ae.labels[:-1] == ["dp-mean", "dp-pca"] + ["dp-em"] * TINY.em_iterations
     # PGM: exact PCA of the clipped, exactly centred rows; every phase non-private
     p_pgm, l_pgm = P.fit_arrays(key, x, layout, bound, BUDGET, TINY, "pgm")
