@@ -11,9 +11,9 @@ Two schemes, each accounted as what it is (DESIGN.md, privacy rule 4):
   analysed under replace-one neighbours).
 
 Jitted steps need fixed shapes. A Poisson batch is therefore delivered as ``indices`` of a
-fixed padded length ``B`` plus a boolean ``mask``; padded slots point at row 0 and carry
-``mask = False``, and the DP step discards them with ``jnp.where`` (they contribute exactly
-zero, even if their loss were NaN).
+fixed padded length ``B`` plus a boolean ``mask``; padded slots point at row 0 (a real, finite
+row) and carry ``mask = False``; the DP step gives them clip weight exactly 0, so they
+contribute exactly zero.
 
 **Overflow policy.** ``B`` is chosen so that ``P(Binomial(n, q) > B)`` is tiny, but a larger
 batch can still occur. We never truncate it silently (that would change the sampling

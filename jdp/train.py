@@ -38,6 +38,7 @@ from accounting._validate import check_count, check_nonnegative, check_open_unit
 from accounting.events import DpEvent, NeighboringRelation, NonPrivateDpEvent, dpsgd_event
 from accounting.ledger import PrivacyLedger
 from jdp import sampling as smp
+from jdp.ghost_clipping import ghost_support
 from jdp.parallel import sharded_clipped_sum
 from jdp.clipping_schedules import AdaptiveClip, adaptive_clip_event, dpnorm
 from jdp.dpsgd import (
@@ -45,6 +46,7 @@ from jdp.dpsgd import (
     LossFn,
     Method,
     add_clipped_sums,
+    bind_model_state,
     check_batch,
     check_clip_norm,
     dp_aggregate,
@@ -335,11 +337,13 @@ def _apply_update(chain: optax.GradientTransformation) -> Callable:
 def _resolve_method(
     method: Method, loss_fn: LossFn, params: Any, example: Any, has_aux: bool, model_state: Any
 ) -> str:
-    if method in ("general", "ghost"):
+    """``"general"`` as asked; ``"ghost"`` only where :func:`ghost_support` finds it exact
+    (a wrong ghost norm would void the sensitivity bound), ``"auto"`` picks."""
+    if method == "general":
         return method
-    if method != "auto":
+    if method not in ("auto", "ghost"):
         raise ValueError(f"expected method in ('auto', 'general', 'ghost'), got {method!r}")
-    from jdp.ghost_clipping import choose_method
-
-    bound = loss_fn if model_state is None else (lambda p, x, k: loss_fn(p, x, k, model_state))
-    return choose_method(bound, params, example, has_aux=has_aux)
+    reason = ghost_support(bind_model_state(loss_fn, model_state), params, example, has_aux=has_aux)
+    if reason is not None and method == "ghost":
+        raise ValueError(f"method='ghost' is not exact for this loss: {reason}")
+    return "general" if reason is not None else "ghost"

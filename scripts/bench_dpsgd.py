@@ -11,7 +11,7 @@ round-robin (one step of each path in turn, ``--reps`` rounds): load spikes hit 
 alike. Memory is measured apart: XLA's compiled temporary buffer size per jitted step, and
 the peak RSS of a fresh subprocess that runs only that path.
 
-    python scripts/bench_dpsgd.py [--reps 50] [--json]
+    python scripts/bench_dpsgd.py [--reps 50] [--slow-reps 5] [--json]
 
 With ``--json`` exactly one JSON object is printed on stdout (progress goes to stderr); its
 top-level ``nonprivate_ms``, ``fast_ms``, ``general_ms``, ``opacus_hooks_ms`` and
@@ -28,6 +28,10 @@ import statistics
 import subprocess
 import sys
 import time
+
+# torch's OpenMP workers busy-wait after each op by default, stealing the cores from the XLA
+# steps timed next to them in the round-robin; make them sleep instead (set before import).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 CASES = {"mlp": (784, (1000, 10)), "p3gm_decoder": (10, (1000, 784))}
 JAX_PATHS = ("nonprivate", "fast", "general", "naive_vmap")
@@ -109,6 +113,22 @@ def build_jax(case: str, path: str, batch: int, chunk: int):
     return run, (temp.temp_size_in_bytes / 2**20 if temp is not None else None)
 
 
+def _half_squared_error(torch):
+    """``0.5 ||out - y||^2`` per example (jdp's decoder loss), with the ``reduction``
+    attribute Opacus's ghost clipping switches to ``"none"`` for per-sample losses."""
+
+    class HalfSquaredError(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.reduction = "mean"
+
+        def forward(self, out, y):
+            per_example = 0.5 * torch.sum((out - y) ** 2, dim=1)
+            return per_example if self.reduction == "none" else per_example.mean()
+
+    return HalfSquaredError()
+
+
 def build_opacus(case: str, path: str, batch: int):
     """A zero-argument function running one Opacus step (hooks or ghost clipping)."""
     import torch
@@ -125,7 +145,7 @@ def build_opacus(case: str, path: str, batch: int):
     model = torch.nn.Sequential(*layers)
     x, y = _data(case, batch)
     xt, yt = torch.from_numpy(x), torch.from_numpy(y).long() if case == "mlp" else torch.from_numpy(y)
-    criterion = torch.nn.CrossEntropyLoss() if case == "mlp" else torch.nn.MSELoss()
+    criterion = torch.nn.CrossEntropyLoss() if case == "mlp" else _half_squared_error(torch)
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
     loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(xt, yt), batch_size=batch)
     engine = PrivacyEngine()
@@ -160,14 +180,24 @@ def build(case: str, path: str, batch: int, chunk: int):
     return build_jax(case, path, batch, chunk)
 
 
-def time_round_robin(runs: dict, reps: int) -> dict:
-    """Median ms per path, timing one step of each path in turn for ``reps`` rounds."""
+def time_round_robin(runs: dict, reps: int, slow_reps: int, slow_ms: float = 200.0) -> dict:
+    """Median ms per path, timing one step of each path in turn.
+
+    Paths whose warm step takes over ``slow_ms`` (per-example-gradient buffers, Opacus hooks)
+    get ``slow_reps`` rounds, the others ``reps``; every round visits every path still due.
+    """
+    due = {}
+    for p, run in runs.items():
+        start = time.perf_counter()
+        run()
+        due[p] = slow_reps if 1e3 * (time.perf_counter() - start) > slow_ms else reps
     times = {p: [] for p in runs}
-    for _ in range(reps):
+    for r in range(max(due.values())):
         for p, run in runs.items():
-            start = time.perf_counter()
-            run()
-            times[p].append(time.perf_counter() - start)
+            if r < due[p]:
+                start = time.perf_counter()
+                run()
+                times[p].append(time.perf_counter() - start)
     return {p: 1e3 * statistics.median(t) for p, t in times.items()}
 
 
@@ -202,7 +232,7 @@ def bench_case(case: str, paths: tuple, args: argparse.Namespace) -> dict:
     print(f"[bench] {case}: building {', '.join(paths)}", file=sys.stderr, flush=True)
     built = {p: build(case, p, args.batch, args.chunk) for p in paths}
     print(f"[bench] {case}: timing {args.reps} rounds", file=sys.stderr, flush=True)
-    ms = time_round_robin({p: b[0] for p, b in built.items()}, args.reps)
+    ms = time_round_robin({p: b[0] for p, b in built.items()}, args.reps, args.slow_reps)
     rss = {p: peak_rss_alone(case, p, args) for p in paths}
     base = ms["nonprivate"]
     torch_best = min((ms[p] for p in TORCH_PATHS if p in ms), default=None)
@@ -220,6 +250,7 @@ def bench_case(case: str, paths: tuple, args: argparse.Namespace) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reps", type=int, default=50, help="timed steps per path (median)")
+    parser.add_argument("--slow-reps", type=int, default=5, help="timed steps for paths > 200 ms")
     parser.add_argument("--batch", type=int, default=256)
     parser.add_argument("--chunk", type=int, default=32, help="micro-batch of the general path")
     parser.add_argument("--cases", default="mlp,p3gm_decoder")
@@ -243,13 +274,17 @@ def main() -> int:
         "opacus_ghost_ms": mlp.get("opacus_ghost"),
         "batch": args.batch,
         "reps": args.reps,
+        "slow_reps": args.slow_reps,
         "general_chunk": args.chunk,
         "cases": summary,
     }
     if args.json:
         print(json.dumps(out))
         return 0
-    print(f"median ms per step, batch {args.batch}, {args.reps} reps; general path chunk {args.chunk}")
+    print(
+        f"median ms per step, batch {args.batch}, {args.reps} reps ({args.slow_reps} for paths > 200 ms), "
+        f"round-robin; general path chunk {args.chunk}"
+    )
     print(f"{'case':14s} {'path':14s} {'ms':>9s} {'x nonpriv':>10s} {'XLA temp MiB':>13s} {'peak RSS MiB':>13s}")
     nan = float("nan")
     for case, s in summary.items():

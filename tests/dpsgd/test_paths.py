@@ -110,8 +110,10 @@ PROBLEMS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(PROBLEMS))
-@pytest.mark.parametrize("clip", [0.05, np.inf], ids=["clipped", "unclipped"])
+CASES = [(name, 0.05) for name in sorted(PROBLEMS)] + [("dense", np.inf), ("embed", np.inf)]
+
+
+@pytest.mark.parametrize(("name", "clip"), CASES, ids=[f"{n}-clip{c}" for n, c in CASES])
 def test_ghost_clipped_sum_equals_general(name, clip):
     loss_fn, params, batch = PROBLEMS[name]()
     mask = jnp.arange(B) < B - 1  # one padded row

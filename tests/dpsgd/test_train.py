@@ -155,3 +155,15 @@ def test_data_without_batch_axis_raises():
             jax.random.key(0), loss_fn, params, optax.sgd(0.1), {"x": np.float32(1.0)},
             l2_clip_norm=1.0, sampling_prob=0.1, steps=2, noise_multiplier=1.0, progress=False,
         )
+
+
+def test_forcing_ghost_on_a_loss_it_cannot_handle_raises():
+    loss_fn, params, data, _ = _problem()
+    penalised = lambda p, ex, k: (  # noqa: E731
+        loss_fn(p, ex, k)[0] + sum(jnp.sum(w**2) for w in jax.tree_util.tree_leaves(p))
+    )
+    with pytest.raises(ValueError, match="method='ghost' is not exact"):
+        train(
+            jax.random.key(0), penalised, params, optax.sgd(0.1), data, l2_clip_norm=1.0,
+            sampling_prob=0.1, steps=1, noise_multiplier=1.0, method="ghost", progress=False,
+        )
