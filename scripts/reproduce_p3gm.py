@@ -58,24 +58,33 @@ from jdp.synth import p3gm as P
 from jdp.synth.base import numpy_rng
 
 PAPER_TABLE_VI = {  # P3GM and "original" (real data), Table VI
-    "adult": {"p3gm": {"AUROC": 0.8214, "AUPRC": 0.5972}, "real": {"AUROC": 0.9119, "AUPRC": 0.7844}},
-    "credit": {"p3gm": {"AUROC": 0.8991, "AUPRC": 0.6586}, "real": {"AUROC": 0.9663, "AUPRC": 0.8927}},
+    "adult": {
+        "p3gm": {"AUROC": 0.8214, "AUPRC": 0.5972},
+        "real": {"AUROC": 0.9119, "AUPRC": 0.7844},
+    },
+    "credit": {
+        "p3gm": {"AUROC": 0.8991, "AUPRC": 0.6586},
+        "real": {"AUROC": 0.9663, "AUPRC": 0.8927},
+    },
 }
-PAPER_TABLE_V = {"pgm": {"AUROC": 0.9387, "AUPRC": 0.6649}, "vae": {"AUROC": 0.9558, "AUPRC": 0.5466}}
+PAPER_TABLE_V = {
+    "pgm": {"AUROC": 0.9387, "AUPRC": 0.6649},
+    "vae": {"AUROC": 0.9558, "AUPRC": 0.5466},
+}
 PAPER_TABLE_VII = {"p3gm": 0.7940, "vae": 0.8571}
 PAPER_TABLE_VIII = {"adult": 0.3867, "credit": 0.2411}
 DATASET_NAMES = {"adult": "adult", "credit": "creditcard", "mnist": "mnist"}
 
 # Table IV (epochs, batch size), d' (credit: no reduction), and the sizes used in --quick
 SETTINGS = {
-    "adult": dict(epochs=5.0, batch=200, latent_dim=10),
-    "credit": dict(epochs=15.0, batch=100, latent_dim=None),
-    "mnist": dict(epochs=4.0, batch=300, latent_dim=10),
+    "adult": {"epochs": 5.0, "batch": 200, "latent_dim": 10},
+    "credit": {"epochs": 15.0, "batch": 100, "latent_dim": None},
+    "mnist": {"epochs": 4.0, "batch": 300, "latent_dim": 10},
 }
 QUICK = {  # DP needs n: Adult keeps its whole training split; the others are subsampled
-    "adult": dict(n_train=10**9, epochs=2.0, batch=200, hidden=300),
-    "credit": dict(n_train=40000, epochs=1.0, batch=200, hidden=300),
-    "mnist": dict(n_train=20000, epochs=1.0, batch=200, hidden=300),
+    "adult": {"n_train": 10**9, "epochs": 2.0, "batch": 200, "hidden": 300},
+    "credit": {"n_train": 40000, "epochs": 1.0, "batch": 200, "hidden": 300},
+    "mnist": {"n_train": 20000, "epochs": 1.0, "batch": 200, "hidden": 300},
 }
 
 
@@ -127,32 +136,48 @@ class Fitted:
     seconds: float
 
 
-def fit(key: jax.Array, x: np.ndarray, layout: Any, bound: float, budget: PrivacyBudget, config: P.P3GMConfig, variant: str) -> Fitted:
+def fit(
+    key: jax.Array,
+    x: np.ndarray,
+    layout: Any,
+    bound: float,
+    budget: PrivacyBudget,
+    config: P.P3GMConfig,
+    variant: str,
+) -> Fitted:
     t = time.time()
     params, ledger = P.fit_arrays(key, x, layout, bound, budget, config, variant, progress=False)
     eps = ledger.epsilon(budget.delta)
-    log(f"    {variant:8s} fitted in {time.time() - t:6.1f} s, epsilon spent {eps:.4f} at delta {budget.delta:g}")
+    log(
+        f"    {variant:8s} fitted in {time.time() - t:6.1f} s, epsilon spent {eps:.4f} at delta {budget.delta:g}"
+    )
     return Fitted(variant, params, eps, time.time() - t)
 
 
-def synthesize(key: jax.Array, f: Fitted, encoder: Any, layout: Any, config: P.P3GMConfig, n: int) -> pd.DataFrame:
+def synthesize(
+    key: jax.Array, f: Fitted, encoder: Any, layout: Any, config: P.P3GMConfig, n: int
+) -> pd.DataFrame:
     return encoder.decode(P.sample_arrays(key, f.params, layout, config, f.variant, n))
 
 
 # -- tables V / VI / VIII -----------------------------------------------------------------------
 
 
-def tstr_means(train: pd.DataFrame, synth: pd.DataFrame, test: pd.DataFrame, target: str, seed: int) -> dict[str, dict[str, float]]:
+def tstr_means(
+    train: pd.DataFrame, synth: pd.DataFrame, test: pd.DataFrame, target: str, seed: int
+) -> dict[str, dict[str, float]]:
     """Mean over the four classifiers of AUROC and AUPRC, for real and synthetic training."""
     rows = tstr_table(train, synth, test, target, classifiers=paper_classifiers(seed))
     out: dict[str, dict[str, float]] = {"real": {}, "synthetic": {}}
     for metric in ("AUROC", "AUPRC"):
-        for side in out:
-            out[side][metric] = float(np.mean([r[side] for r in rows if r["metric"] == metric]))
+        for side, scores in out.items():
+            scores[metric] = float(np.mean([r[side] for r in rows if r["metric"] == metric]))
     return out
 
 
-def tabular(name: str, args: argparse.Namespace, key: jax.Array, budget: PrivacyBudget) -> dict[str, Any] | None:
+def tabular(
+    name: str, args: argparse.Namespace, key: jax.Array, budget: PrivacyBudget
+) -> dict[str, Any] | None:
     loaded = load(name, args.quick, args.seed)
     if loaded is None:
         return None
@@ -161,7 +186,9 @@ def tabular(name: str, args: argparse.Namespace, key: jax.Array, budget: Privacy
     encoder = P.table_encoder(ds.schema)
     layout = P.head_layout(encoder)
     x = encoder.encode(ds.schema.conform(train))
-    log(f"[{name}] n_train={len(train)} d={x.shape[1]} d'={config.latent_dim} steps={config.steps} q={config.sampling_prob:.4g} hidden={config.hidden}")
+    log(
+        f"[{name}] n_train={len(train)} d={x.shape[1]} d'={config.latent_dim} steps={config.steps} q={config.sampling_prob:.4g} hidden={config.hidden}"
+    )
     variants = ("p3gm", "dp-vae") if args.quick else ("p3gm", "dp-vae", "p3gm-ae", "pgm")
     result: dict[str, Any] = {"n_train": len(train), "config": dataclasses.asdict(config)}
     real = None
@@ -175,9 +202,14 @@ def tabular(name: str, args: argparse.Namespace, key: jax.Array, budget: Privacy
         entry["tvd_2way"] = two_way_tvd(train, synth)
         entry["epsilon_spent"] = f.epsilon
         entry["fit_seconds"] = f.seconds
-        entry["positive_rate"] = float(np.mean(synth[ds.target] == ds.schema[ds.target].categories[-1]))
+        entry["positive_rate"] = float(
+            np.mean(synth[ds.target] == ds.schema[ds.target].categories[-1])
+        )
         result[variant.replace("-", "_")] = entry
-    result["real"] = {**real, "positive_rate": float(np.mean(train[ds.target] == ds.schema[ds.target].categories[-1]))}
+    result["real"] = {
+        **real,
+        "positive_rate": float(np.mean(train[ds.target] == ds.schema[ds.target].categories[-1])),
+    }
     result["paper"] = {**PAPER_TABLE_VI[name], "tvd_2way_p3gm": PAPER_TABLE_VIII[name]}
     return result
 
@@ -197,7 +229,14 @@ class SmallCNN(nn.Module):
         return nn.Dense(10)(x)
 
 
-def cnn_accuracy(key: jax.Array, x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, y_test: np.ndarray, epochs: int) -> float:
+def cnn_accuracy(
+    key: jax.Array,
+    x_train: np.ndarray,
+    y_train: np.ndarray,
+    x_test: np.ndarray,
+    y_test: np.ndarray,
+    epochs: int,
+) -> float:
     """Train the small CNN on (x_train, y_train) (pixels in [0, 1]) and return test accuracy."""
     model = SmallCNN()
     init_key, key = jax.random.split(key)
@@ -225,11 +264,15 @@ def cnn_accuracy(key: jax.Array, x_train: np.ndarray, y_train: np.ndarray, x_tes
             key, sub = jax.random.split(key)
             params, state = step(params, state, xt[idx], y_train[idx], sub)
     xs = x_test.reshape(-1, 28, 28, 1).astype(np.float32)
-    preds = np.concatenate([np.asarray(predict(params, xs[j : j + 1000])) for j in range(0, len(xs), 1000)])
+    preds = np.concatenate(
+        [np.asarray(predict(params, xs[j : j + 1000])) for j in range(0, len(xs), 1000)]
+    )
     return float(np.mean(preds == y_test))
 
 
-def mnist(args: argparse.Namespace, key: jax.Array, budget: PrivacyBudget, out: Path) -> dict[str, Any] | None:
+def mnist(
+    args: argparse.Namespace, key: jax.Array, budget: PrivacyBudget, out: Path
+) -> dict[str, Any] | None:
     loaded = load("mnist", args.quick, args.seed)
     if loaded is None:
         return None
@@ -238,7 +281,9 @@ def mnist(args: argparse.Namespace, key: jax.Array, budget: PrivacyBudget, out: 
     encoder = P.table_encoder(ds.schema)
     layout = P.head_layout(encoder)
     x = encoder.encode(ds.schema.conform(train))
-    log(f"[mnist] n_train={len(train)} d={x.shape[1]} d'={config.latent_dim} steps={config.steps} q={config.sampling_prob:.4g} hidden={config.hidden}")
+    log(
+        f"[mnist] n_train={len(train)} d={x.shape[1]} d'={config.latent_dim} steps={config.steps} q={config.sampling_prob:.4g} hidden={config.hidden}"
+    )
     pixels = [c for c in ds.schema.names if c != "label"]
     cnn_epochs = 2 if args.quick else 10
 
@@ -248,26 +293,61 @@ def mnist(args: argparse.Namespace, key: jax.Array, budget: PrivacyBudget, out: 
     x_test, y_test = images(test)
     result: dict[str, Any] = {"n_train": len(train), "config": dataclasses.asdict(config)}
     xr, yr = images(train)
-    result["real"] = {"accuracy": cnn_accuracy(jax.random.fold_in(key, 99), xr, yr, x_test, y_test, cnn_epochs)}
+    result["real"] = {
+        "accuracy": cnn_accuracy(jax.random.fold_in(key, 99), xr, yr, x_test, y_test, cnn_epochs)
+    }
     for i, variant in enumerate(("p3gm", "dp-vae")):
         k_fit, k_sample, k_cnn = jax.random.split(jax.random.fold_in(key, i), 3)
         f = fit(k_fit, x, layout, encoder.row_norm_bound, budget, config, variant)
         synth = synthesize(k_sample, f, encoder, layout, config, len(train))
         xs, ys = images(synth)
         acc = cnn_accuracy(k_cnn, xs, ys, x_test, y_test, cnn_epochs)
-        result[variant.replace("-", "_")] = {"accuracy": acc, "epsilon_spent": f.epsilon, "fit_seconds": f.seconds}
+        result[variant.replace("-", "_")] = {
+            "accuracy": acc,
+            "epsilon_spent": f.epsilon,
+            "fit_seconds": f.seconds,
+        }
         if variant == "p3gm":
             order = np.argsort(ys[:200], kind="stable")[:50]
-            grid = image_grid(xs[:200][order], out / "p3gm_mnist_samples.png", image_shape=(28, 28), labels=list(ys[:200][order]), title="P3GM samples, eps=1")
+            grid = image_grid(
+                xs[:200][order],
+                out / "p3gm_mnist_samples.png",
+                image_shape=(28, 28),
+                labels=list(ys[:200][order]),
+                title="P3GM samples, eps=1",
+            )
             result["sample_grid"] = str(grid)
-    result["paper"] = {"p3gm": {"accuracy": PAPER_TABLE_VII["p3gm"]}, "vae_nonprivate": {"accuracy": PAPER_TABLE_VII["vae"]}}
+    result["paper"] = {
+        "p3gm": {"accuracy": PAPER_TABLE_VII["p3gm"]},
+        "vae_nonprivate": {"accuracy": PAPER_TABLE_VII["vae"]},
+    }
     return result
 
 
 # -- Fig. 7: learning efficiency -----------------------------------------------------------------
 
 
-def learning_curves(args: argparse.Namespace, key: jax.Array, budget: PrivacyBudget, out: Path) -> dict[str, Any]:
+def reconstruction_fn(
+    fixed: dict, x_test: jax.Array, config: P.P3GMConfig, variant: str, layout: Any
+) -> Any:
+    """Jitted mean of ``-log p(x | z)``, ``z ~ q(z | x)``, over real test rows (Fig. 7 a/b)."""
+
+    def one(trainable: dict, row: jax.Array, k: jax.Array) -> jax.Array:
+        ll, _ = P.example_terms(
+            trainable, fixed, row, k, config=config, variant=variant, layout=layout
+        )
+        return -ll
+
+    return jax.jit(
+        lambda trainable, keys: jnp.mean(
+            jax.vmap(one, in_axes=(None, 0, 0))(trainable, x_test, keys)
+        )
+    )
+
+
+def learning_curves(
+    args: argparse.Namespace, key: jax.Array, budget: PrivacyBudget, out: Path
+) -> dict[str, Any]:
     """Per-epoch reconstruction loss on real test rows and LR TSTR AUROC (Adult)."""
     ds, train, test = load("adult", args.quick, args.seed)
     config = config_for("adult", len(train), args.quick)
@@ -275,7 +355,7 @@ def learning_curves(args: argparse.Namespace, key: jax.Array, budget: PrivacyBud
     layout = P.head_layout(encoder)
     x = encoder.encode(ds.schema.conform(train))
     x_test = jnp.asarray(encoder.encode(ds.schema.conform(test))[:2000], jnp.float32)
-    epochs = int(round(config.epochs))
+    epochs = round(config.epochs)
     curves: dict[str, Any] = {}
     for i, variant in enumerate(("p3gm", "dp-vae", "p3gm-ae")):
         k_enc, k_dec, k_s = jax.random.split(jax.random.fold_in(key, 100 + i), 3)
@@ -285,24 +365,43 @@ def learning_curves(args: argparse.Namespace, key: jax.Array, budget: PrivacyBud
             fixed, _ = P.encoding_phase(numpy_rng(k_enc), x, encoder.row_norm_bound, config, noise)
         fixed_j = jax.tree_util.tree_map(jnp.asarray, fixed)
 
-        @jax.jit
-        def recon(trainable, keys):
-            def one(row, k):
-                ll, _ = P.example_terms(trainable, fixed_j, row, k, config=config, variant=variant, layout=layout)
-                return -ll
-
-            return jnp.mean(jax.vmap(one)(x_test, keys))
+        recon = reconstruction_fn(fixed_j, x_test, config, variant, layout)
 
         trainable = None
         losses, aurocs = [], []
         for e in range(epochs):
-            trainable, _ = P.decoding_phase(jax.random.fold_in(k_dec, e), x, fixed, layout, config, variant, noise["sgd"], trainable=trainable, epochs=1.0)
-            losses.append(float(recon(trainable, jax.random.split(jax.random.fold_in(k_s, e), x_test.shape[0]))))
-            synth = encoder.decode(P.sample_arrays(jax.random.fold_in(k_s, 1000 + e), {**fixed, "trainable": trainable}, layout, config, variant, len(train)))
+            trainable, _ = P.decoding_phase(
+                jax.random.fold_in(k_dec, e),
+                x,
+                fixed,
+                layout,
+                config,
+                variant,
+                noise["sgd"],
+                trainable=trainable,
+                epochs=1.0,
+            )
+            losses.append(
+                float(
+                    recon(trainable, jax.random.split(jax.random.fold_in(k_s, e), x_test.shape[0]))
+                )
+            )
+            synth = encoder.decode(
+                P.sample_arrays(
+                    jax.random.fold_in(k_s, 1000 + e),
+                    {**fixed, "trainable": trainable},
+                    layout,
+                    config,
+                    variant,
+                    len(train),
+                )
+            )
             lr = {"LogisticRegression": paper_classifiers(args.seed)["LogisticRegression"]}
             rows = tstr_table(train, synth, test, ds.target, classifiers=lr)
             aurocs.append(float(next(r["synthetic"] for r in rows if r["metric"] == "AUROC")))
-            log(f"    fig7 {variant:8s} epoch {e + 1}: reconstruction {losses[-1]:.3f}, LR AUROC {aurocs[-1]:.4f}")
+            log(
+                f"    fig7 {variant:8s} epoch {e + 1}: reconstruction {losses[-1]:.3f}, LR AUROC {aurocs[-1]:.4f}"
+            )
         curves[variant.replace("-", "_")] = {"reconstruction": losses, "auroc_lr": aurocs}
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -320,7 +419,11 @@ def learning_curves(args: argparse.Namespace, key: jax.Array, budget: PrivacyBud
     fig.tight_layout()
     path = out / "p3gm_fig7_learning_efficiency.png"
     fig.savefig(path, dpi=100)
-    return {"curves": curves, "png": str(path), "note": "Adam state restarts each epoch (one train call per epoch); noise and accounting are those of the whole run"}
+    return {
+        "curves": curves,
+        "png": str(path),
+        "note": "Adam state restarts each epoch (one train call per epoch); noise and accounting are those of the whole run",
+    }
 
 
 # -- Fig. 9: composition ------------------------------------------------------------------------
@@ -336,7 +439,11 @@ def composition(config: P.P3GMConfig, budget: PrivacyBudget, out: Path) -> dict[
     delta = budget.delta
     sigmas = np.linspace(0.8, 3.0, 12)
     rdp, baseline = [], []
-    enc_events = [e for _, e in P.phase_events(config, {"pca": noise["pca"], "em": noise["em"]}) if _ != "dp-sgd"]
+    enc_events = [
+        e
+        for _, e in P.phase_events(config, {"pca": noise["pca"], "em": noise["em"]})
+        if _ != "dp-sgd"
+    ]
     for s in sigmas:
         sgd = ev.dpsgd_event(float(s), config.sampling_prob, config.steps)
         rdp.append(compute_epsilon(ev.ComposedDpEvent([*enc_events, sgd]), delta))
@@ -364,9 +471,13 @@ def composition(config: P.P3GMConfig, budget: PrivacyBudget, out: Path) -> dict[
 
 def print_tables(res: dict[str, Any]) -> None:
     log("")
-    log(f"P3GM reproduction at (epsilon, delta) = ({res['epsilon']}, {res['delta']:g})  [{res['mode']} mode]")
+    log(
+        f"P3GM reproduction at (epsilon, delta) = ({res['epsilon']}, {res['delta']:g})  [{res['mode']} mode]"
+    )
     log("Table VI  (mean over 4 classifiers; paper numbers in brackets)")
-    log(f"{'dataset':8s} {'method':9s} {'AUROC':>8s} {'paper':>8s} {'AUPRC':>8s} {'paper':>8s} {'2-way TVD':>10s} {'paper':>7s} {'eps':>7s}")
+    log(
+        f"{'dataset':8s} {'method':9s} {'AUROC':>8s} {'paper':>8s} {'AUPRC':>8s} {'paper':>8s} {'2-way TVD':>10s} {'paper':>7s} {'eps':>7s}"
+    )
     for name in ("adult", "credit"):
         r = res.get(name)
         if not r:
@@ -380,14 +491,24 @@ def print_tables(res: dict[str, Any]) -> None:
             tvd = f"{row['tvd_2way']:10.4f}" if "tvd_2way" in row else " " * 10
             ptvd = f"{paper['tvd_2way_p3gm']:7.4f}" if m == "p3gm" else " " * 7
             eps = f"{row['epsilon_spent']:7.4f}" if "epsilon_spent" in row else "    n/a"
-            log(f"{name:8s} {m:9s} {row['AUROC']:8.4f} {p.get('AUROC', float('nan')):8.4f} {row['AUPRC']:8.4f} {p.get('AUPRC', float('nan')):8.4f} {tvd} {ptvd} {eps}")
+            log(
+                f"{name:8s} {m:9s} {row['AUROC']:8.4f} {p.get('AUROC', float('nan')):8.4f} {row['AUPRC']:8.4f} {p.get('AUPRC', float('nan')):8.4f} {tvd} {ptvd} {eps}"
+            )
     if res.get("mnist"):
         r = res["mnist"]
         log("Table VII (MNIST, small CNN trained on synthetic, tested on real)")
-        log(f"  p3gm {r['p3gm']['accuracy']:.4f} [paper 0.7940]   dp_vae {r['dp_vae']['accuracy']:.4f}   real {r['real']['accuracy']:.4f} [paper VAE 0.8571]")
+        log(
+            f"  p3gm {r['p3gm']['accuracy']:.4f} [paper 0.7940]   dp_vae {r['dp_vae']['accuracy']:.4f}   real {r['real']['accuracy']:.4f} [paper VAE 0.8571]"
+        )
     if res.get("fig9"):
         f = res["fig9"]
-        log("Fig. 9    epsilon vs DP-SGD noise: " + ", ".join(f"{s:.2f}: RDP {a:.3f} / base {b:.3f}" for s, a, b in list(zip(f["sigma_sgd"], f["rdp"], f["zcdp_plus_ma"]))[::3]))
+        log(
+            "Fig. 9    epsilon vs DP-SGD noise: "
+            + ", ".join(
+                f"{s:.2f}: RDP {a:.3f} / base {b:.3f}"
+                for s, a, b in list(zip(f["sigma_sgd"], f["rdp"], f["zcdp_plus_ma"]))[::3]
+            )
+        )
     log(f"run time {res['runtime_s']:.0f} s, peak memory {res['peak_memory_mb']:.0f} MB")
 
 
@@ -408,7 +529,11 @@ def main(argv: list[str] | None = None) -> int:
     budget = PrivacyBudget(epsilon=args.epsilon, delta=args.delta)
     key = jax.random.key(args.seed)
     wanted = [d.strip() for d in args.datasets.split(",") if d.strip()]
-    res: dict[str, Any] = {"epsilon": args.epsilon, "delta": args.delta, "mode": "quick" if args.quick else "full"}
+    res: dict[str, Any] = {
+        "epsilon": args.epsilon,
+        "delta": args.delta,
+        "mode": "quick" if args.quick else "full",
+    }
     for i, name in enumerate(("adult", "credit")):
         if name in wanted:
             res[name] = tabular(name, args, jax.random.fold_in(key, i), budget)

@@ -104,7 +104,9 @@ def log_likelihood(raw: jax.Array, x: jax.Array, layout: HeadLayout) -> jax.Arra
     return total
 
 
-def decode_sample(key: jax.Array, raw: jax.Array, layout: HeadLayout, *, stochastic: bool) -> jax.Array:
+def decode_sample(
+    key: jax.Array, raw: jax.Array, layout: HeadLayout, *, stochastic: bool
+) -> jax.Array:
     """Turn decoder outputs (any leading batch shape) into data-space values.
 
     ``categorical`` heads are always a one-hot draw from the decoded softmax (so a label
@@ -128,13 +130,18 @@ def decode_sample(key: jax.Array, raw: jax.Array, layout: HeadLayout, *, stochas
     return jnp.concatenate(parts, axis=-1)
 
 
-def kl_diag_gaussians(mean_a: jax.Array, logvar_a: jax.Array, mean_b: jax.Array, logvar_b: jax.Array) -> jax.Array:
+def kl_diag_gaussians(
+    mean_a: jax.Array, logvar_a: jax.Array, mean_b: jax.Array, logvar_b: jax.Array
+) -> jax.Array:
     """``KL(N(mean_a, diag e^logvar_a) || N(mean_b, diag e^logvar_b))`` over the last axis.
 
     ``0.5 * sum(logvar_b - logvar_a + (e^logvar_a + (mean_a - mean_b)^2) / e^logvar_b - 1)``.
     """
     return 0.5 * jnp.sum(
-        logvar_b - logvar_a + (jnp.exp(logvar_a) + (mean_a - mean_b) ** 2) / jnp.exp(logvar_b) - 1.0,
+        logvar_b
+        - logvar_a
+        + (jnp.exp(logvar_a) + (mean_a - mean_b) ** 2) / jnp.exp(logvar_b)
+        - 1.0,
         axis=-1,
     )
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 from jdp.synth.base import Synthesizer
 from jdp.synth.p3gm import register_variant
 
-register_variant("dp-vae", "DP-VAE: VAE trained end to end by DP-SGD, N(0, I) prior (P3GM baseline)")
+register_variant(
+    "dp-vae", "DP-VAE: VAE trained end to end by DP-SGD, N(0, I) prior (P3GM baseline)"
+)
 
 
 class DPVAE(Synthesizer):

@@ -127,12 +127,16 @@ class P3GMConfig:
             check_positive(name, getattr(self, name))
         split = tuple(float(s) for s in self.budget_split)
         if len(split) != 3 or any(not s > 0 for s in split):
-            raise ValueError(f"expected budget_split of three positive shares, got {self.budget_split}")
+            raise ValueError(
+                f"expected budget_split of three positive shares, got {self.budget_split}"
+            )
         object.__setattr__(self, "budget_split", tuple(s / sum(split) for s in split))
         if self.microbatch_size is not None:
             check_count("microbatch_size", self.microbatch_size, minimum=1)
         if self.dpsgd_method not in ("auto", "general", "ghost"):
-            raise ValueError(f"expected dpsgd_method in ('auto', 'general', 'ghost'), got {self.dpsgd_method!r}")
+            raise ValueError(
+                f"expected dpsgd_method in ('auto', 'general', 'ghost'), got {self.dpsgd_method!r}"
+            )
 
     @property
     def steps(self) -> int:
@@ -163,7 +167,9 @@ def head_layout(encoder: TableEncoder) -> HeadLayout:
 # -- privacy: the phases' events and their joint calibration --------------------------------------
 
 
-def single_phase_events(config: P3GMConfig, phase: str, noise_multiplier: float) -> list[tuple[str, ev.DpEvent]]:
+def single_phase_events(
+    config: P3GMConfig, phase: str, noise_multiplier: float
+) -> list[tuple[str, ev.DpEvent]]:
     """The labelled events one phase records at noise multiplier ``z``.
 
     They mirror what :func:`jdp.pca.dp_pca_gaussian` (``centre="dp"``: a DP mean, then the
@@ -183,7 +189,12 @@ def single_phase_events(config: P3GMConfig, phase: str, noise_multiplier: float)
 
 def phase_events(config: P3GMConfig, multipliers: dict[str, float]) -> list[tuple[str, ev.DpEvent]]:
     """All labelled events of a fit with these per-phase multipliers, in ledger order."""
-    return [e for p in PHASES if p in multipliers for e in single_phase_events(config, p, multipliers[p])]
+    return [
+        e
+        for p in PHASES
+        if p in multipliers
+        for e in single_phase_events(config, p, multipliers[p])
+    ]
 
 
 def private_phases(config: P3GMConfig, variant: Variant) -> tuple[str, ...]:
@@ -193,7 +204,9 @@ def private_phases(config: P3GMConfig, variant: Variant) -> tuple[str, ...]:
     return PHASES if config.latent_dim is not None else ("em", "sgd")
 
 
-def calibrate_noise(config: P3GMConfig, variant: Variant, budget: PrivacyBudget) -> dict[str, float]:
+def calibrate_noise(
+    config: P3GMConfig, variant: Variant, budget: PrivacyBudget
+) -> dict[str, float]:
     """Noise multipliers of the private phases for ONE ``(epsilon, delta)`` (Theorem 4).
 
     Phase ``i`` with share ``s_i`` (renormalised over the phases present) first gets
@@ -264,7 +277,11 @@ def standardize(params: dict[str, Any], z: jax.Array) -> jax.Array:
 
 
 def encoding_phase(
-    rng: np.random.Generator, x: np.ndarray, row_norm_bound: float, config: P3GMConfig, noise: dict[str, float] | None
+    rng: np.random.Generator,
+    x: np.ndarray,
+    row_norm_bound: float,
+    config: P3GMConfig,
+    noise: dict[str, float] | None,
 ) -> tuple[dict[str, Any], PrivacyLedger]:
     """DP-PCA then DP-EM on the projections (``noise=None``: the non-private PGM limit).
 
@@ -278,7 +295,12 @@ def encoding_phase(
     else:
         z = 0.0 if noise is None else noise["pca"]
         result, pca_ledger = pca.dp_pca_gaussian(
-            rng, scaled, config.latent_dim, noise_multiplier=z, centre="dp", l2_clip_norm=config.pca_clip_norm
+            rng,
+            scaled,
+            config.latent_dim,
+            noise_multiplier=z,
+            centre="dp",
+            l2_clip_norm=config.pca_clip_norm,
         )
         projection = {"components": result.components, "centre": result.centre}
         ledger = ledger + pca_ledger
@@ -326,7 +348,14 @@ def init_networks(key: jax.Array, config: P3GMConfig, variant: Variant, d: int) 
 
 
 def example_terms(
-    trainable: dict[str, Any], fixed: dict[str, Any], x: jax.Array, key: jax.Array, *, config: P3GMConfig, variant: Variant, layout: HeadLayout
+    trainable: dict[str, Any],
+    fixed: dict[str, Any],
+    x: jax.Array,
+    key: jax.Array,
+    *,
+    config: P3GMConfig,
+    variant: Variant,
+    layout: HeadLayout,
 ) -> tuple[jax.Array, jax.Array]:
     """``(log p(x | z), KL)`` of ONE example with one reparametrised ``z`` (eq. (7), L = 1).
 
@@ -374,7 +403,9 @@ def decoding_phase(
     fixed_j = jax.tree_util.tree_map(jnp.asarray, fixed)
 
     def loss_fn(params: dict[str, Any], example: jax.Array, k: jax.Array) -> jax.Array:
-        ll, kl = example_terms(params, fixed_j, example, k, config=config, variant=variant, layout=layout)
+        ll, kl = example_terms(
+            params, fixed_j, example, k, config=config, variant=variant, layout=layout
+        )
         return kl - ll
 
     private = noise_multiplier is not None
@@ -431,11 +462,15 @@ def fit_arrays(
     if variant == "pgm":
         ledger = PrivacyLedger()
         for phase in ("pca", "em", "sgd") if config.latent_dim is not None else ("em", "sgd"):
-            ledger = ledger.record(f"{phase} (non-private)", ev.NonPrivateDpEvent(), note="PGM: no noise, no clipping")
+            ledger = ledger.record(
+                f"{phase} (non-private)", ev.NonPrivateDpEvent(), note="PGM: no noise, no clipping"
+            )
     return {"trainable": trainable, **fixed}, ledger
 
 
-def sample_latent(key: jax.Array, params: dict[str, Any], variant: Variant, n: int, latent_dim: int) -> np.ndarray:
+def sample_latent(
+    key: jax.Array, params: dict[str, Any], variant: Variant, n: int, latent_dim: int
+) -> np.ndarray:
     """``z ~ r_lambda`` (the DP mixture) for P3GM-family models, ``N(0, I)`` for DP-VAE."""
     rng = numpy_rng(key)
     if variant == "dp-vae":
@@ -451,7 +486,12 @@ def sample_latent(key: jax.Array, params: dict[str, Any], variant: Variant, n: i
 
 
 def sample_arrays(
-    key: jax.Array, params: dict[str, Any], layout: HeadLayout, config: P3GMConfig, variant: Variant, n: int
+    key: jax.Array,
+    params: dict[str, Any],
+    layout: HeadLayout,
+    config: P3GMConfig,
+    variant: Variant,
+    n: int,
 ) -> np.ndarray:
     """``n`` encoded synthetic rows: latent draw, decoder, head-wise decoding (post-processing)."""
     d = sum(w for _, w in layout)
@@ -466,7 +506,9 @@ def sample_arrays(
 
 
 @functools.partial(jax.jit, static_argnames=("layout", "hidden"))
-def _generate(key: jax.Array, decoder_params: Any, z: jax.Array, *, layout: HeadLayout, hidden: int) -> jax.Array:
+def _generate(
+    key: jax.Array, decoder_params: Any, z: jax.Array, *, layout: HeadLayout, hidden: int
+) -> jax.Array:
     raw = Decoder(hidden, sum(w for _, w in layout)).apply(decoder_params, z)
     return decode_sample(key, raw, layout, stochastic=False)
 
@@ -480,10 +522,21 @@ def fit_variant(variant: Variant) -> Any:
     def fit(key: jax.Array, data: Table, budget: PrivacyBudget, config: P3GMConfig) -> FittedModel:
         encoder = table_encoder(data.schema)
         params, ledger = fit_arrays(
-            key, encoder.encode(data), head_layout(encoder), encoder.row_norm_bound, budget, config, variant
+            key,
+            encoder.encode(data),
+            head_layout(encoder),
+            encoder.row_norm_bound,
+            budget,
+            config,
+            variant,
         )
         return FittedModel(
-            method=variant, params=params, schema=data.schema, config=config, budget=budget, ledger=ledger
+            method=variant,
+            params=params,
+            schema=data.schema,
+            config=config,
+            budget=budget,
+            ledger=ledger,
         )
 
     return fit
@@ -513,7 +566,9 @@ def register_variant(variant: Variant, description: str) -> Method:
     )
 
 
-register_variant("p3gm", "P3GM: DP-PCA encoder mean, DP-EM mixture prior, DP-SGD decoder (Takagi et al.)")
+register_variant(
+    "p3gm", "P3GM: DP-PCA encoder mean, DP-EM mixture prior, DP-SGD decoder (Takagi et al.)"
+)
 
 
 class P3GM(Synthesizer):

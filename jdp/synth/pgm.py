@@ -13,7 +13,9 @@ from __future__ import annotations
 from jdp.synth.base import Synthesizer
 from jdp.synth.p3gm import register_variant
 
-register_variant("pgm", "PGM: NON-PRIVATE phased generative model (reference for P3GM; infinite epsilon)")
+register_variant(
+    "pgm", "PGM: NON-PRIVATE phased generative model (reference for P3GM; infinite epsilon)"
+)
 
 
 class PGM(Synthesizer):

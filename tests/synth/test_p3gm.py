@@ -22,10 +22,15 @@ from jdp.synth import base
 from jdp.synth import p3gm as P
 
 BUDGET = PrivacyBudget(epsilon=1.0, delta=1e-5)
-TINY_OPTIONS = dict(
-    latent_dim=3, n_components=2, em_iterations=3, hidden=8, epochs=0.1, sampling_prob=0.02,
-    dpsgd_method="general",
-)
+TINY_OPTIONS = {
+    "latent_dim": 3,
+    "n_components": 2,
+    "em_iterations": 3,
+    "hidden": 8,
+    "epochs": 0.1,
+    "sampling_prob": 0.02,
+    "dpsgd_method": "general",
+}
 TINY = P.P3GMConfig(**TINY_OPTIONS)
 
 
@@ -42,7 +47,11 @@ def small(adult):
 @pytest.fixture(scope="module")
 def arrays(adult, small):
     encoder = P.table_encoder(adult.schema)
-    return encoder.encode(adult.schema.conform(small)), P.head_layout(encoder), encoder.row_norm_bound
+    return (
+        encoder.encode(adult.schema.conform(small)),
+        P.head_layout(encoder),
+        encoder.row_norm_bound,
+    )
 
 
 class _Recorder:
@@ -113,7 +122,9 @@ def test_model_depends_on_data_only_through_accounted_releases(adult, small, rec
     those releases: the two models are identical, so nothing else data-derived (a raw mean,
     the row count, a category list) reaches the model."""
     m1, outputs = recorded
-    extreme = {c.name: (c.upper if c.is_numeric else c.categories[-1]) for c in adult.schema.columns}
+    extreme = {
+        c.name: (c.upper if c.is_numeric else c.categories[-1]) for c in adult.schema.columns
+    }
     neighbour = pd.concat([small, pd.DataFrame([extreme])], ignore_index=True)
     rec = _Recorder(monkeypatch)
     rec.outputs, rec.replay = outputs, True
@@ -145,10 +156,14 @@ def test_fixed_encoder_mean_is_the_dp_pca_projection(recorded, arrays):
     pca_result = outputs[0][0]
     np.testing.assert_array_equal(proj["components"], pca_result.components)
     np.testing.assert_array_equal(proj["centre"], pca_result.centre)
-    np.testing.assert_allclose(pca_result.transform(x / bound), (x / bound - proj["centre"]) @ proj["components"])
+    np.testing.assert_allclose(
+        pca_result.transform(x / bound), (x / bound - proj["centre"]) @ proj["components"]
+    )
     np.testing.assert_array_equal(fitted.params["prior"]["means"], outputs[1][0].mixture.means)
     expected = (x / bound - proj["centre"]) @ proj["components"]
-    np.testing.assert_allclose(np.asarray(P.project(fitted.params, jnp.asarray(x))), expected, atol=1e-5)
+    np.testing.assert_allclose(
+        np.asarray(P.project(fitted.params, jnp.asarray(x))), expected, atol=1e-5
+    )
     # components are orthonormal (a PCA basis), and the encoder has no mean head
     comps = np.asarray(proj["components"])
     np.testing.assert_allclose(comps.T @ comps, np.eye(comps.shape[1]), atol=1e-8)
@@ -158,19 +173,28 @@ def test_fixed_encoder_mean_is_the_dp_pca_projection(recorded, arrays):
     bias = trainable["encoder"]["params"]["logvar"]["bias"]
     trainable["encoder"]["params"]["logvar"]["bias"] = jnp.full_like(bias, -80.0)
     trainable["encoder"]["params"]["logvar"]["kernel"] *= 0.0
-    fixed = jax.tree_util.tree_map(jnp.asarray, {k: fitted.params[k] for k in ("projection", "prior", "latent_scale")})
+    fixed = jax.tree_util.tree_map(
+        jnp.asarray, {k: fitted.params[k] for k in ("projection", "prior", "latent_scale")}
+    )
     row = jnp.asarray(x[0], jnp.float32)
-    ll_p3gm, _ = P.example_terms(trainable, fixed, row, jax.random.key(0), config=TINY, variant="p3gm", layout=layout)
-    ll_ae, kl_ae = P.example_terms(trainable, fixed, row, jax.random.key(0), config=TINY, variant="p3gm-ae", layout=layout)
+    ll_p3gm, _ = P.example_terms(
+        trainable, fixed, row, jax.random.key(0), config=TINY, variant="p3gm", layout=layout
+    )
+    ll_ae, kl_ae = P.example_terms(
+        trainable, fixed, row, jax.random.key(0), config=TINY, variant="p3gm-ae", layout=layout
+    )
     assert float(ll_p3gm) == pytest.approx(float(ll_ae), rel=1e-5) and float(kl_ae) == 0.0
 
 
 def test_sampling_draws_the_latent_from_the_dp_mixture(fitted):
-    params = {**fitted.params, "prior": {
-        "weights": np.array([0.25, 0.75]),
-        "means": np.array([[4.0, -4.0, 0.0], [-2.0, 2.0, 8.0]]),
-        "variances": np.array([[0.01, 0.04, 0.09], [0.01, 0.01, 0.01]]),
-    }}
+    params = {
+        **fitted.params,
+        "prior": {
+            "weights": np.array([0.25, 0.75]),
+            "means": np.array([[4.0, -4.0, 0.0], [-2.0, 2.0, 8.0]]),
+            "variances": np.array([[0.01, 0.04, 0.09], [0.01, 0.01, 0.01]]),
+        },
+    }
     n = 4000
     z = P.sample_latent(jax.random.key(1), params, "p3gm", n, 3)
     first = z[:, 0] > 1.0
@@ -201,7 +225,12 @@ def test_variants_differ_only_where_they_should(arrays):
     key = jax.random.key(11)
     assert P.calibrate_noise(TINY, "p3gm-ae", BUDGET) == P.calibrate_noise(TINY, "p3gm", BUDGET)
     p_ae, l_ae = P.fit_arrays(key, x, layout, bound, BUDGET, TINY, "p3gm-ae")
-    assert set(p_ae["trainable"]) == {"decoder"} and set(p_ae) == {"trainable", "projection", "prior", "latent_scale"}
+    assert set(p_ae["trainable"]) == {"decoder"} and set(p_ae) == {
+        "trainable",
+        "projection",
+        "prior",
+        "latent_scale",
+    }
     assert l_ae.labels[:-1] == ["dp-mean", "dp-pca"] + ["dp-em"] * TINY.em_iterations
     # PGM: exact PCA of the clipped, exactly centred rows; every phase non-private
     p_pgm, l_pgm = P.fit_arrays(key, x, layout, bound, BUDGET, TINY, "pgm")
@@ -210,7 +239,9 @@ def test_variants_differ_only_where_they_should(arrays):
     scaled = x / bound
     centred = scaled - scaled.mean(axis=0)
     _, _, vt = np.linalg.svd(centred, full_matrices=False)
-    overlap = np.linalg.svd(vt[: TINY.latent_dim] @ p_pgm["projection"]["components"], compute_uv=False)
+    overlap = np.linalg.svd(
+        vt[: TINY.latent_dim] @ p_pgm["projection"]["components"], compute_uv=False
+    )
     assert overlap.min() > 0.999
     # DP-VAE: learned encoder mean, no encoding phase, the whole budget to DP-SGD
     p_vae, l_vae = P.fit_arrays(key, x, layout, bound, BUDGET, TINY, "dp-vae")
@@ -228,9 +259,17 @@ def test_mixture_kl_approximation_reduces_to_the_exact_kl_for_one_component():
     mean, logvar = rng.normal(size=4), rng.normal(size=4)
     mb, lb = rng.normal(size=(1, 4)), rng.normal(size=(1, 4))
     exact = kl_diag_gaussians(mean, logvar, mb[0], lb[0])
-    assert float(kl_to_mixture(mean, logvar, jnp.ones(1), mb, lb)) == pytest.approx(float(exact), rel=1e-5)
+    assert float(kl_to_mixture(mean, logvar, jnp.ones(1), mb, lb)) == pytest.approx(
+        float(exact), rel=1e-5
+    )
     # two identical components: the same value; a far second component adds log(1/w)
-    two = kl_to_mixture(mean, logvar, jnp.array([0.5, 0.5]), jnp.concatenate([mb, mb + 1e3]), jnp.concatenate([lb, lb]))
+    two = kl_to_mixture(
+        mean,
+        logvar,
+        jnp.array([0.5, 0.5]),
+        jnp.concatenate([mb, mb + 1e3]),
+        jnp.concatenate([lb, lb]),
+    )
     assert float(two) == pytest.approx(float(exact) + np.log(2.0), rel=1e-5)
 
 
@@ -257,8 +296,23 @@ def test_cli_fit_save_load_sample(tmp_path, capsys, adult, small, fitted):
     small.to_csv(data, index=False)
     adult.schema.save(schema)
     sets = [f"--set={k}={v}" for k, v in TINY_OPTIONS.items()]
-    argv = ["fit", "--method", "p3gm", "--epsilon", "1", "--data", str(data), "--schema", str(schema),
-            "--out", str(tmp_path / "model"), "--seed", "1", "--json", *sets]
+    argv = [
+        "fit",
+        "--method",
+        "p3gm",
+        "--epsilon",
+        "1",
+        "--data",
+        str(data),
+        "--schema",
+        str(schema),
+        "--out",
+        str(tmp_path / "model"),
+        "--seed",
+        "1",
+        "--json",
+        *sets,
+    ]
     assert main(argv) == 0
     import json
 
@@ -267,12 +321,28 @@ def test_cli_fit_save_load_sample(tmp_path, capsys, adult, small, fitted):
     model = base.load(tmp_path / "model")
     assert model.config == dataclasses.replace(TINY)
     out = tmp_path / "synth.csv"
-    assert main(["sample", "--model", str(tmp_path / "model"), "-n", "50", "--out", str(out), "--seed", "2"]) == 0
+    assert (
+        main(
+            [
+                "sample",
+                "--model",
+                str(tmp_path / "model"),
+                "-n",
+                "50",
+                "--out",
+                str(out),
+                "--seed",
+                "2",
+            ]
+        )
+        == 0
+    )
     frame = pd.read_csv(out)
     assert list(frame.columns) == adult.schema.names and len(frame) == 50
     # a loaded model samples exactly what the in-memory one does with the same key
     base.save(fitted, tmp_path / "m2")
     again = base.load(tmp_path / "m2")
     pd.testing.assert_frame_equal(
-        base.sample_model(jax.random.key(8), fitted, 20), base.sample_model(jax.random.key(8), again, 20)
+        base.sample_model(jax.random.key(8), fitted, 20),
+        base.sample_model(jax.random.key(8), again, 20),
     )
