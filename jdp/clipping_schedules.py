@@ -75,9 +75,13 @@ class AdaptiveClip:
 
 def norm_histogram(norms: jax.Array, mask: jax.Array, max_norm: float, bins: int) -> jax.Array:
     """``t_j = |{i : C_{j-1} < ||g_i|| <= C_j}|`` for ``j = 1..w`` over unmasked rows."""
-    index = jnp.ceil(norms * bins / max_norm).astype(jnp.int32) - 1  # bin j-1 for C_{j-1} < n <= C_j
+    index = (
+        jnp.ceil(norms * bins / max_norm).astype(jnp.int32) - 1
+    )  # bin j-1 for C_{j-1} < n <= C_j
     valid = mask & (norms > 0) & (index < bins)
-    return jnp.zeros(bins, jnp.float32).at[jnp.where(valid, index, 0)].add(valid.astype(jnp.float32))
+    return (
+        jnp.zeros(bins, jnp.float32).at[jnp.where(valid, index, 0)].add(valid.astype(jnp.float32))
+    )
 
 
 def dpnorm(key: jax.Array, norms: jax.Array, mask: jax.Array, config: AdaptiveClip) -> jax.Array:
@@ -99,4 +103,6 @@ def adaptive_clip_event(
     z = check_positive("noise_multiplier", noise_multiplier)
     q = check_probability("sampling_prob", sampling_prob)
     inner = ComposedDpEvent([GaussianDpEvent(config.noise_multiplier), GaussianDpEvent(z)])
-    return SelfComposedDpEvent(PoissonSampledDpEvent(q, inner), check_count("steps", steps, minimum=1))
+    return SelfComposedDpEvent(
+        PoissonSampledDpEvent(q, inner), check_count("steps", steps, minimum=1)
+    )

@@ -31,7 +31,8 @@ Privacy:
     Add/remove-one neighbours. ``S`` changes by at most one clipped gradient, so its L2
     sensitivity is ``C`` (or ``sqrt(sum_l C_l^2)``). With Poisson sampling at rate ``q``
     and noise std ``z C`` each step is ``PoissonSampledDpEvent(q, GaussianDpEvent(z))``;
-    ``T`` steps self-compose (:func:`accounting.events.dpsgd_event`). Dividing by the *expected* batch size
+    ``T`` steps self-compose (:func:`accounting.events.dpsgd_event`). Dividing by the
+    *expected* batch size
     ``q n`` (public) is post-processing; dividing by the actual size would release a
     data-dependent quantity (see docs/privacy.md).
 """
@@ -131,7 +132,8 @@ def clip_factor(norm: jax.Array, bound: jax.Array | float) -> jax.Array:
 def leaf_sq_norms(grads: Params) -> list[jax.Array]:
     """Squared L2 norm of each leaf of a per-example gradient pytree (leading axis kept)."""
     return [
-        jnp.sum(jnp.square(g).reshape(g.shape[0], -1), axis=1) for g in jax.tree_util.tree_leaves(grads)
+        jnp.sum(jnp.square(g).reshape(g.shape[0], -1), axis=1)
+        for g in jax.tree_util.tree_leaves(grads)
     ]
 
 
@@ -192,7 +194,9 @@ def clipped_sum_general(
     size = mask.shape[0]
     m = size if microbatch_size is None else min(microbatch_size, size)
     if size % m:
-        raise ValueError(f"expected the padded batch ({size}) to be a multiple of microbatch_size ({m})")
+        raise ValueError(
+            f"expected the padded batch ({size}) to be a multiple of microbatch_size ({m})"
+        )
     grad_fn = _example_grad_fn(loss_fn, has_aux)
     leaves, treedef = jax.tree_util.tree_flatten(params)
 
@@ -212,8 +216,12 @@ def clipped_sum_general(
         return new, (jnp.where(mk, jnp.sqrt(sum(sq)), 0.0), aux)
 
     init = [jnp.zeros_like(p) for p in leaves]
-    acc, (norms, aux) = jax.lax.scan(body, init, (_chunked(batch, m), _chunked(keys, m), _chunked(mask, m)))
-    return ClippedSum(treedef.unflatten(acc), l2_sensitivity(l2_clip_norm)), StepInfo(_unchunked(norms), _unchunked(aux))
+    acc, (norms, aux) = jax.lax.scan(
+        body, init, (_chunked(batch, m), _chunked(keys, m), _chunked(mask, m))
+    )
+    return ClippedSum(treedef.unflatten(acc), l2_sensitivity(l2_clip_norm)), StepInfo(
+        _unchunked(norms), _unchunked(aux)
+    )
 
 
 def clipped_grad_sum(

@@ -34,7 +34,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jdp.dpsgd import ClippedSum, LossFn, StepInfo, clip_weights, clipped_sum_general, l2_sensitivity
+from jdp.dpsgd import (
+    ClippedSum,
+    LossFn,
+    StepInfo,
+    clip_weights,
+    clipped_sum_general,
+    l2_sensitivity,
+)
 
 SUPPORTED = (nn.Dense, nn.Embed, nn.Conv)
 
@@ -74,7 +81,9 @@ def _describe(module: nn.Module, leaf_ids: dict[int, int]) -> _Call:
     leaves = {}
     for name, value in variables.items():
         if id(value) not in leaf_ids:
-            raise GhostUnsupported(f"parameter {module.path}/{name} is not a leaf of params as passed")
+            raise GhostUnsupported(
+                f"parameter {module.path}/{name} is not a leaf of params as passed"
+            )
         leaves[name] = leaf_ids[id(value)]
     if isinstance(module, nn.Embed):
         return _Call("embed", leaves, None)
@@ -96,7 +105,9 @@ def _describe(module: nn.Module, leaf_ids: dict[int, int]) -> _Call:
     )
 
 
-def _traced_loss(loss_fn: LossFn, has_aux: bool, params: Any, example: Any, key: jax.Array, eps: list | None):
+def _traced_loss(
+    loss_fn: LossFn, has_aux: bool, params: Any, example: Any, key: jax.Array, eps: list | None
+):
     """Run the one-example loss, capturing layer inputs and adding ``eps[c]`` to call ``c``."""
     leaf_ids = {id(leaf): i for i, leaf in enumerate(jax.tree_util.tree_leaves(params))}
     calls: list[_Call] = []
@@ -119,7 +130,9 @@ def _traced_loss(loss_fn: LossFn, has_aux: bool, params: Any, example: Any, key:
     return loss, aux, calls, inputs, outputs
 
 
-def discover(loss_fn: LossFn, params: Any, example: Any, key: jax.Array, has_aux: bool) -> tuple[list[_Call], list]:
+def discover(
+    loss_fn: LossFn, params: Any, example: Any, key: jax.Array, has_aux: bool
+) -> tuple[list[_Call], list]:
     """Trace the loss once (abstractly): the supported layer calls and their output shapes.
 
     Raises:
@@ -136,7 +149,9 @@ def discover(loss_fn: LossFn, params: Any, example: Any, key: jax.Array, has_aux
     covered = {i for call in found["calls"] for i in call.leaves.values()}
     missing = set(range(len(jax.tree_util.tree_leaves(params)))) - covered
     if missing:
-        raise GhostUnsupported(f"{len(missing)} parameter leaves are not used by Dense/Embed/Conv layers")
+        raise GhostUnsupported(
+            f"{len(missing)} parameter leaves are not used by Dense/Embed/Conv layers"
+        )
     return found["calls"], found["outputs"]
 
 
@@ -160,7 +175,8 @@ def _conv_patches(x: jax.Array, spec: dict[str, Any]) -> jax.Array:
 
 
 def _tokens(call: _Call, x: jax.Array, g: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """``(a, g)`` with shapes ``(B, T, F)`` / ``(B, T, O)`` (``a`` = int ids ``(B, T)`` for embed)."""
+    """Tokens ``(a, g)``, shapes ``(B, T, F)`` and ``(B, T, O)``; ``a`` is ``(B, T)`` ids for
+    an embedding."""
     b = g.shape[0]
     if call.kind == "embed":
         return x.reshape(b, -1), g.reshape(b, -1, g.shape[-1])
@@ -179,18 +195,24 @@ def _weight_sq_norm(kind: str, a: jax.Array, g: jax.Array) -> jax.Array:
     if t == 1:
         return jnp.sum(jnp.square(a[:, 0]), -1) * jnp.sum(jnp.square(g[:, 0]), -1)
     if t * t <= a.shape[-1] * g.shape[-1]:
-        return jnp.einsum("bts,bts->b", jnp.einsum("btf,bsf->bts", a, a), jnp.einsum("bto,bso->bts", g, g))
+        return jnp.einsum(
+            "bts,bts->b", jnp.einsum("btf,bsf->bts", a, a), jnp.einsum("bto,bso->bts", g, g)
+        )
     return jnp.sum(jnp.square(jnp.einsum("btf,bto->bfo", a, g)), axis=(1, 2))
 
 
-def _weighted_weight_grad(call: _Call, x: jax.Array, g: jax.Array, w: jax.Array, shape: tuple) -> jax.Array:
+def _weighted_weight_grad(
+    call: _Call, x: jax.Array, g: jax.Array, w: jax.Array, shape: tuple
+) -> jax.Array:
     """``sum_i w_i G_{W,i}`` for one call, in the parameter's own layout."""
     wg = g * w.reshape((-1,) + (1,) * (g.ndim - 1))
     if call.kind == "embed":
         flat = wg.reshape(-1, wg.shape[-1])
         return jnp.zeros(shape, wg.dtype).at[x.reshape(-1)].add(flat)
     if call.kind == "dense":
-        return jnp.einsum("nf,no->fo", x.reshape(-1, x.shape[-1]), wg.reshape(-1, wg.shape[-1])).reshape(shape)
+        return jnp.einsum(
+            "nf,no->fo", x.reshape(-1, x.shape[-1]), wg.reshape(-1, wg.shape[-1])
+        ).reshape(shape)
     spec = call.conv
     nd = len(spec["kernel_size"])
     xs = x.reshape((-1,) + x.shape[-(nd + 1) :])
@@ -269,9 +291,11 @@ def clipped_sum_ghost(
     leaves, treedef = jax.tree_util.tree_flatten(params)
     example = jax.tree_util.tree_map(lambda x: x[0], batch)
     calls, outputs = discover(loss_fn, params, example, keys[0], has_aux)
-    inputs, grads, aux = _ghost_forward_backward(loss_fn, params, batch, mask, keys, has_aux, calls, outputs)
+    inputs, grads, aux = _ghost_forward_backward(
+        loss_fn, params, batch, mask, keys, has_aux, calls, outputs
+    )
     # Padded rows must contribute exactly zero, even where their forward pass gave NaN.
-    drop = lambda x: jnp.where(mask.reshape((-1,) + (1,) * (x.ndim - 1)), x, jnp.zeros((), x.dtype))  # noqa: E731
+    drop = lambda x: jnp.where(mask.reshape((-1,) + (1,) * (x.ndim - 1)), x, jnp.zeros((), x.dtype))
     inputs, grads = [drop(x) for x in inputs], [drop(g) for g in grads]
     sq = ghost_sq_norms(calls, inputs, grads, len(leaves), mask.shape[0])
     weights = clip_weights(sq, l2_clip_norm, treedef)
@@ -305,7 +329,9 @@ def _synthetic_batch(example: Any, size: int) -> Any:
     return jax.tree_util.tree_map(fake, example)
 
 
-def ghost_support(loss_fn: LossFn, params: Any, example: Any, *, has_aux: bool = False) -> str | None:
+def ghost_support(
+    loss_fn: LossFn, params: Any, example: Any, *, has_aux: bool = False
+) -> str | None:
     """``None`` if the ghost path is exact for this loss, else the reason it is not.
 
     Structural check (every leaf reached through exactly the supported layers), then the
@@ -321,18 +347,27 @@ def ghost_support(loss_fn: LossFn, params: Any, example: Any, *, has_aux: bool =
     try:
         discover(loss_fn, params, single, key, has_aux)
         fast, fast_info = jax.jit(
-            lambda p, b: clipped_sum_ghost(loss_fn, p, b, mask, keys, l2_clip_norm=clip, has_aux=has_aux)
+            lambda p, b: clipped_sum_ghost(
+                loss_fn, p, b, mask, keys, l2_clip_norm=clip, has_aux=has_aux
+            )
         )(params, batch)
     except GhostUnsupported as err:
         return str(err)
     except jax.errors.JAXTypeError as err:  # e.g. layers called inside an inner jax.grad (WGAN-GP)
         return f"ghost path cannot trace this loss ({type(err).__name__})"
     slow, slow_info = jax.jit(
-        lambda p, b: clipped_sum_general(loss_fn, p, b, mask, keys, l2_clip_norm=clip, has_aux=has_aux)
+        lambda p, b: clipped_sum_general(
+            loss_fn, p, b, mask, keys, l2_clip_norm=clip, has_aux=has_aux
+        )
     )(params, batch)
     if not np.allclose(fast_info.norms, slow_info.norms, rtol=1e-3, atol=1e-6):
-        return "ghost norms differ from per-example gradient norms (parameters used outside layer outputs)"
-    for a, b in zip(jax.tree_util.tree_leaves(fast.grads), jax.tree_util.tree_leaves(slow.grads), strict=True):
+        return (
+            "ghost norms differ from per-example gradient norms "
+            "(parameters used outside layer outputs)"
+        )
+    for a, b in zip(
+        jax.tree_util.tree_leaves(fast.grads), jax.tree_util.tree_leaves(slow.grads), strict=True
+    ):
         if not np.allclose(a, b, rtol=1e-3, atol=1e-3 * clip):
             return "ghost clipped sum differs from the general path"
     return None
@@ -343,4 +378,6 @@ def choose_method(loss_fn: LossFn, params: Any, example: Any, *, has_aux: bool =
 
     ``example`` is a batch of at least one example (the leading axis is kept).
     """
-    return "ghost" if ghost_support(loss_fn, params, example, has_aux=has_aux) is None else "general"
+    return (
+        "ghost" if ghost_support(loss_fn, params, example, has_aux=has_aux) is None else "general"
+    )

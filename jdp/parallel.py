@@ -23,7 +23,14 @@ import numpy as np
 import optax
 from jax.sharding import Mesh, PartitionSpec
 
-from jdp.dpsgd import ClippedSum, LossFn, Method, bind_model_state, check_clip_norm, clipped_grad_sum
+from jdp.dpsgd import (
+    ClippedSum,
+    LossFn,
+    Method,
+    bind_model_state,
+    check_clip_norm,
+    clipped_grad_sum,
+)
 
 
 def data_mesh(devices: list | None = None, axis_name: str = "data") -> Mesh:
@@ -65,13 +72,20 @@ def sharded_clipped_sum(
         return total, info
 
     sharded = jax.shard_map(
-        local, mesh=mesh, in_specs=(rep, data, data, data, rep, rep), out_specs=(rep, data), check_vma=False
+        local,
+        mesh=mesh,
+        in_specs=(rep, data, data, data, rep, rep),
+        out_specs=(rep, data),
+        check_vma=False,
     )
 
     def f(params, batch, mask, key, l2_clip_norm, model_state=None):
         size = mask.shape[0]
         if size % mesh.size:
-            raise ValueError(f"expected the batch size ({size}) to be a multiple of the device count ({mesh.size})")
+            raise ValueError(
+                f"expected the batch size ({size}) to be a multiple of the device count "
+                f"({mesh.size})"
+            )
         return sharded(params, batch, mask, jax.random.split(key, size), l2_clip_norm, model_state)
 
     return f

@@ -63,7 +63,7 @@ class PaddedBatch(NamedTuple):
 def padded_batch_size(
     dataset_size: int, sampling_prob: float, *, overflow_prob: float = 1e-6, multiple_of: int = 1
 ) -> int:
-    """Smallest ``B`` (a multiple of ``multiple_of``) with ``P(Binomial(n, q) > B) <= overflow_prob``.
+    """Smallest ``B``, a multiple of ``multiple_of``, with ``P(Bin(n, q) > B) <= overflow_prob``.
 
     Args:
         dataset_size: ``n``, the number of records.
@@ -172,4 +172,6 @@ def batches(
         for _ in range(steps):
             yield [fixed_size_batch(rng, n, size)]
     else:
-        raise ValueError(f"expected sampling in ('poisson', 'without_replacement'), got {sampling!r}")
+        raise ValueError(
+            f"expected sampling in ('poisson', 'without_replacement'), got {sampling!r}"
+        )

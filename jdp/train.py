@@ -34,12 +34,16 @@ import optax
 from jax.sharding import Mesh
 from tqdm.auto import tqdm
 
-from accounting._validate import check_count, check_nonnegative, check_open_unit, check_positive, check_probability
+from accounting._validate import (
+    check_count,
+    check_nonnegative,
+    check_open_unit,
+    check_positive,
+    check_probability,
+)
 from accounting.events import DpEvent, NeighboringRelation, NonPrivateDpEvent, dpsgd_event
 from accounting.ledger import PrivacyLedger
 from jdp import sampling as smp
-from jdp.ghost_clipping import ghost_support
-from jdp.parallel import sharded_clipped_sum
 from jdp.clipping_schedules import AdaptiveClip, adaptive_clip_event, dpnorm
 from jdp.dpsgd import (
     ClippedSum,
@@ -52,6 +56,8 @@ from jdp.dpsgd import (
     dp_aggregate,
     make_clipped_sum_fn,
 )
+from jdp.ghost_clipping import ghost_support
+from jdp.parallel import sharded_clipped_sum
 
 ClipSchedule = Callable[[int], Any]
 
@@ -166,7 +172,9 @@ class DPSGDConfig:
         if noise_multiplier == 0:
             return NonPrivateDpEvent()
         if isinstance(self.l2_clip_norm, AdaptiveClip):
-            return adaptive_clip_event(self.l2_clip_norm, noise_multiplier, self.sampling_prob, self.num_steps)
+            return adaptive_clip_event(
+                self.l2_clip_norm, noise_multiplier, self.sampling_prob, self.num_steps
+            )
         return dpsgd_event(
             noise_multiplier / self.sensitivity_factor,
             self.sampling_prob,
@@ -178,7 +186,9 @@ class DPSGDConfig:
 
 def numpy_rng(key: jax.Array) -> np.random.Generator:
     """A numpy generator seeded from a JAX key (host-side sampling stays key-driven)."""
-    data = np.asarray(jax.random.key_data(key) if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else key)
+    data = np.asarray(
+        jax.random.key_data(key) if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else key
+    )
     return np.random.default_rng(data.astype(np.uint64).ravel().tolist())
 
 
@@ -273,20 +283,32 @@ def train(
     z = config.calibrated_noise_multiplier(n)
     num_steps = config.num_steps
     expected = sampling_prob * n if sampling == "poisson" else max(1, round(sampling_prob * n))
-    multiple = 1 if microbatch_size is None else check_count("microbatch_size", microbatch_size, minimum=1)
+    multiple = (
+        1 if microbatch_size is None else check_count("microbatch_size", microbatch_size, minimum=1)
+    )
     multiple = multiple if mesh is None else math.lcm(multiple, mesh.size)
-    padded = smp.padded_batch_size(n, sampling_prob, multiple_of=multiple) if sampling == "poisson" else None
+    padded = (
+        smp.padded_batch_size(n, sampling_prob, multiple_of=multiple)
+        if sampling == "poisson"
+        else None
+    )
 
     sample_key, noise_key, step_key, state_key, hist_key = jax.random.split(key, 5)
-    chain = optax.chain(dp_aggregate(noise_key, noise_multiplier=z, expected_batch_size=expected), optimizer)
+    chain = optax.chain(
+        dp_aggregate(noise_key, noise_multiplier=z, expected_batch_size=expected), optimizer
+    )
     opt_state = chain.init(params)
     example = take(host_data, np.zeros(1, dtype=np.int64))
     resolved = _resolve_method(method, loss_fn, params, example, has_aux, model_state)
     if mesh is None:
-        sum_fn = make_clipped_sum_fn(loss_fn, has_aux=has_aux, microbatch_size=microbatch_size, method=resolved)
+        sum_fn = make_clipped_sum_fn(
+            loss_fn, has_aux=has_aux, microbatch_size=microbatch_size, method=resolved
+        )
     else:
         sum_fn = jax.jit(
-            sharded_clipped_sum(loss_fn, mesh, has_aux=has_aux, microbatch_size=microbatch_size, method=resolved)
+            sharded_clipped_sum(
+                loss_fn, mesh, has_aux=has_aux, microbatch_size=microbatch_size, method=resolved
+            )
         )
     apply_fn = jax.jit(_apply_update(chain))
     update_state = None if state_update_fn is None else jax.jit(state_update_fn)
@@ -303,7 +325,10 @@ def train(
     hist_fn = jax.jit(dpnorm, static_argnums=3)
     for t, chunks in enumerate(tqdm(batches, total=num_steps, disable=not progress, desc=label)):
         t_key = jax.random.fold_in(step_key, t)
-        parts = [(take(host_data, c.indices), c.mask, jax.random.fold_in(t_key, j)) for j, c in enumerate(chunks)]
+        parts = [
+            (take(host_data, c.indices), c.mask, jax.random.fold_in(t_key, j))
+            for j, c in enumerate(chunks)
+        ]
         if isinstance(l2_clip_norm, AdaptiveClip):
             # DPGM Alg. 4: norms on the whole logical batch, noisy histogram, then clip to C_s.
             infos = [sum_fn(params, x, m, k, np.inf, model_state)[1] for x, m, k in parts]
@@ -320,9 +345,18 @@ def train(
         if update_state is not None:
             model_state = update_state(jax.random.fold_in(state_key, t), params, model_state)
 
-    base = PrivacyLedger(neighboring_relation=config.neighboring_relation) if ledger is None else ledger
-    note = f"z={z:.6g}, q={sampling_prob:.6g}, steps={num_steps}, sampling={sampling}, method={resolved}"
-    out_ledger = base.record(label, config.event(z, n), neighboring_relation=config.neighboring_relation, note=note)
+    base = (
+        PrivacyLedger(neighboring_relation=config.neighboring_relation)
+        if ledger is None
+        else ledger
+    )
+    note = (
+        f"z={z:.6g}, q={sampling_prob:.6g}, steps={num_steps}, sampling={sampling}, "
+        f"method={resolved}"
+    )
+    out_ledger = base.record(
+        label, config.event(z, n), neighboring_relation=config.neighboring_relation, note=note
+    )
     return TrainResult(params, out_ledger, model_state, z, num_steps)
 
 

@@ -2,7 +2,7 @@
 
 Cases: an MLP 784-1000-10 with softmax cross-entropy (batch 256), and the P3GM decoder shape
 d'=10 -> 1000 -> 784 with a squared-error reconstruction loss. Paths: non-private, ghost
-(fast), general (``vmap`` in micro-batches of ``--chunk``), naive full-batch ``vmap``, and
+(fast), ghost without the Gaussian draw (to separate clipping from noise cost), general (``vmap`` in micro-batches of ``--chunk``), naive full-batch ``vmap``, and
 Opacus hooks / ghost clipping on the same model and batch when ``torch`` and ``opacus`` are
 installed (``pip install 'jdp[bench]'``).
 
@@ -34,7 +34,7 @@ import time
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 CASES = {"mlp": (784, (1000, 10)), "p3gm_decoder": (10, (1000, 784))}
-JAX_PATHS = ("nonprivate", "fast", "general", "naive_vmap")
+JAX_PATHS = ("nonprivate", "fast", "fast_no_noise", "general", "naive_vmap")
 TORCH_PATHS = ("opacus_hooks", "opacus_ghost")
 
 
@@ -98,15 +98,16 @@ def build_jax(case: str, path: str, batch: int, chunk: int):
             updates, o = sgd.update(grads, o, p)
             return optax.apply_updates(p, updates), o
 
-        run = lambda: jax.block_until_ready(step(params, opt_state, batch_data))  # noqa: E731
+        run = lambda: jax.block_until_ready(step(params, opt_state, batch_data))
         lowered = step.lower(params, opt_state, batch_data)
     else:
-        method = "ghost" if path == "fast" else "general"
+        method = "ghost" if path.startswith("fast") else "general"
         micro = chunk if path == "general" else None
-        chain = optax.chain(dp_aggregate(key, noise_multiplier=1.0, expected_batch_size=batch), sgd)
+        z = 0.0 if path == "fast_no_noise" else 1.0  # clipping cost without the Gaussian draw
+        chain = optax.chain(dp_aggregate(key, noise_multiplier=z, expected_batch_size=batch), sgd)
         opt_state = chain.init(params)
         step = make_dp_step(loss_fn, chain, l2_clip_norm=1.0, method=method, microbatch_size=micro)
-        run = lambda: jax.block_until_ready(step(params, opt_state, batch_data, mask, key))  # noqa: E731
+        run = lambda: jax.block_until_ready(step(params, opt_state, batch_data, mask, key))
         lowered = step.lower(params, opt_state, batch_data, mask, key)
     temp = lowered.compile().memory_analysis()
     run()
@@ -144,7 +145,10 @@ def build_opacus(case: str, path: str, batch: int):
         width = w
     model = torch.nn.Sequential(*layers)
     x, y = _data(case, batch)
-    xt, yt = torch.from_numpy(x), torch.from_numpy(y).long() if case == "mlp" else torch.from_numpy(y)
+    xt, yt = (
+        torch.from_numpy(x),
+        torch.from_numpy(y).long() if case == "mlp" else torch.from_numpy(y),
+    )
     criterion = torch.nn.CrossEntropyLoss() if case == "mlp" else _half_squared_error(torch)
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
     loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(xt, yt), batch_size=batch)
@@ -221,7 +225,7 @@ def peak_rss_alone(case: str, path: str, args: argparse.Namespace) -> float | No
     """Peak RSS (MiB) of a fresh process that builds and runs only this path."""
     cmd = [sys.executable, __file__, "--child", "--case", case, "--path", path]
     cmd += ["--batch", str(args.batch), "--chunk", str(args.chunk)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=os.environ.copy())
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=os.environ.copy(), check=False)
     if proc.returncode != 0:
         print(proc.stderr[-2000:], file=sys.stderr)
         return None
@@ -268,6 +272,7 @@ def main() -> int:
     out = {
         "nonprivate_ms": mlp.get("nonprivate"),
         "fast_ms": mlp.get("fast"),
+        "fast_no_noise_ms": mlp.get("fast_no_noise"),
         "general_ms": mlp.get("general"),
         "naive_vmap_ms": mlp.get("naive_vmap"),
         "opacus_hooks_ms": mlp.get("opacus_hooks"),
@@ -285,7 +290,9 @@ def main() -> int:
         f"median ms per step, batch {args.batch}, {args.reps} reps ({args.slow_reps} for paths > 200 ms), "
         f"round-robin; general path chunk {args.chunk}"
     )
-    print(f"{'case':14s} {'path':14s} {'ms':>9s} {'x nonpriv':>10s} {'XLA temp MiB':>13s} {'peak RSS MiB':>13s}")
+    print(
+        f"{'case':14s} {'path':14s} {'ms':>9s} {'x nonpriv':>10s} {'XLA temp MiB':>13s} {'peak RSS MiB':>13s}"
+    )
     nan = float("nan")
     for case, s in summary.items():
         base = s["ms"]["nonprivate"]
@@ -296,7 +303,9 @@ def main() -> int:
                 f"{temp if temp is not None else nan:13.1f} {rss if rss is not None else nan:13.0f}"
             )
         if s["speedup_over_opacus_best"]:
-            print(f"{case:14s} jdp fast path speed-up over Opacus's best mode: {s['speedup_over_opacus_best']:.2f}x")
+            print(
+                f"{case:14s} jdp fast path speed-up over Opacus's best mode: {s['speedup_over_opacus_best']:.2f}x"
+            )
     return 0
 
 

@@ -7,9 +7,9 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
+from dpsgd_problems import mlp_problem
 from scipy import stats
 
-from dpsgd_problems import mlp_problem
 from jdp import dpsgd
 
 B = 8
@@ -20,7 +20,8 @@ def test_no_privacy_limit_is_the_mean_gradient_step(method):
     loss_fn, params, data = mlp_problem(B)
     lr = 0.1
     chain = optax.chain(
-        dpsgd.dp_aggregate(jax.random.key(0), noise_multiplier=0.0, expected_batch_size=B), optax.sgd(lr)
+        dpsgd.dp_aggregate(jax.random.key(0), noise_multiplier=0.0, expected_batch_size=B),
+        optax.sgd(lr),
     )
     step = dpsgd.make_dp_step(loss_fn, chain, l2_clip_norm=np.inf, method=method, microbatch_size=4)
     got, _, _ = step(params, chain.init(params), data, jnp.ones(B, bool), jax.random.key(1))
@@ -64,26 +65,34 @@ def test_padded_rows_change_nothing(method):
     keys = jax.random.split(jax.random.key(2), B)
     mask = jnp.arange(B) < 5
     f = jax.jit(
-        lambda d: dpsgd.clipped_grad_sum(loss_fn, params, d, mask, keys, l2_clip_norm=0.5, method=method)[0]
+        lambda d: dpsgd.clipped_grad_sum(
+            loss_fn, params, d, mask, keys, l2_clip_norm=0.5, method=method
+        )[0]
     )
     other = 50.0 * jax.random.normal(jax.random.key(4), data["x"][5:].shape)
     garbage = {"x": data["x"].at[5:].set(other), "y": data["y"].at[5:].set(2)}
     a, b = f(data), f(garbage)
-    for u, v in zip(jax.tree_util.tree_leaves(a.grads), jax.tree_util.tree_leaves(b.grads), strict=True):
+    for u, v in zip(
+        jax.tree_util.tree_leaves(a.grads), jax.tree_util.tree_leaves(b.grads), strict=True
+    ):
         np.testing.assert_array_equal(u, v)
     real = jax.tree_util.tree_map(lambda x: x[:5], data)
     c, _ = dpsgd.clipped_grad_sum(
         loss_fn, params, real, jnp.ones(5, bool), keys[:5], l2_clip_norm=0.5, method=method
     )
-    for u, v in zip(jax.tree_util.tree_leaves(a.grads), jax.tree_util.tree_leaves(c.grads), strict=True):
+    for u, v in zip(
+        jax.tree_util.tree_leaves(a.grads), jax.tree_util.tree_leaves(c.grads), strict=True
+    ):
         np.testing.assert_allclose(u, v, rtol=1e-5, atol=1e-7)
 
 
 def test_accumulated_chunks_equal_one_batch():
     loss_fn, params, data = mlp_problem(B)
     keys = jax.random.split(jax.random.key(2), B)
-    whole, _ = dpsgd.clipped_sum_general(loss_fn, params, data, jnp.ones(B, bool), keys, l2_clip_norm=0.5)
-    half = lambda s: jax.tree_util.tree_map(lambda x: x[s], data)  # noqa: E731
+    whole, _ = dpsgd.clipped_sum_general(
+        loss_fn, params, data, jnp.ones(B, bool), keys, l2_clip_norm=0.5
+    )
+    half = lambda s: jax.tree_util.tree_map(lambda x: x[s], data)
     parts = [
         dpsgd.clipped_sum_general(
             loss_fn, params, half(s), jnp.ones(B // 2, bool), keys[s], l2_clip_norm=0.5
@@ -92,14 +101,17 @@ def test_accumulated_chunks_equal_one_batch():
     ]
     acc = dpsgd.add_clipped_sums(*parts)
     assert float(acc.l2_sensitivity) == 0.5
-    for u, v in zip(jax.tree_util.tree_leaves(acc.grads), jax.tree_util.tree_leaves(whole.grads), strict=True):
+    for u, v in zip(
+        jax.tree_util.tree_leaves(acc.grads), jax.tree_util.tree_leaves(whole.grads), strict=True
+    ):
         np.testing.assert_allclose(u, v, rtol=1e-5, atol=1e-7)
 
 
 def test_no_recompilation_on_second_call():
     loss_fn, params, data = mlp_problem(B)
     chain = optax.chain(
-        dpsgd.dp_aggregate(jax.random.key(0), noise_multiplier=1.0, expected_batch_size=B), optax.adam(1e-3)
+        dpsgd.dp_aggregate(jax.random.key(0), noise_multiplier=1.0, expected_batch_size=B),
+        optax.adam(1e-3),
     )
     step = dpsgd.make_dp_step(loss_fn, chain, l2_clip_norm=1.0, method="ghost")
     opt_state = chain.init(params)
@@ -110,7 +122,7 @@ def test_no_recompilation_on_second_call():
 
 
 def test_invalid_settings_raise_clear_errors():
-    loss_fn, params, data = mlp_problem(B)
+    loss_fn, params, _ = mlp_problem(B)
     with pytest.raises(ValueError, match="expected l2_clip_norm > 0, got 0"):
         dpsgd.make_dp_step(loss_fn, optax.sgd(1.0), l2_clip_norm=0.0)
     with pytest.raises(ValueError, match="expected l2_clip_norm > 0, got -1"):

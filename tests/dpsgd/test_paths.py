@@ -7,13 +7,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from dpsgd_problems import mlp_problem
 
 from jdp import dpsgd
 from jdp import ghost_clipping as gc
 from jdp.nn.lstm import LSTM
 from jdp.nn.mlp import MLP
-
-from dpsgd_problems import mlp_problem
 
 B = 6
 KEYS = jax.random.split(jax.random.key(7), B)
@@ -72,7 +71,7 @@ def _wgan_gp_problem():
     params = critic.init(jax.random.key(0), real[0])
 
     def loss_fn(p, ex, key):
-        d = lambda x: critic.apply(p, x)[0]  # noqa: E731
+        d = lambda x: critic.apply(p, x)[0]
         eps = jax.random.uniform(key)
         x_hat = eps * ex["real"] + (1 - eps) * ex["fake"]
         penalty = (jnp.linalg.norm(jax.grad(d)(x_hat)) - 1.0) ** 2
@@ -85,7 +84,7 @@ def _loop_grads(loss_fn, params, batch):
     rows = []
     grad = jax.jit(jax.grad(loss_fn))
     for i in range(B):
-        example = jax.tree_util.tree_map(lambda x: x[i], batch)
+        example = jax.tree_util.tree_map(lambda x, i=i: x[i], batch)
         rows.append(grad(params, example, KEYS[i]))
     return jax.tree_util.tree_map(lambda *g: jnp.stack(g), *rows)
 
@@ -121,10 +120,14 @@ def test_ghost_clipped_sum_equals_general(name, clip):
         lambda p, b: gc.clipped_sum_ghost(loss_fn, p, b, mask, KEYS, l2_clip_norm=clip)
     )(params, batch)
     slow, slow_info = jax.jit(
-        lambda p, b: dpsgd.clipped_sum_general(loss_fn, p, b, mask, KEYS, l2_clip_norm=clip, microbatch_size=3)
+        lambda p, b: dpsgd.clipped_sum_general(
+            loss_fn, p, b, mask, KEYS, l2_clip_norm=clip, microbatch_size=3
+        )
     )(params, batch)
     np.testing.assert_allclose(fast_info.norms, slow_info.norms, rtol=1e-4, atol=1e-6)
-    for a, b in zip(jax.tree_util.tree_leaves(fast.grads), jax.tree_util.tree_leaves(slow.grads), strict=True):
+    for a, b in zip(
+        jax.tree_util.tree_leaves(fast.grads), jax.tree_util.tree_leaves(slow.grads), strict=True
+    ):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5 * min(clip, 1.0))
     if np.isfinite(clip):
         example = jax.tree_util.tree_map(lambda x: x[:1], batch)
@@ -135,13 +138,16 @@ def test_gradient_penalty_is_routed_to_general_path():
     loss_fn, params, batch = _wgan_gp_problem()
     reason = gc.ghost_support(loss_fn, params, jax.tree_util.tree_map(lambda x: x[:1], batch))
     assert reason is not None
-    assert gc.choose_method(loss_fn, params, jax.tree_util.tree_map(lambda x: x[:1], batch)) == "general"
+    assert (
+        gc.choose_method(loss_fn, params, jax.tree_util.tree_map(lambda x: x[:1], batch))
+        == "general"
+    )
 
 
 def test_parameters_outside_supported_layers_use_general_path():
     loss_fn, params, batch = _dense_problem(True)
-    regularised = lambda p, ex, k: loss_fn(p, ex, k) + sum(  # noqa: E731
-        jnp.sum(x**2) for x in jax.tree_util.tree_leaves(p)
+    regularised = lambda p, ex, k: (
+        loss_fn(p, ex, k) + sum(jnp.sum(x**2) for x in jax.tree_util.tree_leaves(p))
     )
     example = jax.tree_util.tree_map(lambda x: x[:1], batch)
     assert gc.choose_method(regularised, params, example) == "general"
@@ -153,7 +159,9 @@ def test_parameters_outside_supported_layers_use_general_path():
 
     model = Norm()
     p2 = model.init(jax.random.key(0), jnp.zeros(4))
-    assert "not used" in gc.ghost_support(lambda p, ex, k: jnp.sum(model.apply(p, ex["x"])), p2, example)
+    assert "not used" in gc.ghost_support(
+        lambda p, ex, k: jnp.sum(model.apply(p, ex["x"])), p2, example
+    )
 
 
 @pytest.mark.parametrize("name", ["dense", "lstm", "conv"])
@@ -164,7 +172,9 @@ def test_every_clipped_norm_within_bound(name, method):
     norms = np.sqrt(sum(np.asarray(s) for s in dpsgd.leaf_sq_norms(grads)))
     clip = float(np.median(norms))
     one = jax.jit(
-        lambda m: dpsgd.clipped_grad_sum(loss_fn, params, batch, m, KEYS, l2_clip_norm=clip, method=method)
+        lambda m: dpsgd.clipped_grad_sum(
+            loss_fn, params, batch, m, KEYS, l2_clip_norm=clip, method=method
+        )
     )
     # Each example alone: its clipped sum is its clipped gradient.
     for i in range(B):
@@ -186,5 +196,7 @@ def test_per_layer_clipping_bounds_each_leaf():
         )
         for i in range(B):
             out, _ = one(jnp.arange(B) == i)
-            for g, c in zip(jax.tree_util.tree_leaves(out.grads), jax.tree_util.tree_leaves(bounds), strict=True):
+            for g, c in zip(
+                jax.tree_util.tree_leaves(out.grads), jax.tree_util.tree_leaves(bounds), strict=True
+            ):
                 assert float(jnp.linalg.norm(g)) <= c * (1 + 1e-5)

@@ -21,7 +21,11 @@ def test_poisson_batch_sizes_follow_binomial():
     support = np.arange(n + 1)
     expected = draws * stats.binom.pmf(support, n, q)
     lo, hi = support[expected >= 5][[0, -1]]
-    observed = [np.sum(sizes <= lo)] + [np.sum(sizes == k) for k in range(lo + 1, hi)] + [np.sum(sizes >= hi)]
+    observed = (
+        [np.sum(sizes <= lo)]
+        + [np.sum(sizes == k) for k in range(lo + 1, hi)]
+        + [np.sum(sizes >= hi)]
+    )
     exp = [draws * stats.binom.cdf(lo, n, q)]
     exp += [expected[k] for k in range(lo + 1, hi)] + [draws * stats.binom.sf(hi - 1, n, q)]
     result = stats.chisquare(observed, exp)

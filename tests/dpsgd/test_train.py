@@ -28,23 +28,41 @@ def _problem():
         logits = model.apply(p, ex["x"])
         return optax.softmax_cross_entropy_with_integer_labels(logits, ex["y"]), jnp.argmax(logits)
 
-    accuracy = lambda p: float(np.mean(np.argmax(model.apply(p, x), -1) == y))  # noqa: E731
+    accuracy = lambda p: float(np.mean(np.argmax(model.apply(p, x), -1) == y))
     return loss_fn, params, {"x": x, "y": y}, accuracy
 
 
 def test_train_learns_and_records_its_event():
     loss_fn, params, data, accuracy = _problem()
     out = train(
-        jax.random.key(1), loss_fn, params, optax.adam(0.05), data, l2_clip_norm=1.0,
-        sampling_prob=0.25, steps=40, noise_multiplier=0.8, has_aux=True, progress=False,
+        jax.random.key(1),
+        loss_fn,
+        params,
+        optax.adam(0.05),
+        data,
+        l2_clip_norm=1.0,
+        sampling_prob=0.25,
+        steps=40,
+        noise_multiplier=0.8,
+        has_aux=True,
+        progress=False,
     )
     assert out.steps == 40 and out.noise_multiplier == 0.8
     assert out.ledger.labels == ["dp-sgd"]
     assert out.ledger.entries[0].event == ev.dpsgd_event(0.8, 0.25, 40)
     assert accuracy(out.params) > max(accuracy(params), 0.8)
     again = train(
-        jax.random.key(1), loss_fn, params, optax.adam(0.05), data, l2_clip_norm=1.0,
-        sampling_prob=0.25, steps=40, noise_multiplier=0.8, has_aux=True, progress=False,
+        jax.random.key(1),
+        loss_fn,
+        params,
+        optax.adam(0.05),
+        data,
+        l2_clip_norm=1.0,
+        sampling_prob=0.25,
+        steps=40,
+        noise_multiplier=0.8,
+        has_aux=True,
+        progress=False,
     )
     np.testing.assert_array_equal(
         again.params["params"]["Dense_0"]["kernel"], out.params["params"]["Dense_0"]["kernel"]
@@ -54,8 +72,17 @@ def test_train_learns_and_records_its_event():
 def test_target_epsilon_is_met():
     loss_fn, params, data, _ = _problem()
     out = train(
-        jax.random.key(2), loss_fn, params, optax.sgd(0.1), data, l2_clip_norm=1.0,
-        sampling_prob=0.1, epochs=2, target_epsilon=2.0, target_delta=1e-5, has_aux=True,
+        jax.random.key(2),
+        loss_fn,
+        params,
+        optax.sgd(0.1),
+        data,
+        l2_clip_norm=1.0,
+        sampling_prob=0.1,
+        epochs=2,
+        target_epsilon=2.0,
+        target_delta=1e-5,
+        has_aux=True,
         progress=False,
     )
     assert out.steps == 20
@@ -67,12 +94,21 @@ def test_model_state_is_threaded_and_never_sees_data():
     """An RBM-like loss whose negative phase uses a persistent, data-independent state."""
     data = {"x": np.ones((16, 3), np.float32)}
     params = {"w": jnp.zeros(3)}
-    loss_fn = lambda p, ex, key, state: -jnp.dot(p["w"], ex["x"]) + jnp.dot(p["w"], state)  # noqa: E731
-    update = lambda key, p, state: state + 1.0  # noqa: E731
+    loss_fn = lambda p, ex, key, state: -jnp.dot(p["w"], ex["x"]) + jnp.dot(p["w"], state)
+    update = lambda key, p, state: state + 1.0
     out = train(
-        jax.random.key(0), loss_fn, params, optax.sgd(1.0), data, l2_clip_norm=np.inf,
-        sampling_prob=1.0, steps=3, noise_multiplier=0.0, model_state=jnp.zeros(3),
-        state_update_fn=update, progress=False,
+        jax.random.key(0),
+        loss_fn,
+        params,
+        optax.sgd(1.0),
+        data,
+        l2_clip_norm=np.inf,
+        sampling_prob=1.0,
+        steps=3,
+        noise_multiplier=0.0,
+        model_state=jnp.zeros(3),
+        state_update_fn=update,
+        progress=False,
     )
     np.testing.assert_allclose(out.model_state, 3.0)
     # per-example gradient x - state = 1, 0, -1 at steps 0, 1, 2; mean over the 16 rows
@@ -85,8 +121,17 @@ def test_clipping_decay_keeps_the_noise_multiplier():
     assert [schedule(t) for t in (0, 2, 3, 7)] == [2.0, 2.0, 1.0, 0.5]
     loss_fn, params, data, _ = _problem()
     out = train(
-        jax.random.key(3), loss_fn, params, optax.sgd(0.1), data, l2_clip_norm=schedule,
-        sampling_prob=0.2, steps=6, noise_multiplier=1.1, has_aux=True, progress=False,
+        jax.random.key(3),
+        loss_fn,
+        params,
+        optax.sgd(0.1),
+        data,
+        l2_clip_norm=schedule,
+        sampling_prob=0.2,
+        steps=6,
+        noise_multiplier=1.1,
+        has_aux=True,
+        progress=False,
     )
     assert out.ledger.entries[0].event == ev.dpsgd_event(1.1, 0.2, 6)
 
@@ -104,24 +149,53 @@ def test_adaptive_clip_training_is_accounted_as_two_gaussians_on_one_batch():
     loss_fn, params, data, _ = _problem()
     config = cs.AdaptiveClip(max_norm=4.0, bins=8, noise_multiplier=2.0)
     out = train(
-        jax.random.key(4), loss_fn, params, optax.sgd(0.1), data, l2_clip_norm=config,
-        sampling_prob=0.2, steps=4, noise_multiplier=1.0, has_aux=True, progress=False,
+        jax.random.key(4),
+        loss_fn,
+        params,
+        optax.sgd(0.1),
+        data,
+        l2_clip_norm=config,
+        sampling_prob=0.2,
+        steps=4,
+        noise_multiplier=1.0,
+        has_aux=True,
+        progress=False,
     )
-    step = ev.PoissonSampledDpEvent(0.2, ev.ComposedDpEvent([ev.GaussianDpEvent(2.0), ev.GaussianDpEvent(1.0)]))
+    step = ev.PoissonSampledDpEvent(
+        0.2, ev.ComposedDpEvent([ev.GaussianDpEvent(2.0), ev.GaussianDpEvent(1.0)])
+    )
     assert out.ledger.entries[0].event == ev.SelfComposedDpEvent(step, 4)
     with pytest.raises(ValueError, match="AdaptiveClip"):
         train(
-            jax.random.key(4), loss_fn, params, optax.sgd(0.1), data, l2_clip_norm=config,
-            sampling_prob=0.2, steps=4, target_epsilon=1.0, target_delta=1e-5, progress=False,
+            jax.random.key(4),
+            loss_fn,
+            params,
+            optax.sgd(0.1),
+            data,
+            l2_clip_norm=config,
+            sampling_prob=0.2,
+            steps=4,
+            target_epsilon=1.0,
+            target_delta=1e-5,
+            progress=False,
         )
 
 
 def test_without_replacement_is_recorded_under_replace_one():
     loss_fn, params, data, _ = _problem()
     out = train(
-        jax.random.key(5), loss_fn, params, optax.sgd(0.1), data, l2_clip_norm=1.0,
-        sampling_prob=0.25, steps=2, noise_multiplier=1.0, sampling="without_replacement",
-        has_aux=True, progress=False,
+        jax.random.key(5),
+        loss_fn,
+        params,
+        optax.sgd(0.1),
+        data,
+        l2_clip_norm=1.0,
+        sampling_prob=0.25,
+        steps=2,
+        noise_multiplier=1.0,
+        sampling="without_replacement",
+        has_aux=True,
+        progress=False,
     )
     assert out.ledger.neighboring_relation == ev.NeighboringRelation.REPLACE_ONE
     # replace-one: the clipped sum moves by up to 2C, so the accounted multiplier is z / 2
@@ -152,18 +226,35 @@ def test_data_without_batch_axis_raises():
     loss_fn, params, _, _ = _problem()
     with pytest.raises(ValueError, match="leading batch axis"):
         train(
-            jax.random.key(0), loss_fn, params, optax.sgd(0.1), {"x": np.float32(1.0)},
-            l2_clip_norm=1.0, sampling_prob=0.1, steps=2, noise_multiplier=1.0, progress=False,
+            jax.random.key(0),
+            loss_fn,
+            params,
+            optax.sgd(0.1),
+            {"x": np.float32(1.0)},
+            l2_clip_norm=1.0,
+            sampling_prob=0.1,
+            steps=2,
+            noise_multiplier=1.0,
+            progress=False,
         )
 
 
 def test_forcing_ghost_on_a_loss_it_cannot_handle_raises():
     loss_fn, params, data, _ = _problem()
-    penalised = lambda p, ex, k: (  # noqa: E731
+    penalised = lambda p, ex, k: (
         loss_fn(p, ex, k)[0] + sum(jnp.sum(w**2) for w in jax.tree_util.tree_leaves(p))
     )
     with pytest.raises(ValueError, match="method='ghost' is not exact"):
         train(
-            jax.random.key(0), penalised, params, optax.sgd(0.1), data, l2_clip_norm=1.0,
-            sampling_prob=0.1, steps=1, noise_multiplier=1.0, method="ghost", progress=False,
+            jax.random.key(0),
+            penalised,
+            params,
+            optax.sgd(0.1),
+            data,
+            l2_clip_norm=1.0,
+            sampling_prob=0.1,
+            steps=1,
+            noise_multiplier=1.0,
+            method="ghost",
+            progress=False,
         )
