@@ -224,6 +224,7 @@ def train(
     method: Method = "auto",
     microbatch_size: int | None = None,
     overflow: smp.OverflowPolicy = "accumulate",
+    chunk_size: int | None = None,
     mesh: Mesh | None = None,
     ledger: PrivacyLedger | None = None,
     label: str = "dp-sgd",
@@ -252,6 +253,9 @@ def train(
         method: ``"auto"`` (ghost clipping where it is exact), ``"general"``, ``"ghost"``.
         microbatch_size: per-example gradients held at once on the general path.
         overflow: Poisson overflow policy (:mod:`jdp.sampling`).
+        chunk_size: cap on the padded chunk length. A logical (Poisson) batch larger than it
+            is processed as several chunks whose clipped sums are accumulated before ONE
+            noise draw (gradient accumulation: logical batches larger than memory).
         mesh: a 1-D device mesh (:func:`jdp.parallel.data_mesh`) to shard each batch over;
             the noise is still drawn once per step.
         ledger: an existing ledger to extend.
@@ -292,6 +296,13 @@ def train(
         if sampling == "poisson"
         else None
     )
+    if chunk_size is not None:
+        if sampling != "poisson":
+            raise ValueError("expected chunk_size only with sampling='poisson'")
+        chunk = check_count("chunk_size", chunk_size, minimum=1)
+        if chunk % multiple:
+            raise ValueError(f"expected chunk_size to be a multiple of {multiple}, got {chunk}")
+        padded = min(padded, chunk)
 
     sample_key, noise_key, step_key, state_key, hist_key = jax.random.split(key, 5)
     chain = optax.chain(
