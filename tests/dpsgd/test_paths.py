@@ -200,3 +200,38 @@ def test_per_layer_clipping_bounds_each_leaf():
                 jax.tree_util.tree_leaves(out.grads), jax.tree_util.tree_leaves(bounds), strict=True
             ):
                 assert float(jnp.linalg.norm(g)) <= c * (1 + 1e-5)
+
+
+@pytest.mark.parametrize("method", ["general", "ghost"])
+@pytest.mark.parametrize("per_layer", [False, True], ids=["global", "per_layer"])
+def test_add_remove_sensitivity_random_and_adversarial(method, per_layer):
+    """||S(D + x) - S(D)|| <= sensitivity for random and extreme added records."""
+    loss_fn, params, batch = _dense_problem(True)
+    clip = dpsgd.per_layer_clip_norms(params, 0.3) if per_layer else 0.3
+    bound = float(dpsgd.l2_sensitivity(clip))
+    extreme = {"x": batch["x"].at[0].set(1e4).at[1].set(-1e4), "y": batch["y"]}
+    f = jax.jit(
+        lambda b, m: (
+            dpsgd.clipped_grad_sum(loss_fn, params, b, m, KEYS, l2_clip_norm=clip, method=method)[
+                0
+            ].grads
+        )
+    )
+    rng = np.random.default_rng(0)
+    worst = 0.0
+    for data in (batch, extreme):
+        for _ in range(6):
+            mask = rng.random(B) < 0.5
+            i = int(rng.integers(B))
+            with_x, without_x = mask.copy(), mask.copy()
+            with_x[i], without_x[i] = True, False
+            a, b = f(data, jnp.asarray(with_x)), f(data, jnp.asarray(without_x))
+            diff = np.sqrt(
+                sum(
+                    float(jnp.sum((u - v) ** 2))
+                    for u, v in zip(jax.tree.leaves(a), jax.tree.leaves(b))
+                )
+            )
+            worst = max(worst, diff)
+    assert worst <= bound * (1 + 1e-5)
+    assert worst > 0.5 * bound  # the extreme records are clipped to (nearly) the bound
