@@ -185,7 +185,10 @@ def dpsgd_event(
     """The event of ``steps`` DP-SGD steps (Abadi et al. 2016, Alg. 1).
 
     Args:
-      noise_multiplier: noise std / L2 clip norm (per step).
+      noise_multiplier: noise std / L2 sensitivity of the noised sum under the event's
+        relation. Under add/remove (Poisson) that sensitivity is the clip norm ``C``; under
+        replace-one (``"without_replacement"``) a clipped sum moves by up to ``2C``, so a
+        noise std of ``z * C`` is recorded as ``z / 2`` (as :func:`jdp.train.train` does).
       sampling_prob: ``q`` = expected batch size / dataset size.
       steps: number of noisy gradient steps.
       sampling: ``"poisson"`` (each record joins each batch independently with probability
