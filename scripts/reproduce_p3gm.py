@@ -23,6 +23,11 @@ batch size as ``q = B / N``), d' = 10 (none on credit, as the paper), K = 3, T_e
 ``--quick`` runs on subsets with a smaller network and fewer epochs (minutes on 2 CPUs);
 ``--json`` prints ONE JSON object on stdout (tables go to stderr).
 
+Measured on the shared 2-CPU machine (other jobs running): ``--quick`` 5 min, peak 2.5 GB;
+full mode on Adult (4 methods, no Fig. 7) 2.4 min, peak 1.0 GB; one full P3GM fit on MNIST
+(60k, 800 steps, hidden 1000) 94 s, peak 2.0 GB; on credit (190k rows, 28,481 steps) 130 s,
+peak 0.8 GB. Full mode spends most of its time in the TSTR classifiers and the MNIST CNN.
+
 Usage::
 
     python scripts/reproduce_p3gm.py --quick --json > p3gm.json
