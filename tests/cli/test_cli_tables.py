@@ -259,6 +259,8 @@ def test_demo_json(capsys, tmp_path, monkeypatch, adult):
     code, out, err = run(
         capsys,
         "demo",
+        "--method",
+        "marginals",
         "--json",
         "--quiet",
         "--seed",
@@ -279,6 +281,8 @@ def test_demo_json(capsys, tmp_path, monkeypatch, adult):
     code, out, _ = run(
         capsys,
         "demo",
+        "--method",
+        "marginals",
         "--quiet",
         "--seed",
         3,
