@@ -252,5 +252,23 @@ def _fit_predict_proba(
         proba[:, present[0]] = 1.0
         return proba
     model = clone(estimator).fit(x_train, y_train)
+    _warn_if_diverged(model, name, source)
     proba[:, np.asarray(model.classes_, dtype=int)] = model.predict_proba(x_test)
     return proba
+
+
+def _warn_if_diverged(model: ClassifierMixin, name: str, source: str) -> None:
+    """Warn when a boosted model's training loss ended above where it started.
+
+    scikit-learn's GradientBoosting with P3GM's settings (``min_samples_leaf=50``) can diverge
+    on very imbalanced targets (credit-card fraud: training loss 0.04 -> 2e35): its Newton
+    leaf values divide by ``sum p (1 - p)``, which vanishes in leaves of one class. Its scores
+    are then meaningless, and the user must be told rather than shown a wrong number.
+    """
+    losses = getattr(model, "train_score_", None)
+    if losses is not None and len(losses) and not losses[-1] <= losses[0]:
+        warnings.warn(
+            f"{name} trained on {source} diverged (training loss {losses[0]:.3g} -> "
+            f"{losses[-1]:.3g}); its scores are not meaningful",
+            stacklevel=4,
+        )

@@ -200,3 +200,24 @@ def test_non_dataframe_raises_type_error(tables):
     train, test = tables
     with pytest.raises(TypeError, match="expected synthetic to be a pandas DataFrame"):
         tstr_table(train, train.to_numpy(), test, "income")
+
+
+def test_diverged_boosting_is_reported_not_silent():
+    """GradientBoosting with P3GM's settings diverges on a very imbalanced target with
+    one-class leaves; the table must warn instead of silently reporting its scores."""
+    from sklearn.ensemble import GradientBoostingClassifier
+
+    from jdp.eval.utility import _warn_if_diverged
+
+    class Fitted:  # the training-loss trace of a diverged fit, as scikit-learn records it
+        train_score_ = np.array([0.0386, 0.0297, 2.03e35])
+
+    with pytest.warns(UserWarning, match="diverged"):
+        _warn_if_diverged(Fitted(), "GradientBoosting", "real_train")
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(400, 3))
+    y = (x[:, 0] + 0.5 * rng.normal(size=400) > 0).astype(int)
+    healthy = GradientBoostingClassifier(n_estimators=20, random_state=0).fit(x, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _warn_if_diverged(healthy, "GradientBoosting", "real_train")
