@@ -95,10 +95,7 @@ def compute_epsilon(
         xi, rho = zcdp.event_rho(event, relation)
         return zcdp.epsilon_for_delta(rho, d, xi=xi)
     if accountant == "pure":
-        eps0 = pure.event_epsilon(event, relation)
-        if math.isinf(eps0):
-            raise ValueError("the pure accountant needs pure-DP events (Laplace, PureDpEvent, ...)")
-        return eps0
+        return _pure_epsilon(event, relation)
     from accounting import moments
 
     return moments.epsilon(event, d, relation)
@@ -142,6 +139,14 @@ def split_approximate(event: ev.DpEvent) -> tuple[float, float, ev.DpEvent]:
     return eps_a, delta_a, ev.ComposedDpEvent([]) if rest is None else rest
 
 
+def _pure_epsilon(event: ev.DpEvent, relation: ev.NeighboringRelation) -> float:
+    """The pure epsilon of ``event``; raises where some component is not pure DP."""
+    eps0 = pure.event_epsilon(event, relation)
+    if math.isinf(eps0):
+        raise ValueError("the pure accountant needs pure-DP events (Laplace, PureDpEvent, ...)")
+    return eps0
+
+
 def _pure_or_inf(event: ev.DpEvent, relation: ev.NeighboringRelation) -> float:
     """The pure epsilon of ``event``, or ``inf`` where the pure accountant cannot analyse it."""
     try:
@@ -181,10 +186,7 @@ def compute_delta(
         xi, rho = zcdp.event_rho(event, relation)
         return zcdp.delta_for_epsilon(rho, e, xi=xi)
     if accountant == "pure":
-        eps0 = pure.event_epsilon(event, relation)
-        if math.isinf(eps0):
-            raise ValueError("the pure accountant needs pure-DP events (Laplace, PureDpEvent, ...)")
-        return pure.delta_for_epsilon(eps0, e)
+        return pure.delta_for_epsilon(_pure_epsilon(event, relation), e)
     from accounting import moments
 
     return moments.delta(event, e, relation)
