@@ -21,8 +21,8 @@ space; Laplace noise is drawn on the upper triangle of the symmetric second-mome
 mirrored; noisy covariances are projected to the PSD cone before sampling.
 
 Notation. Records ``z`` lie in the box ``[-1, 1]^d`` (the declared bounds, affinely
-rescaled). ``V`` (``d x k``, orthonormal columns) and a centre ``c`` in the box are
-independent of the private data (:class:`Subspace`). Lemma 1's rescaling gives the PCA
+rescaled). ``V`` (``d x k``, orthonormal columns: :class:`Subspace` refuses any other) and a
+centre ``c`` in the box are independent of the private data. Lemma 1's rescaling gives the PCA
 features ``u = V^T (z - c) / R`` with ``R = max_z ||z - c||_2`` (``sqrt(d)`` at the
 midpoint); since ``V^T`` is a contraction, ``||u||_2 <= 1`` (so every ``|u_j| <= 1``,
 Lemma 1) and ``||u||_1 <= sqrt(k)``. With a label ``tau`` in ``[-1, 1]`` the augmented record
@@ -73,6 +73,9 @@ def from_unit_box(z: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.nda
     return np.clip(x, lower, upper)
 
 
+ORTHONORMAL_TOLERANCE = 1e-8  # per dimension: max |V^T V - I| <= ORTHONORMAL_TOLERANCE * d
+
+
 @dataclass(frozen=True)
 class Subspace:
     """A public subspace: orthonormal columns ``V`` (``d x k``) and a centre ``c`` in the box.
@@ -80,15 +83,31 @@ class Subspace:
     Lemma 1's rescaled PCA features are ``u = V^T (z - c) / R`` with
     ``R = max_{z in [-1, 1]^d} ||z - c||_2 = ||1 + |c| ||_2`` (``sqrt(d)`` for the midpoint
     ``c = 0``); since ``V^T`` is a contraction, ``||u||_2 <= 1`` for every record.
+
+    Every sensitivity of :func:`moment_sensitivity` rests on ``||V^T x||_2 <= ||x||_2``, so
+    ``V`` must have orthonormal columns: ``max_jl |(V^T V - I)_jl| <= 1e-8 d`` (float
+    round-off of an ``eigh`` or QR basis), else ``ValueError``. A raw random projection
+    (Gaussian entries) is refused: orthonormalise it first (``np.linalg.qr``). The features
+    are also projected onto the unit ball, so the round-off allowed by the tolerance cannot
+    push ``||u||_2`` past 1.
     """
 
     components: np.ndarray
     centre: np.ndarray
 
     def __post_init__(self) -> None:
-        d = self.components.shape[0]
+        v = np.asarray(self.components)
+        if v.ndim != 2 or not 1 <= v.shape[1] <= v.shape[0]:
+            raise ValueError(f"expected components of shape (d, k) with 1 <= k <= d, got {v.shape}")
+        d, k = v.shape
         if self.centre.shape != (d,) or np.any(np.abs(self.centre) > 1.0):
             raise ValueError(f"expected a centre of shape ({d},) inside [-1, 1]^d")
+        error = float(np.max(np.abs(v.T @ v - np.eye(k)))) if np.all(np.isfinite(v)) else math.inf
+        if error > ORTHONORMAL_TOLERANCE * d:
+            raise ValueError(
+                "expected orthonormal columns in components (V^T V = I within "
+                f"{ORTHONORMAL_TOLERANCE:g} * d), got max |V^T V - I| = {error:.3g}"
+            )
 
     @classmethod
     def at_midpoint(cls, components: np.ndarray) -> Subspace:
@@ -99,8 +118,10 @@ class Subspace:
         return float(np.linalg.norm(1.0 + np.abs(self.centre)))
 
     def features(self, z: np.ndarray) -> np.ndarray:
-        """``u = V^T (z - c) / R`` for rows ``z`` in the box: ``||u||_2 <= 1``."""
-        return (np.asarray(z, float) - self.centre) @ self.components / self.radius
+        """``u = V^T (z - c) / R`` for rows ``z`` in the box, projected onto ``||u||_2 <= 1``
+        (a no-op up to round-off: ``V`` is orthonormal)."""
+        u = (np.asarray(z, float) - self.centre) @ self.components / self.radius
+        return u / np.maximum(np.linalg.norm(u, axis=-1, keepdims=True), 1.0)
 
     def to_box(self, u: np.ndarray) -> np.ndarray:
         """Map features back: ``z = c + R V u``, clipped to ``[-1, 1]^d``."""
@@ -445,7 +466,9 @@ def fit_gaussians(
     """The Gaussian model of PCA-Gauss on a given, data-independent subspace.
 
     ``subspace`` must not depend on ``z`` except through mechanisms already in ``ledger``
-    (a public or DP PCA, a random projection, or the identity: no reduction).
+    (a public or DP PCA, an orthonormalised random projection -- e.g. the Q factor of a
+    Gaussian matrix; :class:`Subspace` refuses non-orthonormal columns, whose features would
+    exceed the calibrated sensitivities -- or the identity: no reduction).
 
     Returns:
       The model; its ledger is ``ledger`` followed by ``"pca-gauss/count"``,

@@ -117,6 +117,32 @@ def test_lemma1_rescaling_bounds_every_corner() -> None:
         np.testing.assert_allclose(pg.Subspace(np.eye(d), centre).to_box(pg.Subspace(np.eye(d), centre).features(corners)), corners)
 
 
+def test_subspace_refuses_non_orthonormal_components() -> None:
+    """A raw Gaussian random projection ``V`` is not a contraction: at the corners of the box
+    its features break the calibrated moment sensitivities, so :class:`Subspace` refuses it
+    (and anything farther from ``V^T V = I`` than the float tolerance ``1e-8 d``); an
+    orthonormalised one (QR) is accepted and stays within them."""
+    rng = np.random.default_rng(16)
+    d, k = 6, 3
+    gaussian = rng.standard_normal((d, k))
+    corners = np.array(list(itertools.product([-1.0, 1.0], repeat=d)))
+    base = rng.uniform(-1, 1, (5, d)) @ gaussian / math.sqrt(d)
+    raw = corners @ gaussian / math.sqrt(d)  # what an unchecked Subspace would compute
+    worst = np.max([_changes(base, np.vstack([base, r])) for r in raw[:, None, :]], axis=0)
+    assert np.any(worst > _bound(k, ADD, False))  # the defect the check prevents
+    for bad in (gaussian, 2.0 * _orthonormal(rng, d, k), _orthonormal(rng, d, k) * (1 + 1e-6)):
+        with pytest.raises(ValueError, match="expected orthonormal columns"):
+            pg.Subspace.at_midpoint(bad)
+    with pytest.raises(ValueError, match="expected orthonormal columns"):
+        pg.Subspace(gaussian, np.zeros(d))
+    q = _orthonormal(rng, d, k)
+    u = pg.Subspace.at_midpoint(q + 1e-12).features(corners)
+    assert np.all(np.linalg.norm(u, axis=1) <= 1.0)
+    base_q = pg.Subspace.at_midpoint(q).features(rng.uniform(-1, 1, (5, d)))
+    worst_q = np.max([_changes(base_q, np.vstack([base_q, r])) for r in u[:, None, :]], axis=0)
+    assert np.all(worst_q <= _bound(k, ADD, False) + 1e-9)
+
+
 def test_class_statistics_partition_records() -> None:
     """Parallel composition's premise: adding one record changes the statistics of its own
     class only, by at most the add/remove bound; every other class is bit-for-bit equal."""
