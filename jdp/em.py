@@ -269,7 +269,9 @@ def dp_em(
         ``rng`` (data-independent).
       diagnostic_x: rows whose mean log-likelihood is reported after every iteration (see
         :class:`EmResult` for why this is not private when it is the training data).
-      secure_noise: snap released values to a grid (:mod:`jdp.mechanisms`, Mironov 2012).
+      secure_noise: round the Gaussian releases to a power-of-two grid, clamped to a public
+        bound: a mitigation of Mironov's (2012) floating-point channel, not a proof
+        (:mod:`jdp.mechanisms`); the events are unchanged.
 
     Returns:
       ``(EmResult, ledger)``; the ledger has ``steps`` entries, each

@@ -105,7 +105,8 @@ def noisy_lloyd_step(
       Add/remove-one: one record adds 1 to one count (L2 sensitivity 1) and its clipped
       feature (norm ``<= C``) to one sum (sensitivity ``C``). DPGM states ``sqrt(2)`` and
       ``sqrt(2) C`` for replace-one; the sums' replace-one value is ``2C`` (docs/privacy.md
-      "DP Lloyd", docs/errata.md). ``secure_noise``: see :mod:`jdp.mechanisms`.
+      "DP Lloyd", docs/errata.md). ``secure_noise``: a clamp-and-round mitigation
+      without proof (:mod:`jdp.mechanisms`).
     """
     counts, sums = lloyd_statistics(x, centres, l2_clip_norm=l2_clip_norm, feature_fn=feature_fn)
     counts, e_n = gaussian_mechanism(
@@ -206,7 +207,9 @@ def dp_kmeans(
         uses 28 for MNIST) or chosen by :func:`dp_norm_bound`.
       init: ``(k, m)`` public initial centres (e.g. public records); default
         :func:`random_centres`.
-      secure_noise: snap released values to a grid (:mod:`jdp.mechanisms`, Mironov 2012).
+      secure_noise: round the Gaussian releases to a power-of-two grid, clamped to a public
+        bound: a mitigation of Mironov's (2012) floating-point channel, not a proof
+        (:mod:`jdp.mechanisms`); the events are unchanged.
 
     Returns:
       ``(KMeansResult, ledger)``; ``T`` entries of ``ComposedDpEvent([GaussianDpEvent(z)]*2)``.

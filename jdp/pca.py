@@ -148,8 +148,9 @@ def dp_mean_gaussian(
     Privacy:
       Add/remove-one: one record moves ``v`` by ``(clip(x), C)``, L2 norm
       ``<= sqrt(C^2 + C^2) = sqrt(2) C`` (docs/privacy.md, "DP mean"). Event:
-      ``GaussianDpEvent(noise_multiplier)``. ``secure_noise``: see :mod:`jdp.mechanisms`
-      (Mironov's floating-point caveat); the same flag exists on every release here.
+      ``GaussianDpEvent(noise_multiplier)``. ``secure_noise`` (on every release here): see
+      :mod:`jdp.mechanisms` -- Mironov's snapping (proved) for the Laplace releases, a
+      clamp-and-round mitigation (no proof) for the Gaussian ones.
     """
     x = check_data_matrix(x)
     l2_clip_norm = check_positive("l2_clip_norm", l2_clip_norm)
@@ -271,7 +272,9 @@ def dp_pca_gaussian(
         own ledger entry "dp-mean").
       mean_noise_multiplier: noise multiplier of the DP mean (default: ``noise_multiplier``).
       l2_clip_norm: ``C``.
-      secure_noise: snap released values to a grid (:mod:`jdp.mechanisms`, Mironov 2012).
+      secure_noise: round the Gaussian releases to a power-of-two grid, clamped to a public
+        bound: a mitigation of Mironov's (2012) floating-point channel, not a proof
+        (:mod:`jdp.mechanisms`); the events are unchanged.
 
     Returns:
       ``(PcaResult, ledger)`` with entries ``["dp-mean",] "dp-pca"``.
@@ -433,7 +436,9 @@ def dp_pca_laplace(
       centre: ``"midpoint"`` (public, the default, free), a declared public ``(d,)`` centre,
         or ``"dp"`` for a DP mean (:func:`dp_mean_laplace`, entry "dp-mean").
       mean_epsilon: budget of the DP mean (default ``epsilon``, so the total is ``2 epsilon``).
-      secure_noise: snap released values to a grid (:mod:`jdp.mechanisms`, Mironov 2012).
+      secure_noise: release through Mironov's (2012) snapping mechanism, which is proved
+        epsilon-DP in floating point; the noise scale absorbs its small extra cost
+        (:func:`jdp.mechanisms.snapping_laplace_parameters`); the events are unchanged.
 
     Returns:
       ``(PcaResult, ledger)`` with entries ``["dp-mean",] "lap-pca"``, all Laplace.

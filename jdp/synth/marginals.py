@@ -60,7 +60,9 @@ class MarginalsConfig:
       bins: cells per continuous column (and at most this many per integer column).
       noise: ``"gaussian"``, ``"laplace"`` or ``"auto"`` (Gaussian iff delta > 0).
       condition_on_target: histogram each feature per class of the schema's target (if any).
-      secure_noise: snap the noisy counts to a grid (Mironov 2012), see :mod:`jdp.mechanisms`.
+      secure_noise: Laplace: Mironov's (2012) snapping mechanism (proved, cost absorbed in the
+        noise scale); Gaussian: a clamp-and-round mitigation without proof. See
+        :mod:`jdp.mechanisms`.
     """
 
     bins: int = 32

@@ -85,10 +85,16 @@ def test_check_data_matrix_messages():
 
 
 def test_secure_noise_reaches_every_release():
-    # with secure_noise every released value is a multiple of lambda = 2**ceil(log2(scale * 2**-20))
-    # (Mironov's snapping in jdp.mechanisms), where scale is the release's noise scale
+    # with secure_noise every release goes through jdp.mechanisms' clamp-and-round: a Gaussian
+    # release lies on the grid of the smallest power of two >= its noise scale, a Laplace one
+    # on the snapping grid of its calibrated scale, both within the public clamp bound
     from jdp.em import noisy_em_statistics
     from jdp.kmeans import noisy_lloyd_step
+    from jdp.mechanisms import (
+        DEFAULT_MAX_RECORDS,
+        power_of_two_at_least,
+        snapping_laplace_parameters,
+    )
     from jdp.pca import lap_pca_l1_sensitivity, noisy_scatter_gaussian, noisy_scatter_laplace
 
     rng = np.random.default_rng(3)
@@ -111,7 +117,10 @@ def test_secure_noise_reaches_every_release():
     laplace = noisy_scatter_laplace(
         rng, x, np.zeros(3), epsilon=1.0, lower=-2, upper=2, secure_noise=True
     )[0]
-    laplace_scale = lap_pca_l1_sensitivity(np.full(3, 2.0)) / 1.0
-    for values, scale in [(v, z) for v in gaussian] + [(laplace, laplace_scale)]:
-        lam = 2.0 ** np.ceil(np.log2(scale * 2.0**-20))
-        np.testing.assert_array_equal(values / lam, np.round(values / lam))
+    snapping = snapping_laplace_parameters(
+        l1_sensitivity=lap_pca_l1_sensitivity(np.full(3, 2.0)), epsilon=1.0, size=6
+    )
+    releases = [(v, power_of_two_at_least(z), DEFAULT_MAX_RECORDS) for v in gaussian]
+    for values, grid, bound in releases + [(laplace, snapping.grid, snapping.bound)]:
+        np.testing.assert_array_equal(values / grid, np.round(values / grid))
+        assert np.all(np.abs(values) <= bound)
