@@ -31,6 +31,7 @@ from accounting._validate import check_count, check_nonnegative, check_positive
 from accounting.ledger import PrivacyLedger
 from jdp.mechanisms import clip_rows, gaussian_mechanism
 from jdp.suffstats import check_data_matrix, chunk_rows, chunked_sum
+from jdp.verbosity import private_detail
 
 CovarianceType = Literal["diag", "full"]
 _LOG_2PI = np.log(2.0 * np.pi)
@@ -292,7 +293,9 @@ def dp_em(
     x = check_data_matrix(x)
     k = check_count("n_components", n_components, minimum=1)
     if k > x.shape[0]:
-        raise ValueError(f"expected n_components <= number of records {x.shape[0]}, got {k}")
+        raise ValueError(
+            f"too few rows for n_components={k}" + private_detail(f"{x.shape[0]} rows")
+        )
     steps = check_count("steps", steps, minimum=1)
     check_nonnegative("noise_multiplier", noise_multiplier)
     c = check_positive("l2_clip_norm", l2_clip_norm)

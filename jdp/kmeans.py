@@ -32,6 +32,7 @@ from accounting.ledger import PrivacyLedger
 from jdp.mechanisms import clip_rows, gaussian_mechanism
 from jdp.rff import RandomFourierFeatures, draw_rff
 from jdp.suffstats import check_data_matrix, chunked_sum, iter_chunks
+from jdp.verbosity import private_detail
 
 FeatureFn = Callable[[np.ndarray], np.ndarray]
 
@@ -172,7 +173,7 @@ def _check_common(
     x = check_data_matrix(x)
     k = check_count("k", k, minimum=1)
     if k > x.shape[0]:
-        raise ValueError(f"expected k <= number of records {x.shape[0]}, got k={k}")
+        raise ValueError(f"too few rows for k={k}" + private_detail(f"{x.shape[0]} rows"))
     check_nonnegative("noise_multiplier", noise_multiplier)
     return x, k, check_count("steps", steps, minimum=1)
 

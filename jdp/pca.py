@@ -34,6 +34,7 @@ from accounting._validate import check_count, check_positive
 from accounting.ledger import PrivacyLedger
 from jdp.mechanisms import clip_rows, gaussian_mechanism, laplace_mechanism
 from jdp.suffstats import check_data_matrix, chunked_sum, iter_chunks
+from jdp.verbosity import private_detail
 
 Centre = np.ndarray | Literal["dp"] | None
 
@@ -97,7 +98,7 @@ def _check_k(k: int, x: np.ndarray) -> int:
     if k > d:
         raise ValueError(f"expected k <= number of features {d}, got k={k}")
     if k > n:
-        raise ValueError(f"expected k <= number of records {n}, got k={k}")
+        raise ValueError(f"too few rows for k={k}" + private_detail(f"{n} rows"))
     return k
 
 
@@ -237,7 +238,8 @@ def _warn_out_of_bounds(x: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> 
     outside = chunked_sum(lambda c: np.array(float(np.count_nonzero((c < lower) | (c > upper)))), x)
     if outside:
         warnings.warn(
-            f"{int(outside)} values lie outside the declared bounds and were clipped to them",
+            "values outside the declared bounds were clipped to them"
+            + private_detail(f"{int(outside)} values"),
             stacklevel=3,
         )
 

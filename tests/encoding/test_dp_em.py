@@ -196,7 +196,7 @@ def test_bad_input_raises_clear_errors():
     bad[0, 0] = np.nan
     with pytest.raises(ValueError, match="expected x to be finite"):
         dp_em(rng, bad, 2, noise_multiplier=1.0, steps=1)
-    with pytest.raises(ValueError, match="expected n_components <= number of records 20, got 30"):
+    with pytest.raises(ValueError, match="too few rows for n_components=30"):
         dp_em(rng, x, 30, noise_multiplier=1.0, steps=1)
     with pytest.raises(ValueError, match="expected steps >= 1, got 0"):
         dp_em(rng, x, 2, noise_multiplier=1.0, steps=0)

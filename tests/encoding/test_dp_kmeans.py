@@ -209,7 +209,7 @@ def test_bad_input_raises_clear_errors():
     bad[1, 1] = np.inf
     with pytest.raises(ValueError, match="expected x to be finite"):
         dp_kmeans(rng, bad, 2, noise_multiplier=1.0, steps=1, l2_clip_norm=1.0)
-    with pytest.raises(ValueError, match="expected k <= number of records 10, got k=11"):
+    with pytest.raises(ValueError, match="too few rows for k=11"):
         dp_kernel_kmeans(rng, x, 11, noise_multiplier=1.0, steps=1, gamma=1.0)
     with pytest.raises(ValueError, match=r"expected init of shape \(2, 6\)"):
         dp_kmeans(rng, x, 2, noise_multiplier=1.0, steps=1, l2_clip_norm=1.0, init=np.zeros((2, 5)))

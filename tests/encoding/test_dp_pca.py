@@ -216,7 +216,7 @@ def test_bad_input_raises_clear_errors():
     bad[3, 1] = np.inf
     with pytest.raises(ValueError, match="finite"):
         dp_pca_laplace(rng, bad, 2, epsilon=1.0, lower=-5, upper=5)
-    with pytest.raises(ValueError, match="expected k <= number of records 10, got k=20"):
+    with pytest.raises(ValueError, match="too few rows for k=20"):
         dp_pca_gaussian(rng, np.ones((10, 30)), 20, noise_multiplier=1.0)
     with pytest.raises(ValueError, match="expected k <= number of features 4"):
         dp_pca_gaussian(rng, x, 5, noise_multiplier=1.0)
@@ -243,7 +243,7 @@ def test_out_of_bounds_values_are_clipped_with_a_warning():
     rng = np.random.default_rng(9)
     x = rng.uniform(-1, 1, size=(50, 3))
     x[0, 0] = 7.0
-    with pytest.warns(UserWarning, match="1 values lie outside the declared bounds"):
+    with pytest.warns(UserWarning, match="outside the declared bounds were clipped"):
         dp_pca_laplace(rng, x, 2, epsilon=1.0, lower=-1, upper=1)
 
 
