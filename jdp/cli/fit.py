@@ -1,9 +1,10 @@
 """``jdp fit``: fit a DP synthesizer on a table and save the model (arrays + JSON).
 
 The data is a CSV with a public schema JSON (``--data PATH --schema PATH``) or a named dataset's
-training split with its public schema (``--dataset adult``). Method options are set with
-``--set NAME=VALUE`` (repeatable). Without ``--seed`` the noise comes from fresh OS entropy;
-a seed is for research reproducibility only.
+training split with its public schema (``--dataset adult``). The schema file may be a saved DP
+schema release (``SchemaRelease.save``): its cost is then part of the model's ledger. Method
+options are set with ``--set NAME=VALUE`` (repeatable). Without ``--seed`` the noise comes from
+fresh OS entropy; a seed is for research reproducibility only.
 """
 
 from __future__ import annotations
@@ -15,11 +16,14 @@ import json
 import sys
 import warnings
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from jdp.data.schema import Schema
+
+if TYPE_CHECKING:
+    from jdp.data.dp_schema import SchemaRelease
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -57,23 +61,30 @@ def add_data_arguments(parser: argparse.ArgumentParser) -> None:
         "--dataset", metavar="NAME", help="a named dataset's training split (e.g. adult)"
     )
     parser.add_argument("--data", metavar="PATH", help="training CSV (needs --schema)")
-    parser.add_argument("--schema", metavar="PATH", help="public schema JSON of --data")
+    parser.add_argument(
+        "--schema",
+        metavar="PATH",
+        help="public schema JSON of --data, or a saved DP schema release (its cost is charged)",
+    )
 
 
-def training_data(args: argparse.Namespace) -> tuple[pd.DataFrame, Schema]:
-    """The private training table and its public schema, from the parsed arguments."""
+def training_data(args: argparse.Namespace) -> tuple[pd.DataFrame, Schema | SchemaRelease]:
+    """The private training table and its public schema (a saved DP schema release is kept
+    whole, with its ledger), from the parsed arguments."""
     from jdp.data.datasets import load_dataset, read_csv
+    from jdp.data.dp_schema import SchemaRelease, load_schema
 
     if args.dataset:
         if args.data:
             raise ValueError("give either --dataset or --data, not both")
         dataset = load_dataset(args.dataset)
-        schema = Schema.load(args.schema) if args.schema else dataset.schema
+        schema = load_schema(args.schema) if args.schema else dataset.schema
         return dataset.train, schema
     if not args.data or not args.schema:
         raise ValueError("expected --data PATH and --schema PATH (or --dataset NAME)")
-    schema = Schema.load(args.schema)
-    return read_csv(args.data, schema), schema
+    schema = load_schema(args.schema)
+    public = schema.schema if isinstance(schema, SchemaRelease) else schema
+    return read_csv(args.data, public), schema
 
 
 def parse_overrides(items: list[str]) -> dict[str, Any]:

@@ -14,16 +14,27 @@ equally over its two quantiles); each column's release is one ledger entry. The 
 :class:`SchemaRelease` holding the schema and the ledger of its release. Category discovery
 is (epsilon, delta)-DP (a category present in only one of two neighbouring datasets can be
 released, with probability at most delta), recorded as an ``EpsilonDeltaDpEvent``; see
-``docs/privacy.md``, "DP category discovery". Pass the release as ``schema=`` to
-:func:`jdp.synth.base.fit_model` so that the model is fitted on what remains of the budget and
-its ledger includes the release.
+``docs/privacy.md``, "DP category discovery".
+
+Pass the release itself wherever a schema is accepted (``schema=`` of
+:func:`jdp.synth.base.fit_model` and of every ``Synthesizer``, ``jdp fit --schema``): the model
+is fitted on what remains of the budget and its ledger opens with the release's entries.
+:meth:`SchemaRelease.save` writes schema and ledger to one JSON file; :func:`load_schema`
+reads it back as a release (or a plain schema file as a :class:`Schema`). The released schema
+is marked ``from_release``: records holding a category the release suppressed are dropped by
+``Schema.conform`` (their values are never shown), and using the schema without its release
+warns that its cost is missing from the ledger.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -32,7 +43,9 @@ from accounting import PrivacyLedger
 from accounting import events as ev
 from accounting._validate import check_open_unit, check_positive
 from accounting.compose import split_approximate
-from jdp.data.schema import Column, ColumnKind, Schema
+from jdp.data.schema import Column, ColumnKind, Schema, write_atomic
+
+RELEASE_FORMAT = "jdp-schema-release"
 
 
 def dp_quantile(
@@ -118,10 +131,23 @@ class SchemaRelease:
     ``EpsilonDeltaDpEvent`` per categorical column, so the release is
     ``(epsilon, delta)``-DP with ``delta`` the sum of the category thresholds' deltas and
     ``epsilon`` the ledger's epsilon at that delta (here: the sum of the column budgets).
+    Its schema is marked ``from_release`` (see :mod:`jdp.data.schema`).
+
+    JSON layout (:meth:`to_dict`)::
+
+        {"format": "jdp-schema-release", "schema": {...}, "ledger": {...}}
     """
 
     schema: Schema
     ledger: PrivacyLedger
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.schema, Schema):
+            raise TypeError(f"expected a Schema, got {type(self.schema).__name__}")
+        if not isinstance(self.ledger, PrivacyLedger):
+            raise TypeError(f"expected a PrivacyLedger, got {type(self.ledger).__name__}")
+        if not self.schema.from_release:
+            object.__setattr__(self, "schema", dataclasses.replace(self.schema, from_release=True))
 
     @property
     def delta(self) -> float:
@@ -137,6 +163,49 @@ class SchemaRelease:
             f"Schema release: ({self.epsilon:.4g}, {self.delta:.3g})-DP under add/remove-one "
             f"neighbours (basic composition of: {labels})"
         )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": RELEASE_FORMAT,
+            "schema": self.schema.to_dict(),
+            "ledger": self.ledger.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SchemaRelease:
+        if not isinstance(data, Mapping) or data.get("format") != RELEASE_FORMAT:
+            raise ValueError(
+                f"expected a saved SchemaRelease (format {RELEASE_FORMAT!r}) with its ledger; "
+                "got a bare schema, without the ledger of its cost"
+            )
+        return cls(Schema.from_dict(data["schema"]), PrivacyLedger.from_dict(data["ledger"]))
+
+    def save(self, path: str | Path) -> None:
+        """Write schema and ledger to one JSON file (a temporary file, then ``os.replace``)."""
+        write_atomic(path, json.dumps(self.to_dict(), indent=1) + "\n")
+
+    @classmethod
+    def load(cls, path: str | Path) -> SchemaRelease:
+        return cls.from_dict(_read_json(path))
+
+
+def schema_from_dict(data: Mapping[str, Any]) -> Schema | SchemaRelease:
+    """A saved release (with its ledger) as a :class:`SchemaRelease`, else a :class:`Schema`."""
+    if isinstance(data, Mapping) and "ledger" in data:
+        return SchemaRelease.from_dict(data)
+    return Schema.from_dict(dict(data) if isinstance(data, Mapping) else data)
+
+
+def load_schema(path: str | Path) -> Schema | SchemaRelease:
+    """Read a schema JSON file: a saved :class:`SchemaRelease` keeps its ledger (and cost)."""
+    return schema_from_dict(_read_json(path))
+
+
+def _read_json(path: str | Path) -> Any:
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"schema file not found: {path}")
+    return json.loads(path.read_text())
 
 
 def infer_schema_dp(

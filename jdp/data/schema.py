@@ -18,7 +18,16 @@ warns (:class:`NonPrivateSchemaWarning`) -- it exists for public data and for ex
 table or a single row raise an error naming the column; numeric values outside the declared
 bounds are clipped to them, with one :class:`ClipWarning` that counts them. (The clip counts
 are a private statistic: they are shown to the data holder in the warning and kept on the
-:class:`Table`, and no synthesizer may copy them into a model.)
+:class:`Table`, and no synthesizer may copy them into a model.) An unseen category may be one
+person's rare value, so no message shows it (nor how many there are): they name the column.
+
+A schema released by :func:`jdp.data.dp_schema.infer_schema_dp` is marked ``from_release``.
+Its categories are those DP discovery kept, so a record holding another value is expected:
+``conform`` drops such records (a fixed public filter given the released schema; under
+add/remove neighbours it maps neighbouring tables to neighbouring or equal tables) with one
+:class:`SuppressedCategoryWarning` naming the columns, never the values. The mark also lets
+``fit_model`` warn (:class:`UnaccountedSchemaWarning`) when such a schema arrives without its
+:class:`~jdp.data.dp_schema.SchemaRelease`, i.e. without the ledger of its cost.
 
 JSON layout (``Schema.to_dict``)::
 
@@ -26,12 +35,16 @@ JSON layout (``Schema.to_dict``)::
      "columns": [{"name": "age", "kind": "integer", "lower": 17, "upper": 90},
                  {"name": "sex", "kind": "categorical", "categories": ["Female", "Male"]},
                  {"name": "fnlwgt", "kind": "continuous", "lower": 1, "upper": 1.5e6}]}
+
+plus ``"from_release": true`` for a schema released with DP.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
+import secrets
 import warnings
 from dataclasses import dataclass, field
 from numbers import Integral, Real
@@ -52,6 +65,14 @@ class ClipWarning(UserWarning):
 
 class NonPrivateSchemaWarning(UserWarning):
     """A schema was read off the data without differential privacy."""
+
+
+class SuppressedCategoryWarning(UserWarning):
+    """Records holding a category that a DP schema release suppressed were dropped."""
+
+
+class UnaccountedSchemaWarning(UserWarning):
+    """A schema released with DP was used without its release: its cost is not in the ledger."""
 
 
 def _is_category_value(value: object) -> bool:
@@ -154,10 +175,16 @@ class Column:
 
 @dataclass(frozen=True, kw_only=True)
 class Schema:
-    """The public description of a table: its columns (in order) and optional target."""
+    """The public description of a table: its columns (in order) and optional target.
+
+    ``from_release`` marks a schema released by :func:`jdp.data.dp_schema.infer_schema_dp`:
+    :meth:`conform` drops the records holding a category outside it instead of raising, and
+    ``fit_model`` warns when it is used without its ``SchemaRelease`` (see the module doc).
+    """
 
     columns: tuple[Column, ...]
     target: str | None = None
+    from_release: bool = False
 
     def __post_init__(self) -> None:
         cols = tuple(self.columns)
@@ -175,6 +202,8 @@ class Schema:
                 raise ValueError(f"target column {self.target!r} is not in the schema")
             if cols[names.index(self.target)].kind != "categorical":
                 raise ValueError(f"target column {self.target!r} must be categorical")
+        if not isinstance(self.from_release, bool):
+            raise TypeError(f"expected from_release to be a bool, got {self.from_release!r}")
         object.__setattr__(self, "columns", cols)
 
     # -- access -----------------------------------------------------------------------------
@@ -198,15 +227,24 @@ class Schema:
 
     # -- serialisation ----------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        return {"target": self.target, "columns": [c.to_dict() for c in self.columns]}
+        out = {"target": self.target, "columns": [c.to_dict() for c in self.columns]}
+        if self.from_release:
+            out["from_release"] = True
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Schema:
+        if isinstance(data, dict) and "ledger" in data:
+            raise ValueError(
+                "this is a saved SchemaRelease: load it with jdp.data.dp_schema.load_schema "
+                "(or SchemaRelease.load) so that its privacy cost is kept"
+            )
         if not isinstance(data, dict) or "columns" not in data:
             raise ValueError("expected a schema object with a 'columns' list")
         return cls(
             columns=tuple(Column.from_dict(c) for c in data["columns"]),
             target=data.get("target"),
+            from_release=data.get("from_release", False),
         )
 
     def to_json(self, **kwargs: Any) -> str:
@@ -217,7 +255,7 @@ class Schema:
         return cls.from_dict(json.loads(text))
 
     def save(self, path: str | Path) -> None:
-        Path(path).write_text(self.to_json(indent=1) + "\n")
+        write_atomic(path, self.to_json(indent=1) + "\n")
 
     @classmethod
     def load(cls, path: str | Path) -> Schema:
@@ -230,10 +268,14 @@ class Schema:
     def conform(self, data: pd.DataFrame) -> Table:
         """Check ``data`` against the schema; clip numeric values to their bounds.
 
+        A schema ``from_release`` drops the records holding a category outside its domain
+        (one :class:`SuppressedCategoryWarning` naming the columns); any other schema raises.
+
         Raises:
           TypeError: ``data`` is not a DataFrame, or a column has the wrong dtype.
-          ValueError: empty table or a single row, missing/extra/target column, NaN, inf,
-            non-integer value in an integer column, category outside the domain.
+          ValueError: empty table or a single row (also after dropping), missing/extra/target
+            column, NaN, inf, non-integer value in an integer column, category outside the
+            domain (the message names the column, never the values).
         """
         if not isinstance(data, pd.DataFrame):
             raise TypeError(f"expected a pandas DataFrame, got {type(data).__name__}")
@@ -248,6 +290,11 @@ class Schema:
         extra = [str(n) for n in data.columns if n not in self.names]
         if extra:
             raise ValueError(f"column {extra[0]!r} of the data is not in the schema")
+        labels = {
+            c.name: _category_values(c, data[c.name]) for c in self.columns if not c.is_numeric
+        }
+        keep = self._in_domain(labels, len(data))
+        data = data.loc[keep]
         out = {}
         clipped = {}
         for col in self.columns:
@@ -256,7 +303,7 @@ class Schema:
                 if n_clipped:
                     clipped[col.name] = n_clipped
             else:
-                out[col.name] = _conform_categorical(col, data[col.name])
+                out[col.name] = typed_labels(col, labels[col.name][keep])
         if clipped:
             detail = ", ".join(
                 f"{n} value(s) of column {name!r} to [{self[name].lower:g}, {self[name].upper:g}]"
@@ -265,6 +312,51 @@ class Schema:
             warnings.warn(f"clipped {detail}", ClipWarning, stacklevel=2)
         frame = pd.DataFrame(out, index=pd.RangeIndex(len(data)))
         return Table(frame=frame, schema=self, clip_counts=clipped)
+
+    def _in_domain(self, labels: dict[str, np.ndarray], n: int) -> np.ndarray:
+        """Mask of the ``n`` records whose every category is in the domain; raises unless the
+        schema is ``from_release`` (then warns, naming the columns only)."""
+        keep = np.ones(n, dtype=bool)
+        bad = []
+        for name, values in labels.items():
+            domain = set(self[name].categories)
+            inside = np.fromiter((v in domain for v in values), dtype=bool, count=n)
+            if not inside.all():
+                bad.append(name)
+                keep &= inside
+        if not bad:
+            return keep
+        if not self.from_release:
+            raise ValueError(
+                f"column {bad[0]!r} has values not in the schema's categories (not shown: "
+                "they may be rare private values)"
+            )
+        if keep.sum() < MIN_ROWS:
+            raise ValueError(
+                f"expected at least {MIN_ROWS} rows whose categories are in the DP-released "
+                "schema"
+            )
+        names = ", ".join(repr(name) for name in bad)
+        warnings.warn(
+            f"dropped the records whose value in column(s) {names} is not among the DP-released "
+            "categories (values not shown)",
+            SuppressedCategoryWarning,
+            stacklevel=3,
+        )
+        return keep
+
+
+def write_atomic(path: str | Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same folder and
+    ``os.replace``: readers see the old file or the new one, never a partial write."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def _conform_numeric(col: Column, series: pd.Series) -> tuple[np.ndarray, int]:
@@ -284,7 +376,8 @@ def _conform_numeric(col: Column, series: pd.Series) -> tuple[np.ndarray, int]:
     return (x.astype(np.int64) if col.kind == "integer" else x), n_clipped
 
 
-def _conform_categorical(col: Column, series: pd.Series) -> np.ndarray:
+def _category_values(col: Column, series: pd.Series) -> np.ndarray:
+    """The values of a categorical column as Python objects, after the NaN and type checks."""
     if series.isna().any():
         raise ValueError(f"column {col.name!r} has {int(series.isna().sum())} missing value(s)")
     want_str = isinstance(col.categories[0], str)
@@ -294,15 +387,7 @@ def _conform_categorical(col: Column, series: pd.Series) -> np.ndarray:
         raise TypeError(
             f"column {col.name!r}: expected {kind} categories, got dtype {series.dtype}"
         )
-    values = np.array([v.item() if isinstance(v, np.generic) else v for v in values], dtype=object)
-    domain = set(col.categories)
-    unseen = sorted({repr(v) for v in values if v not in domain})
-    if unseen:
-        shown = ", ".join(unseen[:5]) + (", ..." if len(unseen) > 5 else "")
-        raise ValueError(
-            f"column {col.name!r} has {len(unseen)} value(s) outside its declared domain: {shown}"
-        )
-    return typed_labels(col, values)
+    return np.array([v.item() if isinstance(v, np.generic) else v for v in values], dtype=object)
 
 
 def typed_labels(column: Column, values: np.ndarray) -> np.ndarray:

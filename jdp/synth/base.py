@@ -76,8 +76,9 @@ import pandas as pd
 from accounting import PrivacyBudget, PrivacyLedger
 from accounting._validate import check_count
 from accounting.compose import split_approximate
-from jdp.data.dp_schema import SchemaRelease
-from jdp.data.schema import Schema, Table
+from jdp.data.dp_schema import SchemaRelease, load_schema, schema_from_dict
+from jdp.data.schema import Schema, Table, UnaccountedSchemaWarning
+from jdp.verbosity import private_details_shown
 
 FORMAT_VERSION = 1
 PARAMS_FILE = "params.npz"
@@ -218,7 +219,10 @@ def fit_model(
     :class:`~jdp.data.dp_schema.SchemaRelease` (a schema released with DP from this same
     data), its cost is charged to ``budget``: the method is fitted on the remaining
     ``(epsilon - epsilon_s, delta - delta_s)`` (basic composition) and the release's entries
-    open the model's ledger. Warns (:class:`DeltaWarning`) when ``delta >= 1/n``. Raises
+    open the model's ledger (a ``Table`` must then be conformed to the release's schema).
+    Warns (:class:`DeltaWarning`) when ``delta >= 1/n``, and
+    (:class:`~jdp.data.schema.UnaccountedSchemaWarning`) when the schema came from a release
+    but the release is not given: its cost is then missing from the ledger. Raises
     ``RuntimeError`` if the ledger composes to more than ``budget.epsilon`` at
     ``budget.delta`` (a bug in the method).
     """
@@ -228,6 +232,17 @@ def fit_model(
     spent = PrivacyLedger()
     if isinstance(schema, SchemaRelease):
         spent, schema = schema.ledger, schema.schema
+        if isinstance(data, Table) and data.schema != schema:
+            raise ValueError("the Table was conformed to another schema than the release's")
+    used = data.schema if isinstance(data, Table) else schema
+    if used is not None and used.from_release and not spent.entries:
+        warnings.warn(
+            "this schema was released with DP (infer_schema_dp) but is used without its "
+            "SchemaRelease: its privacy cost is not in the model's ledger; pass the release "
+            "(or its saved file) as the schema",
+            UnaccountedSchemaWarning,
+            stacklevel=2,
+        )
     if not isinstance(data, Table):
         if schema is None:
             raise ValueError(
@@ -235,7 +250,7 @@ def fit_model(
                 "jdp.data.dp_schema.infer_schema_dp"
             )
         data = schema.conform(data)
-    message = budget.delta_warning(len(data))
+    message = budget.delta_warning(len(data), show_n=private_details_shown())
     if message:
         warnings.warn(message, DeltaWarning, stacklevel=2)
     remaining = _remaining_budget(budget, spent)
@@ -365,9 +380,12 @@ class Synthesizer:
     """Estimator-style wrapper: ``Cls(epsilon=1, delta=1e-5, schema=...).fit(df).sample(n)``.
 
     Subclasses set ``method``. Keyword arguments other than ``epsilon``, ``delta``, ``schema``
-    and ``seed`` are fields of the method's config. ``seed=None`` (the default) draws fresh OS
-    entropy for the fit and for each ``sample`` call; a fixed seed makes fit and the sequence
-    of ``sample`` calls reproducible (research only -- never for a real release).
+    and ``seed`` are fields of the method's config. ``schema`` is a :class:`Schema`, a
+    :class:`~jdp.data.dp_schema.SchemaRelease` (its cost is charged to the budget, see
+    :func:`fit_model`), a dict of either, or the path of either's JSON file. ``seed=None``
+    (the default) draws fresh OS entropy for the fit and for each ``sample`` call; a fixed
+    seed makes fit and the sequence of ``sample`` calls reproducible (research only -- never
+    for a real release).
 
     Attributes after ``fit``: ``model_`` (:class:`FittedModel`), ``ledger_``, ``schema_``.
     """
@@ -379,7 +397,7 @@ class Synthesizer:
         *,
         epsilon: float = 1.0,
         delta: float = 1e-5,
-        schema: Schema | str | Path | Mapping[str, Any] | None = None,
+        schema: Schema | SchemaRelease | str | Path | Mapping[str, Any] | None = None,
         seed: int | None = None,
         **config: Any,
     ) -> None:
@@ -394,9 +412,8 @@ class Synthesizer:
         return sub
 
     def fit(self, data: pd.DataFrame | Table) -> Synthesizer:
-        schema = data.schema if isinstance(data, Table) else self.schema
         self.model_ = fit_model(
-            self._next_key(), self.method, data, self.budget, self.config, schema=schema
+            self._next_key(), self.method, data, self.budget, self.config, schema=self.schema
         )
         self.ledger_ = self.model_.ledger
         self.schema_ = self.model_.schema
@@ -419,11 +436,16 @@ class Synthesizer:
         )
 
 
-def _as_schema(schema: Schema | str | Path | Mapping[str, Any] | None) -> Schema | None:
-    if schema is None or isinstance(schema, Schema):
+def _as_schema(
+    schema: Schema | SchemaRelease | str | Path | Mapping[str, Any] | None,
+) -> Schema | SchemaRelease | None:
+    """A schema or a DP schema release (kept whole, so that its cost reaches the ledger)."""
+    if schema is None or isinstance(schema, (Schema, SchemaRelease)):
         return schema
     if isinstance(schema, Mapping):
-        return Schema.from_dict(dict(schema))
+        return schema_from_dict(schema)
     if isinstance(schema, (str, Path)):
-        return Schema.load(schema)
-    raise TypeError(f"expected a Schema, a dict or a JSON path, got {type(schema).__name__}")
+        return load_schema(schema)
+    raise TypeError(
+        f"expected a Schema, a SchemaRelease, a dict or a JSON path, got {type(schema).__name__}"
+    )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -159,7 +160,7 @@ def set_cell(column, value):
         (lambda f: f.drop(columns="income"), "target column 'income' is missing from the data"),
         (set_cell("hours-per-week", float("nan")), "column 'hours-per-week' has 1 NaN"),
         (set_cell("fnlwgt", float("inf")), "column 'fnlwgt' has 1 infinite"),
-        (set_cell("race", "Martian"), "column 'race' has 1 value(s) outside"),
+        (set_cell("race", "Martian"), "column 'race' has values not in the schema's categories"),
         (set_cell("age", "old"), "column 'age': expected a numeric dtype"),
         (lambda f: f.assign(extra=1), "column 'extra' of the data is not in the schema"),
         (lambda f: f.iloc[:1], "at least 2 rows, got 1"),
@@ -183,6 +184,42 @@ def test_bad_data_exits_2_with_one_line_naming_the_column(capsys, tmp_path, adul
     )
     assert code == 2 and out == ""
     assert err.startswith("jdp fit: error: ") and message in err and err.count("\n") == 1
+    assert "Martian" not in err
+
+
+def test_fit_with_a_saved_schema_release_carries_its_cost(capsys, tmp_path, adult):
+    """``jdp fit --schema`` with a saved DP schema release: the release's entries open the
+    model's ledger and its epsilon is part of the reported total; records holding the
+    categories the release suppressed are dropped and no message shows those values."""
+    from jdp.data.dp_schema import infer_schema_dp
+    from jdp.synth.base import load
+
+    train = adult.train.iloc[:2000]
+    release = infer_schema_dp(
+        np.random.default_rng(0), train, epsilon=2.0, target="income",
+        kinds={c.name: c.kind for c in adult.schema.columns},
+        ranges={c.name: (c.lower, c.upper) for c in adult.schema.columns if c.is_numeric},
+    )  # fmt: skip
+    suppressed = {
+        str(v)
+        for c in release.schema.columns
+        if not c.is_numeric
+        for v in set(train[c.name]) - set(c.categories)
+    }
+    assert "Never-worked" in suppressed or "Without-pay" in suppressed  # rare workclass values
+    release.save(tmp_path / "release.json")
+    train.to_csv(tmp_path / "train.csv", index=False)
+    code, out, err = run(
+        capsys, "fit", "--data", tmp_path / "train.csv", "--schema", tmp_path / "release.json",
+        "--epsilon", 4, "--out", tmp_path / "m", "--seed", 0, "--json",
+    )  # fmt: skip
+    assert code == 0, err
+    doc = json.loads(out)
+    m = len(release.ledger.entries)
+    assert [e["label"] for e in doc["ledger"]["entries"]][:m] == release.ledger.labels
+    assert load(tmp_path / "m").ledger.labels[:m] == release.ledger.labels
+    assert release.epsilon < doc["epsilon"] <= 4.0
+    assert "jdp fit: warning:" in err and not any(v in err for v in suppressed)
 
 
 @pytest.mark.parametrize(

@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
 
 from accounting import events as ev
-from jdp.data.dp_schema import dp_categories, dp_quantile, infer_schema_dp, threshold_for
+from jdp.data.dp_schema import (
+    SchemaRelease,
+    dp_categories,
+    dp_quantile,
+    infer_schema_dp,
+    load_schema,
+    threshold_for,
+)
+from jdp.data.schema import Schema, SuppressedCategoryWarning
 
 
 def em_log_density(
@@ -126,3 +136,67 @@ def test_infer_schema_dp_errors():
         infer_schema_dp(rng, data[["a"]], epsilon=1, kinds={"a": "continuous"}, ranges={})
     with pytest.raises(ValueError, match="column 'b': no category passed"):
         infer_schema_dp(rng, data[["b"]], epsilon=0.1, kinds={"b": "categorical"}, ranges={})
+
+
+def _table_with_rare_values(rng: np.random.Generator, n: int = 3000) -> pd.DataFrame:
+    """Frequent categories plus one record each of two rare, identifying values."""
+    data = pd.DataFrame(
+        {
+            "x": rng.uniform(0, 10, n),
+            "work": rng.choice(["Private", "Gov"], n),
+            "label": rng.choice([0, 1], n),
+        }
+    )
+    data.loc[5, "work"] = "Never-worked-Zyx"
+    data.loc[9, "label"] = 907
+    return data
+
+
+def _release(rng: np.random.Generator, data: pd.DataFrame):
+    return infer_schema_dp(
+        rng, data, epsilon=3.0, ranges={"x": (0, 100)}, target="label",
+        kinds={"x": "continuous", "work": "categorical", "label": "categorical"},
+    )  # fmt: skip
+
+
+def test_suppressed_categories_drop_their_records_without_echoing_them():
+    """Records holding a value that DP discovery suppressed are dropped by a fixed public
+    filter (the released categories) instead of raising; no message shows the values."""
+    rng = np.random.default_rng(5)
+    data = _table_with_rare_values(rng)
+    release = _release(rng, data)
+    assert release.schema.from_release
+    assert release.schema["work"].categories == ("Gov", "Private")
+    assert release.schema["label"].categories == (0, 1)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        table = release.schema.conform(data)
+    messages = [str(w.message) for w in caught]
+    dropped = [str(w.message) for w in caught if w.category is SuppressedCategoryWarning]
+    assert len(dropped) == 1 and "'work'" in dropped[0] and "'label'" in dropped[0]
+    assert not any("Zyx" in m or "907" in m for m in messages)
+    assert len(table) == len(data) - 2
+    expected = data.drop(index=[5, 9]).reset_index(drop=True)
+    x = release.schema["x"]
+    expected["x"] = expected["x"].clip(x.lower, x.upper)  # released bounds clip, as declared ones
+    pd.testing.assert_frame_equal(table.frame, expected, check_dtype=False)
+
+
+def test_release_save_load_round_trip(tmp_path):
+    rng = np.random.default_rng(6)
+    release = _release(rng, _table_with_rare_values(rng, 500))
+    path = tmp_path / "release.json"
+    release.save(path)
+    loaded = SchemaRelease.load(path)
+    assert loaded == release and loaded.ledger.to_dict() == release.ledger.to_dict()
+    assert loaded.epsilon == pytest.approx(release.epsilon) and loaded.delta == release.delta
+    assert load_schema(path) == release
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["release.json"]  # no temporary left
+    release.schema.save(tmp_path / "bare.json")
+    assert load_schema(tmp_path / "bare.json") == release.schema
+    with pytest.raises(ValueError, match="a bare schema, without the ledger"):
+        SchemaRelease.load(tmp_path / "bare.json")
+    with pytest.raises(ValueError, match="saved SchemaRelease"):
+        Schema.load(path)
+    with pytest.raises(FileNotFoundError, match="schema file not found"):
+        load_schema(tmp_path / "nowhere.json")

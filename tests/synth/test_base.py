@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 from dataclasses import dataclass
 
 import jax
@@ -86,7 +87,7 @@ def test_fit_needs_a_schema_and_a_budget():
 
 
 def test_delta_at_least_one_over_n_warns():
-    with pytest.warns(base.DeltaWarning, match=r"delta=0.1 >= 1/n = 0.05"):
+    with pytest.warns(base.DeltaWarning, match=r"delta=0.1 >= 1/n of this dataset"):
         base.fit_model(
             base.key_from_seed(0),
             "toy",
@@ -199,3 +200,88 @@ def test_fit_model_charges_a_dp_schema_release_to_the_budget():
     assert 0.6 < model.epsilon() <= 1.0
     with pytest.raises(ValueError, match="leave part of the budget"):
         base.fit_model(jax.random.key(0), "marginals", df, PrivacyBudget(epsilon=0.3, delta=1e-5), schema=release)
+
+
+def _rare_value_release(tmp_path=None):
+    """A table whose column ``c`` holds one record of a rare value, and a DP schema release
+    of it (which suppresses that value)."""
+    from jdp.data.dp_schema import infer_schema_dp
+
+    rng = np.random.default_rng(12)
+    n = 3000
+    df = pd.DataFrame({"x": rng.uniform(0, 10, n), "c": rng.choice(["a", "b"], n)})
+    df.loc[7, "c"] = "Rare-Qq"
+    release = infer_schema_dp(
+        rng, df, epsilon=0.4, kinds={"x": "continuous", "c": "categorical"},
+        ranges={"x": (0, 100)}, target="c",
+    )  # fmt: skip
+    assert release.schema["c"].categories == ("a", "b")
+    return df, release
+
+
+def test_suppressed_category_goes_through_the_dp_schema_path_without_echo():
+    """Regression: a record holding a category that DP discovery suppressed made fit raise
+    with the rare value in the message; on the DP-schema path it is dropped, and no message
+    shows it."""
+    df, release = _rare_value_release()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = base.fit_model(
+            jax.random.key(0), "marginals", df, PrivacyBudget(epsilon=1.0, delta=1e-5),
+            schema=release,
+        )  # fmt: skip
+    assert model.ledger.labels[:2] == release.ledger.labels
+    assert caught and not any("Rare-Qq" in str(w.message) for w in caught)
+
+
+def test_synthesizer_fitted_with_a_schema_release_carries_its_cost(tmp_path):
+    """``Synthesizer(schema=release)`` (the object, its dict, or its saved file) opens the
+    model's ledger with the release's entries, and the model's epsilon includes them."""
+    from jdp.data.schema import UnaccountedSchemaWarning
+    from jdp.synth.marginals import Marginals
+
+    df, release = _rare_value_release()
+    release.save(tmp_path / "release.json")
+    m = len(release.ledger.entries)
+    for schema in (release, release.to_dict(), tmp_path / "release.json"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", UnaccountedSchemaWarning)
+            synth = Marginals(epsilon=1.0, delta=1e-5, schema=schema, seed=0).fit(df)
+        assert synth.ledger_.entries[:m] == release.ledger.entries
+        method_alone = PrivacyLedger(synth.ledger_.entries[m:])
+        assert method_alone.labels == ["marginals"]
+        assert method_alone.epsilon(1e-5 - release.delta) <= 1.0 - release.epsilon
+        eps = synth.model_.epsilon()
+        assert eps > method_alone.epsilon(1e-5) and release.epsilon < eps <= 1.0
+    table = release.schema.conform(df.drop(index=7))
+    model = base.fit_model(
+        jax.random.key(1), "marginals", table, PrivacyBudget(epsilon=1.0, delta=1e-5),
+        schema=release,
+    )  # fmt: skip
+    assert model.ledger.labels[:m] == release.ledger.labels
+    with pytest.raises(ValueError, match="conformed to another schema"):
+        base.fit_model(
+            jax.random.key(1), "marginals", SCHEMA.conform(FRAME), BUDGET, schema=release
+        )
+
+
+def test_bare_schema_of_a_release_warns_that_its_cost_is_missing(tmp_path):
+    """``schema=release.schema`` (or its saved file, or a Table conformed to it) leaves the
+    release's cost out of the ledger: fit says so."""
+    from jdp.data.schema import UnaccountedSchemaWarning
+    from jdp.synth.marginals import Marginals
+
+    df, release = _rare_value_release()
+    budget = PrivacyBudget(epsilon=1.0, delta=1e-5)
+    with pytest.warns(UnaccountedSchemaWarning, match="SchemaRelease"):
+        model = base.fit_model(jax.random.key(0), "marginals", df, budget, schema=release.schema)
+    assert model.ledger.labels == ["marginals"]
+    release.schema.save(tmp_path / "bare.json")
+    with pytest.warns(UnaccountedSchemaWarning, match="SchemaRelease"):
+        Marginals(schema=tmp_path / "bare.json", seed=0).fit(df)
+    table = release.schema.conform(df.drop(index=7))
+    with pytest.warns(UnaccountedSchemaWarning, match="SchemaRelease"):
+        base.fit_model(jax.random.key(0), "marginals", table, budget)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnaccountedSchemaWarning)
+        base.fit_model(jax.random.key(0), "marginals", FRAME, budget, schema=SCHEMA)
