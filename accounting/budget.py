@@ -25,11 +25,16 @@ class PrivacyBudget:
             raise ValueError(f"expected delta in [0, 1), got {self.delta}")
         object.__setattr__(self, "delta", delta)
 
-    def delta_warning(self, n_records: int) -> str | None:
-        """A message when ``delta >= 1/n`` (a mechanism could then release a whole record)."""
+    def delta_warning(self, n_records: int, *, show_n: bool = False) -> str | None:
+        """A message when ``delta >= 1/n`` (a mechanism could then release a whole record).
+
+        ``n`` is private (add/remove neighbours) and the message goes to stderr, so it names
+        neither ``n`` nor ``1/n`` unless ``show_n`` (the data holder's own terminal).
+        """
         if n_records > 0 and self.delta >= 1.0 / n_records:
+            value = f" = {1.0 / n_records:.3g}" if show_n else " of this dataset"
             return (
-                f"delta={self.delta:g} >= 1/n = {1.0 / n_records:.3g}: such a delta permits "
-                "releasing a record outright; choose delta well below 1/n"
+                f"delta={self.delta:g} >= 1/n{value}: such a delta permits releasing a record "
+                "outright; choose delta well below 1/n"
             )
         return None

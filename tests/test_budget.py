@@ -33,3 +33,12 @@ def test_delta_warning_against_one_over_n():
     assert b.delta_warning(100) is None  # 1e-3 < 1/100
     assert b.delta_warning(1000) is not None  # boundary: delta == 1/n warns
     assert PrivacyBudget(epsilon=1.0, delta=1e-7).delta_warning(100_000) is None
+
+
+def test_delta_warning_does_not_reveal_n_unless_asked():
+    """The warning reaches stderr: by default it says that delta >= 1/n without n or 1/n
+    (both private); ``show_n=True`` (the data holder's own terminal) adds 1/n."""
+    message = PrivacyBudget(epsilon=1.0, delta=0.01).delta_warning(137)
+    assert message is not None and "1/n" in message
+    assert "137" not in message and "0.0073" not in message
+    assert "0.0073" in PrivacyBudget(epsilon=1.0, delta=0.01).delta_warning(137, show_n=True)

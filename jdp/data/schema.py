@@ -16,10 +16,12 @@ warns (:class:`NonPrivateSchemaWarning`) -- it exists for public data and for ex
 :meth:`Schema.conform` checks a private DataFrame against the schema and returns a
 :class:`Table`: NaN, inf, unseen categories, wrong dtypes, missing or extra columns, an empty
 table or a single row raise an error naming the column; numeric values outside the declared
-bounds are clipped to them, with one :class:`ClipWarning` that counts them. (The clip counts
-are a private statistic: they are shown to the data holder in the warning and kept on the
-:class:`Table`, and no synthesizer may copy them into a model.) An unseen category may be one
-person's rare value, so no message shows it (nor how many there are): they name the column.
+bounds are clipped to them, with one :class:`ClipWarning` naming the columns. (The clip counts
+are a private statistic: they are kept on the :class:`Table` for the data holder, shown in the
+warning only under :func:`jdp.verbosity.show_private_details`, and no synthesizer may copy
+them into a model; nor is the row count shown when it is too small.) An unseen category may
+be one person's rare value, so no message shows it (nor how many there are): they name the
+column.
 
 A schema released by :func:`jdp.data.dp_schema.infer_schema_dp` is marked ``from_release``.
 Its categories are those DP discovery kept, so a record holding another value is expected:
@@ -53,6 +55,8 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
+
+from jdp.verbosity import private_detail, private_details_shown
 
 ColumnKind = Literal["continuous", "integer", "categorical"]
 KINDS: tuple[str, ...] = ("continuous", "integer", "categorical")
@@ -280,8 +284,9 @@ class Schema:
         if not isinstance(data, pd.DataFrame):
             raise TypeError(f"expected a pandas DataFrame, got {type(data).__name__}")
         if len(data) < MIN_ROWS:
-            what = "empty table" if len(data) == 0 else "a single row"
-            raise ValueError(f"expected at least {MIN_ROWS} rows, got {len(data)} ({what})")
+            raise ValueError(
+                f"too few rows: expected at least {MIN_ROWS}" + private_detail(f"got {len(data)}")
+            )
         if self.target is not None and self.target not in data.columns:
             raise ValueError(f"target column {self.target!r} is missing from the data")
         missing = [n for n in self.names if n not in data.columns]
@@ -306,7 +311,8 @@ class Schema:
                 out[col.name] = typed_labels(col, labels[col.name][keep])
         if clipped:
             detail = ", ".join(
-                f"{n} value(s) of column {name!r} to [{self[name].lower:g}, {self[name].upper:g}]"
+                ("values" if not private_details_shown() else f"{n} value(s)")
+                + f" of column {name!r} to [{self[name].lower:g}, {self[name].upper:g}]"
                 for name, n in clipped.items()
             )
             warnings.warn(f"clipped {detail}", ClipWarning, stacklevel=2)
