@@ -4,7 +4,9 @@ Each sub-command lives in its own module of this package and exposes
 ``register(subparsers) -> None``, which adds its parser and sets ``func(args) -> int``.
 Only the module of the command being run is imported (some pull in JAX or scikit-learn,
 which take seconds to import); ``jdp --help`` imports them all to list their help.
-Bad input exits with status 2 and a one-line reason on stderr.
+Bad input exits with status 2 and a one-line reason on stderr. Warnings and errors show no
+private counts (row count, clipped values, ``1/n``) unless the command was given ``--verbose``
+(:mod:`jdp.verbosity`).
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+
+from jdp.verbosity import show_private_details
 
 # Sub-command modules, in the order ``jdp --help`` lists them.
 COMMANDS = ["demo", "fit", "sample", "evaluate", "report", "datasets", "account"]
@@ -49,7 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser(_selected_command(argv)).parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        with show_private_details(getattr(args, "verbose", False)):
+            return int(args.func(args) or 0)
     except (ValueError, TypeError, FileNotFoundError, KeyError) as exc:
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         print(f"jdp {args.command}: error: {message}", file=sys.stderr)

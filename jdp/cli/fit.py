@@ -5,6 +5,11 @@ training split with its public schema (``--dataset adult``). The schema file may
 schema release (``SchemaRelease.save``): its cost is then part of the model's ledger. Method
 options are set with ``--set NAME=VALUE`` (repeatable). Without ``--seed`` the noise comes from
 fresh OS entropy; a seed is for research reproducibility only.
+
+Every fit spends its budget again and no ledger spans several fits, so ``fit`` refuses a
+non-empty ``--out`` (exit 2, nothing written) unless ``--force``. Warnings and errors show no
+private counts unless ``--verbose``. The key is drawn from the ``fit`` stream of ``--seed``
+(:func:`jdp.cli._args.command_key`), never the one ``jdp sample --seed`` uses.
 """
 
 from __future__ import annotations
@@ -16,10 +21,12 @@ import json
 import sys
 import warnings
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from jdp.cli._args import add_verbose_argument
 from jdp.data.schema import Schema
 
 if TYPE_CHECKING:
@@ -50,9 +57,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="NAME=VALUE",
         help="a method option (repeatable)",
     )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="overwrite a model already saved in --out (a new fit spends the budget again)",
+    )
     parser.add_argument("--seed", type=int, help="fixed seed (research only; default: OS entropy)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--quiet", action="store_true", help="no progress output")
+    add_verbose_argument(parser)
     parser.set_defaults(func=run)
 
 
@@ -128,16 +141,33 @@ def one_line_warnings(command: str) -> Iterator[None]:
                 print(f"jdp {command}: warning: {w.message}", file=sys.stderr)
 
 
+def check_output_directory(path: Path, *, force: bool) -> None:
+    """Refuse to fit into a non-empty ``--out`` without ``--force`` (before any data is read).
+
+    Every fit spends its budget anew, and nothing records the earlier fits: overwriting a saved
+    model silently loses the record that the data was already used once.
+    """
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"--out {path} exists and is not a directory")
+    if path.is_dir() and any(path.iterdir()) and not force:
+        raise ValueError(
+            f"--out {path} is not empty (a saved model?); a new fit spends the privacy budget "
+            "again: choose another directory or pass --force"
+        )
+
+
 def run(args: argparse.Namespace) -> int:
     from accounting import PrivacyBudget
-    from jdp.synth.base import fit_model, key_from_seed, save
+    from jdp.cli._args import command_key
+    from jdp.synth.base import fit_model, save
 
+    check_output_directory(Path(args.out), force=args.force)
     budget = PrivacyBudget(epsilon=args.epsilon, delta=args.delta)
     with one_line_warnings("fit"):
         config = make_config(args.method, parse_overrides(args.set))
         frame, schema = training_data(args)
         model = fit_model(
-            key_from_seed(args.seed), args.method, frame, budget, config, schema=schema
+            command_key(args.seed, "fit"), args.method, frame, budget, config, schema=schema
         )
     path = save(model, args.out)
     if args.json:

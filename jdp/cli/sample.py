@@ -28,10 +28,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from jdp.synth.base import key_from_seed, load, sample_model
+    from jdp.cli._args import command_key
+    from jdp.synth.base import load, sample_model
 
     model = load(args.model)
-    frame = sample_model(key_from_seed(args.seed), model, args.rows)
+    frame = sample_model(command_key(args.seed, "sample"), model, args.rows)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     frame.to_csv(out, index=False)
