@@ -98,7 +98,10 @@ class ParallelComposedDpEvent(DpEvent):
       partition the change is a replacement there, i.e. ``events[j]`` converted to
       replace-one (group privacy of size 2, :func:`accounting.compose.convert_relation`).
       The accountants take the maximum over all these cases
-      (:func:`parallel_worst_cases`).
+      (:func:`parallel_worst_cases`). A parallel event nested in a component (a partition of
+      a partition) is walked under replace-one in the second case, which charges a record
+      moving between two of its sub-partitions: the result equals that of the flattened
+      parallel event.
 
     Inside a ``SelfComposedDpEvent`` a record may fall into different partitions in
     different rounds; the RDP, GDP, zCDP and pure accountants remain valid there (they bound
@@ -110,28 +113,33 @@ class ParallelComposedDpEvent(DpEvent):
 
 def parallel_worst_cases(
     events: list[DpEvent], neighboring_relation: NeighboringRelation
-) -> list[DpEvent]:
-    """Events, each to be accounted under ADD_OR_REMOVE_ONE, whose maximum bounds a
-    :class:`ParallelComposedDpEvent` under ``neighboring_relation``.
+) -> list[tuple[DpEvent, NeighboringRelation]]:
+    """``(event, relation)`` cases whose maximum bounds a :class:`ParallelComposedDpEvent`
+    under ``neighboring_relation``; each event is to be accounted under its relation.
 
-    Add/remove: the components themselves. Replace-one: every pair ``(a, b)`` of distinct
-    partitions composed (the record moves from ``a`` to ``b``), and every component converted
-    to replace-one (the record is replaced inside its partition; for the non-sampled events
-    that conversion yields, the RDP/GDP/zCDP/pure formulas do not depend on the relation).
+    Add/remove: the components themselves, under add/remove. Replace-one: every pair
+    ``(a, b)`` of distinct partitions composed, under add/remove (the record leaves ``a`` and
+    enters ``b``), and every component converted to replace-one and accounted *under
+    replace-one* (the record is replaced inside its partition). The latter is what makes
+    nesting correct: a parallel event inside a component (directly or inside a composition)
+    is itself walked under replace-one, so a record moving between two of its sub-partitions
+    is charged their composition. For the leaves that conversion yields (Gaussian, Laplace,
+    pure, mu-GDP, zCDP), the RDP/GDP/zCDP/pure formulas do not depend on the relation.
     """
     if neighboring_relation == NeighboringRelation.ADD_OR_REMOVE_ONE:
-        return list(events)
+        return [(e, neighboring_relation) for e in events]
     if neighboring_relation != NeighboringRelation.REPLACE_ONE:
         raise ValueError(f"unsupported neighboring_relation {neighboring_relation!r}")
     from accounting.compose import convert_relation
 
+    add_remove = NeighboringRelation.ADD_OR_REMOVE_ONE
     pairs = [
-        ComposedDpEvent([events[a], events[b]])
+        (ComposedDpEvent([events[a], events[b]]), add_remove)
         for a in range(len(events))
         for b in range(a + 1, len(events))
     ]
     within = [
-        convert_relation(e, NeighboringRelation.ADD_OR_REMOVE_ONE, NeighboringRelation.REPLACE_ONE)
+        (convert_relation(e, add_remove, neighboring_relation), neighboring_relation)
         for e in events
     ]
     return pairs + within

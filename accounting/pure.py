@@ -58,7 +58,8 @@ def event_epsilon(
                 else ev.NeighboringRelation.REPLACE_ONE
             )
             cases = ev.parallel_worst_cases(list(e.events), relation)
-            return max((walk(c, True) for c in cases), default=0.0)
+            add_remove_one = ev.NeighboringRelation.ADD_OR_REMOVE_ONE
+            return max((walk(c, r == add_remove_one) for c, r in cases), default=0.0)
         if isinstance(e, ev.PoissonSampledDpEvent):
             if not add_remove:
                 raise ValueError(

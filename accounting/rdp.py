@@ -376,7 +376,9 @@ def event_rdp(
                 else ev.NeighboringRelation.REPLACE_ONE
             )
             cases = ev.parallel_worst_cases(list(e.events), relation)
-            return np.max([walk(c, True) for c in cases], axis=0) if cases else np.zeros_like(a)
+            add_remove_one = ev.NeighboringRelation.ADD_OR_REMOVE_ONE
+            curves = [walk(c, r == add_remove_one) for c, r in cases]
+            return np.max(curves, axis=0) if curves else np.zeros_like(a)
         if isinstance(e, ev.PoissonSampledDpEvent):
             if not relation_add_remove:
                 raise ValueError(

@@ -59,7 +59,9 @@ def event_rho(
                 if add_remove
                 else ev.NeighboringRelation.REPLACE_ONE
             )
-            parts = [walk(c, True) for c in ev.parallel_worst_cases(list(e.events), relation)]
+            cases = ev.parallel_worst_cases(list(e.events), relation)
+            add_remove_one = ev.NeighboringRelation.ADD_OR_REMOVE_ONE
+            parts = [walk(c, r == add_remove_one) for c, r in cases]
             return max((p[0] for p in parts), default=0.0), max((p[1] for p in parts), default=0.0)
         raise ValueError(
             f"the zCDP accountant cannot analyse {type(e).__name__} (zCDP has no amplification "

@@ -113,6 +113,38 @@ def test_parallel_composition_under_both_relations():
         )
 
 
+@pytest.mark.parametrize("accountant", ["rdp", "gdp", "zcdp", "pure"])
+def test_nested_parallel_under_replace_one_is_the_flat_parallel(accountant):
+    # A partition of a partition is a partition: under replace-one the record may move
+    # between two sub-partitions of one part, or be replaced inside a sub-partition.
+    leaf = ev.PureDpEvent(1.0) if accountant == "pure" else G(1.0)
+    nested = ev.ParallelComposedDpEvent(
+        [ev.ParallelComposedDpEvent([leaf, leaf]), ev.NoOpDpEvent()]
+    )
+    flat = ev.ParallelComposedDpEvent([leaf, leaf, ev.NoOpDpEvent()])
+    delta = 0 if accountant == "pure" else 1e-5
+    within = convert_relation(leaf, ADD_OR_REMOVE_ONE, REPLACE_ONE)
+    kwargs = dict(accountant=accountant, neighboring_relation=REPLACE_ONE)
+    expected = compute_epsilon(flat, delta, **kwargs)
+    assert compute_epsilon(nested, delta, **kwargs) == pytest.approx(expected, rel=1e-12)
+    assert expected >= compute_epsilon(ev.ComposedDpEvent([leaf, leaf]), delta, **kwargs)
+    assert expected >= compute_epsilon(within, delta, **kwargs)
+
+
+def test_parallel_nested_inside_a_composition_is_walked_under_replace_one():
+    inner = ev.ParallelComposedDpEvent([G(1.0), G(1.0)])
+    par = ev.ParallelComposedDpEvent([ev.ComposedDpEvent([inner, G(4.0)]), ev.NoOpDpEvent()])
+    orders = rdp.DEFAULT_ORDERS
+    # worst case: the record is replaced inside one sub-partition of part 0, so the inner
+    # Gaussian sees a replacement (z / 2) and so does the G(4) release on part 0.
+    within = rdp.gaussian_rdp(0.5, orders) + rdp.gaussian_rdp(2.0, orders)
+    np.testing.assert_allclose(rdp.event_rdp(par, neighboring_relation=REPLACE_ONE), within)
+    with pytest.raises(ValueError, match="ADD_OR_REMOVE_ONE"):
+        compute_epsilon(par, 1e-5, accountant="pld", neighboring_relation=REPLACE_ONE)
+    with pytest.raises(ValueError, match="ParallelComposedDpEvent"):
+        compute_epsilon(par, 1e-5, accountant="moments", neighboring_relation=REPLACE_ONE)
+
+
 def test_pure_accounting_and_non_private():
     event = ev.ComposedDpEvent(
         [
