@@ -60,7 +60,16 @@ def event_pld(
     *,
     value_discretization_interval: float = DEFAULT_DISCRETIZATION,
 ) -> pld_lib.PrivacyLossDistribution | None:
-    """The PLD of a parallel-free event, or ``None`` when it is not private."""
+    """The PLD of a parallel-free event, or ``None`` when it is not private.
+
+    ``GaussianDpEvent(z)`` has noise std ``z`` times the L2 sensitivity *under the relation*
+    (the events' convention), so its pair of output distributions is ``N(0, z^2)`` vs
+    ``N(1, z^2)`` under either relation. ``dp_accounting``'s ``sensitivity`` is a record's
+    add/remove contribution and its REPLACE_ONE pair is ``N(-s, z^2)`` vs ``N(s, z^2)``
+    (means ``2s`` apart; Poisson-subsampled: each mixed with ``N(0, z^2)``), so under
+    replace-one we pass ``s = 1/2``: means 1 apart, as the multiplier states. The same holds
+    for mu-GDP (a Gaussian with ``z = 1/mu``).
+    """
     v = check_positive("value_discretization_interval", value_discretization_interval)
     add_remove = neighboring_relation == ev.NeighboringRelation.ADD_OR_REMOVE_ONE
 
@@ -69,7 +78,7 @@ def event_pld(
             return None
         return pld_lib.from_gaussian_mechanism(
             standard_deviation=z,
-            sensitivity=1.0,
+            sensitivity=1.0 if add_remove else 0.5,
             value_discretization_interval=v,
             sampling_prob=q,
             neighboring_relation=neighboring_relation,
