@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from accounting import events as ev
 from accounting._validate import check_count, check_open_unit, check_positive, check_probability
-from accounting.compose import ADD_OR_REMOVE_ONE, REPLACE_ONE, compute_epsilon
+from accounting.compose import ADD_OR_REMOVE_ONE, compute_epsilon
 
 _MAX_UPPER = 1e6
 
@@ -55,7 +55,8 @@ def calibrate(
       event_fn: scale -> event.
       target_epsilon: > 0.
       target_delta: in (0, 1).
-      accountant: see :data:`accounting.compose.ACCOUNTANTS`.
+      accountant: see :data:`accounting.compose.ACCOUNTANTS`; not ``"gdp_clt"`` (an
+        approximation: the returned scale must meet the target for sure).
       neighboring_relation: relation the events are analysed under.
       lower, upper: initial bracket, ``0 < lower < upper``.
       rtol: relative tolerance on epsilon, in (0, 0.01].
@@ -65,8 +66,14 @@ def calibrate(
       ``>= (1 - rtol) * target_epsilon`` unless ``lower`` already met the target.
 
     Raises:
-      ValueError: bad arguments, or no scale up to 1e6 meets the target.
+      ValueError: bad arguments (including ``accountant="gdp_clt"``), or no scale up to 1e6
+        meets the target.
     """
+    if accountant == "gdp_clt":
+        raise ValueError(
+            "cannot calibrate with accountant 'gdp_clt': the mu-GDP central-limit "
+            "approximation is not an upper bound (it can under-report epsilon); use 'rdp' or 'pld'"
+        )
     target = check_positive("target_epsilon", target_epsilon)
     delta = check_open_unit("target_delta", target_delta)
     lower_bound = check_positive("lower", lower)
@@ -122,14 +129,17 @@ def calibrate_noise_multiplier(
     dataset_size: int | None = None,
     accountant: str = "rdp",
 ) -> float:
-    """The smallest DP-SGD noise multiplier meeting (target_epsilon, target_delta).
+    """The smallest DP-SGD noise multiplier ``z`` (noise std / clip norm ``C``) meeting
+    (target_epsilon, target_delta).
 
-    Built on :func:`calibrate` with :func:`accounting.events.dpsgd_event`. Fixed-size sampling
-    without replacement is accounted under REPLACE_ONE.
+    Built on :func:`calibrate` with :func:`accounting.events.dpsgd_event`, in the same units
+    as that function's ``noise_multiplier`` (and :func:`jdp.train.train`'s), under
+    :func:`accounting.events.dpsgd_neighboring_relation` (REPLACE_ONE for fixed-size
+    sampling without replacement, where the event's Gaussian is ``z / 2``).
     """
     q = check_probability("sampling_prob", sampling_prob)
     steps = check_count("steps", steps, minimum=1)
-    relation = REPLACE_ONE if sampling == "without_replacement" else ADD_OR_REMOVE_ONE
+    relation = ev.dpsgd_neighboring_relation(sampling)
     ev.dpsgd_event(1.0, q, steps, sampling=sampling, dataset_size=dataset_size)  # validate
     return calibrate(
         lambda z: ev.dpsgd_event(z, q, steps, sampling=sampling, dataset_size=dataset_size),

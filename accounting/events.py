@@ -182,6 +182,30 @@ def effective_noise_multiplier(multipliers: list[float]) -> float:
     return float(sum(z**-2 for z in multipliers) ** -0.5)
 
 
+def dpsgd_neighboring_relation(sampling: str) -> NeighboringRelation:
+    """The relation DP-SGD with ``sampling`` is analysed under: add/remove-one for
+    ``"poisson"`` (what Poisson amplification assumes), replace-one for
+    ``"without_replacement"`` (fixed-size batches: ``n`` is public)."""
+    if sampling == "poisson":
+        return NeighboringRelation.ADD_OR_REMOVE_ONE
+    if sampling == "without_replacement":
+        return NeighboringRelation.REPLACE_ONE
+    raise ValueError(f"expected sampling in ('poisson', 'without_replacement'), got {sampling!r}")
+
+
+def dpsgd_sensitivity_factor(sampling: str) -> float:
+    """L2 sensitivity of DP-SGD's clipped sum ``sum_i clip(g_i)`` in units of the clip norm
+    ``C``, under :func:`dpsgd_neighboring_relation` ``(sampling)``.
+
+    Add/remove (Poisson): adding a record adds one term of norm ``<= C``: factor 1.
+    Replace-one (fixed-size batches): the replaced record may stay in the batch, and
+    ``||clip(g(x)) - clip(g(x'))|| <= 2C`` (triangle inequality, equality at ``g(x') = -g(x)``):
+    factor 2.
+    """
+    add_remove = dpsgd_neighboring_relation(sampling) == NeighboringRelation.ADD_OR_REMOVE_ONE
+    return 1.0 if add_remove else 2.0
+
+
 def dpsgd_event(
     noise_multiplier: float,
     sampling_prob: float,
@@ -190,43 +214,44 @@ def dpsgd_event(
     sampling: str = "poisson",
     dataset_size: int | None = None,
 ) -> DpEvent:
-    """The event of ``steps`` DP-SGD steps (Abadi et al. 2016, Alg. 1).
+    """The event of ``steps`` DP-SGD steps (Abadi et al. 2016, Alg. 1), to be accounted under
+    :func:`dpsgd_neighboring_relation` ``(sampling)``.
+
+    Every caller (:func:`jdp.train.train`,
+    :func:`accounting.calibrate.calibrate_noise_multiplier`, ``jdp account dpsgd``) builds
+    its event here, so they agree.
 
     Args:
-      noise_multiplier: noise std / L2 sensitivity of the noised sum under the event's
-        relation. Under add/remove (Poisson) that sensitivity is the clip norm ``C``; under
-        replace-one (``"without_replacement"``) a clipped sum moves by up to ``2C``, so a
-        noise std of ``z * C`` is recorded as ``z / 2`` (as :func:`jdp.train.train` does).
+      noise_multiplier: ``z`` = noise std / clip norm ``C`` (as Opacus and
+        ``jdp account --noise-multiplier`` mean it). The recorded Gaussian's multiplier is
+        relative to the clipped sum's sensitivity under the relation (the events'
+        convention): ``z / dpsgd_sensitivity_factor(sampling)``, i.e. ``z`` under Poisson and
+        ``z / 2`` under fixed-size sampling (sensitivity ``2C`` under replace-one).
       sampling_prob: ``q`` = expected batch size / dataset size.
       steps: number of noisy gradient steps.
       sampling: ``"poisson"`` (each record joins each batch independently with probability
-        ``q``; add/remove relation) or ``"without_replacement"`` (fixed batches of
-        ``round(q * dataset_size)`` records; replace-one relation, record the event with
-        ``neighboring_relation=REPLACE_ONE``).
+        ``q``) or ``"without_replacement"`` (fixed batches of ``round(q * dataset_size)``
+        records).
       dataset_size: required for ``"without_replacement"``.
 
     Returns:
-      ``SelfComposedDpEvent(PoissonSampledDpEvent(q, GaussianDpEvent(z)), steps)`` or the
-      ``SampledWithoutReplacementDpEvent`` analogue.
+      ``SelfComposedDpEvent(PoissonSampledDpEvent(q, GaussianDpEvent(z)), steps)`` or
+      ``SelfComposedDpEvent(SampledWithoutReplacementDpEvent(n, m, GaussianDpEvent(z / 2)),
+      steps)``.
     """
     z = check_positive("noise_multiplier", noise_multiplier)
     q = check_probability("sampling_prob", sampling_prob)
     steps = check_count("steps", steps)
+    gaussian = GaussianDpEvent(z / dpsgd_sensitivity_factor(sampling))
     if sampling == "poisson":
-        inner: DpEvent = PoissonSampledDpEvent(q, GaussianDpEvent(z))
-    elif sampling == "without_replacement":
-        if dataset_size is None:
-            raise ValueError("expected dataset_size for sampling='without_replacement', got None")
-        n = check_count("dataset_size", dataset_size, minimum=1)
-        m = round(q * n)
-        if m < 1:
-            raise ValueError(f"expected sampling_prob * dataset_size >= 1, got {q * n:g}")
-        inner = SampledWithoutReplacementDpEvent(n, m, GaussianDpEvent(z))
-    else:
-        raise ValueError(
-            f"expected sampling in ('poisson', 'without_replacement'), got {sampling!r}"
-        )
-    return SelfComposedDpEvent(inner, steps)
+        return SelfComposedDpEvent(PoissonSampledDpEvent(q, gaussian), steps)
+    if dataset_size is None:
+        raise ValueError("expected dataset_size for sampling='without_replacement', got None")
+    n = check_count("dataset_size", dataset_size, minimum=1)
+    m = round(q * n)
+    if m < 1:
+        raise ValueError(f"expected sampling_prob * dataset_size >= 1, got {q * n:g}")
+    return SelfComposedDpEvent(SampledWithoutReplacementDpEvent(n, m, gaussian), steps)
 
 
 __all__ = [
@@ -247,6 +272,8 @@ __all__ = [
     "UnsupportedDpEvent",
     "ZCDpEvent",
     "dpsgd_event",
+    "dpsgd_neighboring_relation",
+    "dpsgd_sensitivity_factor",
     "effective_noise_multiplier",
     "gaussian_multipliers",
     "parallel_worst_cases",

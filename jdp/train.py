@@ -41,7 +41,13 @@ from accounting._validate import (
     check_positive,
     check_probability,
 )
-from accounting.events import DpEvent, NeighboringRelation, NonPrivateDpEvent, dpsgd_event
+from accounting.events import (
+    DpEvent,
+    NeighboringRelation,
+    NonPrivateDpEvent,
+    dpsgd_event,
+    dpsgd_neighboring_relation,
+)
 from accounting.ledger import PrivacyLedger
 from jdp import sampling as smp
 from jdp.clipping_schedules import AdaptiveClip, adaptive_clip_event, dpnorm
@@ -136,12 +142,13 @@ class DPSGDConfig:
         return max(1, math.ceil(self.epochs / self.sampling_prob))
 
     def calibrated_noise_multiplier(self, dataset_size: int) -> float:
-        """``noise_multiplier``, or the smallest one meeting (target_epsilon, target_delta)."""
+        """``noise_multiplier``, or the smallest one meeting (target_epsilon, target_delta)
+        (both in units of noise std / ``C``, as :func:`accounting.events.dpsgd_event` takes)."""
         if self.noise_multiplier is not None:
             return float(self.noise_multiplier)
         from accounting.calibrate import calibrate_noise_multiplier
 
-        return self.sensitivity_factor * float(
+        return float(
             calibrate_noise_multiplier(
                 target_epsilon=self.target_epsilon,
                 target_delta=self.target_delta,
@@ -154,21 +161,17 @@ class DPSGDConfig:
         )
 
     @property
-    def sensitivity_factor(self) -> float:
-        """The clipped sum's L2 sensitivity in units of ``C``: 1 under add/remove (Poisson),
-        2 under replace-one (fixed-size batches: ``||g(x) - g(x')|| <= 2C``). The accounted
-        Gaussian has noise multiplier ``z / sensitivity_factor``."""
-        return 1.0 if self.sampling == "poisson" else 2.0
-
-    @property
     def neighboring_relation(self) -> NeighboringRelation:
-        """Add/remove-one for Poisson sampling, replace-one for fixed-size batches."""
-        if self.sampling == "poisson":
-            return NeighboringRelation.ADD_OR_REMOVE_ONE
-        return NeighboringRelation.REPLACE_ONE
+        """Add/remove-one for Poisson sampling, replace-one for fixed-size batches
+        (:func:`accounting.events.dpsgd_neighboring_relation`)."""
+        return dpsgd_neighboring_relation(self.sampling)
 
     def event(self, noise_multiplier: float, dataset_size: int) -> DpEvent:
-        """The accounted event of the whole run (``NonPrivateDpEvent`` when ``z = 0``)."""
+        """The accounted event of the whole run (``NonPrivateDpEvent`` when ``z = 0``).
+
+        ``noise_multiplier`` is ``z`` = noise std / ``C``;
+        :func:`accounting.events.dpsgd_event` accounts for the clipped sum's sensitivity under
+        the relation (``C`` under add/remove, ``2C`` under replace-one)."""
         if noise_multiplier == 0:
             return NonPrivateDpEvent()
         if isinstance(self.l2_clip_norm, AdaptiveClip):
@@ -176,7 +179,7 @@ class DPSGDConfig:
                 self.l2_clip_norm, noise_multiplier, self.sampling_prob, self.num_steps
             )
         return dpsgd_event(
-            noise_multiplier / self.sensitivity_factor,
+            noise_multiplier,
             self.sampling_prob,
             self.num_steps,
             sampling=self.sampling,

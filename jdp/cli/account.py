@@ -9,11 +9,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import warnings
 
 from accounting import events as ev
 from accounting._validate import check_open_unit
 from accounting.calibrate import calibrate_noise_multiplier
-from accounting.compose import ADD_OR_REMOVE_ONE, REPLACE_ONE, compute_epsilon
+from accounting.compose import compute_epsilon
 
 _ACCOUNTANTS = {"rdp": "rdp", "pld": "pld", "gdp": "gdp_clt"}
 _DESCRIPTIONS = {
@@ -38,7 +39,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     dpsgd.add_argument("--sampling-prob", type=float, required=True, help="q = batch / n")
     dpsgd.add_argument("--steps", type=int, required=True, help="number of noisy steps")
     dpsgd.add_argument("--delta", type=float, required=True, help="target delta in (0, 1)")
-    dpsgd.add_argument("--accountant", choices=sorted(_ACCOUNTANTS), default="rdp")
+    dpsgd.add_argument(
+        "--accountant",
+        choices=sorted(_ACCOUNTANTS),
+        default="rdp",
+        help="rdp or pld (upper bounds); gdp: a CLT approximation, reporting only (warns)",
+    )
     dpsgd.add_argument(
         "--sampling",
         choices=["poisson", "without_replacement"],
@@ -61,14 +67,26 @@ def account_dpsgd(
     sampling: str = "poisson",
     dataset_size: int | None = None,
 ) -> dict:
-    """The result of ``jdp account dpsgd`` as a dict (the ``--json`` object)."""
+    """The result of ``jdp account dpsgd`` as a dict (the ``--json`` object).
+
+    ``noise_multiplier`` is ``z`` = noise std / clip norm for both samplings; the event is
+    :func:`accounting.events.dpsgd_event`'s, as in :func:`jdp.train.train`. The ``gdp``
+    accountant (CLT approximation) warns when it reports and refuses to calibrate.
+    """
     if (noise_multiplier is None) == (target_epsilon is None):
         raise ValueError("expected exactly one of noise_multiplier and target_epsilon")
     if accountant not in _ACCOUNTANTS:
         raise ValueError(f"expected accountant in {sorted(_ACCOUNTANTS)}, got {accountant!r}")
     delta = check_open_unit("delta", delta)
     name = _ACCOUNTANTS[accountant]
-    relation = REPLACE_ONE if sampling == "without_replacement" else ADD_OR_REMOVE_ONE
+    relation = ev.dpsgd_neighboring_relation(sampling)
+    if accountant == "gdp" and noise_multiplier is not None:
+        warnings.warn(
+            "the 'gdp' accountant is a central-limit APPROXIMATION that can under-report "
+            "epsilon; it is not a privacy guarantee (use 'rdp' or 'pld')",
+            UserWarning,
+            stacklevel=2,
+        )
     if noise_multiplier is None:
         noise_multiplier = calibrate_noise_multiplier(
             target_epsilon=target_epsilon,

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from accounting import events as ev
-from accounting.compose import compute_epsilon
+from accounting.calibrate import calibrate, calibrate_noise_multiplier
+from accounting.compose import REPLACE_ONE, compute_epsilon
 from jdp.cli import main
+from jdp.cli.account import account_dpsgd
 
 BASE = ["account", "dpsgd", "--sampling-prob", "0.01", "--steps", "10000", "--delta", "1e-5"]
 
@@ -46,7 +49,8 @@ def test_calibration(capsys):
 
 
 def test_gdp_is_labelled_an_approximation(capsys):
-    assert main(BASE + ["--noise-multiplier", "1.1", "--accountant", "gdp"]) == 0
+    with pytest.warns(UserWarning, match="APPROXIMATION"):
+        assert main(BASE + ["--noise-multiplier", "1.1", "--accountant", "gdp"]) == 0
     assert "APPROXIMATION" in capsys.readouterr().out
 
 
@@ -128,3 +132,107 @@ def test_bad_arguments_exit_nonzero_with_one_line(args, needle, capsys):
     assert code != 0
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and needle in err
+
+
+# One DP-SGD event for every caller (issue 10, item 1): the CLI, the calibration helper and
+# ``jdp.train.train`` agree on epsilon for a given z, and on z for a given target, under both
+# sampling schemes (z = noise std / C everywhere).
+PLAN = {"sampling_prob": 0.25, "steps": 3, "dataset_size": 20}
+
+
+def _tiny_train(sampling: str, **noise):
+    import jax
+    import jax.numpy as jnp
+    import optax
+
+    from jdp.train import train
+
+    x = np.linspace(-1.0, 1.0, PLAN["dataset_size"], dtype=np.float32)[:, None]
+    return train(
+        jax.random.key(0),
+        lambda w, ex, key: jnp.sum((ex["x"] * w - 1.0) ** 2),
+        jnp.zeros(1),
+        optax.sgd(0.1),
+        {"x": x},
+        l2_clip_norm=1.0,
+        sampling_prob=PLAN["sampling_prob"],
+        steps=PLAN["steps"],
+        sampling=sampling,
+        progress=False,
+        **noise,
+    )
+
+
+def _cli(capsys, sampling: str, *noise: str) -> dict:
+    args = ["account", "dpsgd", "--sampling-prob", str(PLAN["sampling_prob"])]
+    args += ["--steps", str(PLAN["steps"]), "--delta", "1e-5", "--sampling", sampling]
+    args += ["--dataset-size", str(PLAN["dataset_size"]), "--json", *noise]
+    assert main(args) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("sampling", ["poisson", "without_replacement"])
+def test_cli_calibration_and_train_agree(sampling, capsys):
+    reported = _cli(capsys, sampling, "--noise-multiplier", "1.1")
+    trained = _tiny_train(sampling, noise_multiplier=1.1)
+    assert trained.noise_multiplier == reported["noise_multiplier"] == 1.1
+    assert reported["epsilon"] == pytest.approx(trained.ledger.epsilon(1e-5), rel=1e-12)
+
+    calibrated = _cli(capsys, sampling, "--target-epsilon", "4")
+    z = calibrate_noise_multiplier(
+        target_epsilon=4.0,
+        target_delta=1e-5,
+        sampling_prob=PLAN["sampling_prob"],
+        steps=PLAN["steps"],
+        sampling=sampling,
+        dataset_size=PLAN["dataset_size"],
+    )
+    trained = _tiny_train(sampling, target_epsilon=4.0, target_delta=1e-5)
+    assert calibrated["noise_multiplier"] == z == trained.noise_multiplier
+    assert 0.99 * 4 <= trained.ledger.epsilon(1e-5) <= 4
+
+
+def test_without_replacement_full_batch_is_a_gaussian_of_sensitivity_2c():
+    # q = 1: every step releases sum_i clip(g_i) + N(0, (z C)^2); replacing one record moves
+    # the sum by up to 2C, so each step is a Gaussian with multiplier z / 2 (replace-one).
+    z, steps = 3.0, 4
+    result = account_dpsgd(
+        noise_multiplier=z,
+        sampling_prob=1.0,
+        steps=steps,
+        delta=1e-5,
+        sampling="without_replacement",
+        dataset_size=50,
+    )
+    closed_form = compute_epsilon(
+        ev.SelfComposedDpEvent(ev.GaussianDpEvent(z / 2), steps),
+        1e-5,
+        neighboring_relation=REPLACE_ONE,
+    )
+    assert result["epsilon"] == pytest.approx(closed_form, rel=1e-3)
+
+
+def test_gdp_approximation_is_refused_for_calibration(capsys):
+    # The CLT approximation can under-report epsilon (6.01 vs PLD 7.05 at q = 0.1, z = 1,
+    # T = 100), so a noise level calibrated with it need not meet the target.
+    code = main(BASE + ["--target-epsilon", "3", "--accountant", "gdp"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and "approximation" in err
+    with pytest.raises(ValueError, match="gdp_clt"):
+        calibrate(
+            lambda s: ev.dpsgd_event(s, 0.1, 100),
+            target_epsilon=3.0,
+            target_delta=1e-5,
+            accountant="gdp_clt",
+        )
+
+
+def test_gdp_report_warns_that_it_can_under_report(capsys):
+    args = ["account", "dpsgd", "--noise-multiplier", "1", "--sampling-prob", "0.1"]
+    args += ["--steps", "100", "--delta", "1e-5", "--json"]
+    with pytest.warns(UserWarning, match="under-report"):
+        assert main(args + ["--accountant", "gdp"]) == 0
+    approx = json.loads(capsys.readouterr().out)
+    assert main(args + ["--accountant", "pld"]) == 0
+    bound = json.loads(capsys.readouterr().out)
+    assert approx["approximation"] and approx["epsilon"] < bound["epsilon"]

@@ -170,7 +170,8 @@ def test_dpsgd_event_and_effective_multiplier():
         ev.PoissonSampledDpEvent(0.1, G(1.0)), 5
     )
     wor = ev.dpsgd_event(1.0, 0.1, 5, sampling="without_replacement", dataset_size=1000)
-    assert wor == ev.SelfComposedDpEvent(ev.SampledWithoutReplacementDpEvent(1000, 100, G(1.0)), 5)
+    # z = std / C; the clipped sum's replace-one sensitivity is 2C, so the Gaussian is z / 2
+    assert wor == ev.SelfComposedDpEvent(ev.SampledWithoutReplacementDpEvent(1000, 100, G(0.5)), 5)
     assert ev.effective_noise_multiplier([2.0, 2.0]) == pytest.approx(math.sqrt(2.0))
     assert ev.gaussian_multipliers(
         ev.ComposedDpEvent([G(1.0), ev.SelfComposedDpEvent(G(2.0), 2)])
@@ -187,6 +188,8 @@ def test_dpsgd_event_and_effective_multiplier():
         (lambda: ev.dpsgd_event(1.0, 1.01, 5), "sampling_prob"),
         (lambda: ev.dpsgd_event(1.0, float("nan"), 5), "sampling_prob"),
         (lambda: ev.dpsgd_event(1.0, 0.1, -1), "steps"),
+        (lambda: ev.dpsgd_event(1.0, 0.1, 5, sampling="shuffle"), "sampling"),
+        (lambda: ev.dpsgd_sensitivity_factor("shuffle"), "sampling"),
         (lambda: compute_epsilon(G(1.0), 1.0), "delta"),
         (lambda: compute_epsilon(G(1.0), -0.1), "delta"),
         (lambda: compute_epsilon(G(1.0), float("nan")), "delta"),

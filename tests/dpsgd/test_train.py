@@ -198,10 +198,11 @@ def test_without_replacement_is_recorded_under_replace_one():
         progress=False,
     )
     assert out.ledger.neighboring_relation == ev.NeighboringRelation.REPLACE_ONE
-    # replace-one: the clipped sum moves by up to 2C, so the accounted multiplier is z / 2
-    assert out.ledger.entries[0].event == ev.dpsgd_event(
-        0.5, 0.25, 2, sampling="without_replacement", dataset_size=N
-    )
+    # replace-one: the clipped sum moves by up to 2C; dpsgd_event takes z = std / C and
+    # records the Gaussian z / 2 itself
+    wor = ev.dpsgd_event(1.0, 0.25, 2, sampling="without_replacement", dataset_size=N)
+    assert out.ledger.entries[0].event == wor
+    assert wor.event.event == ev.GaussianDpEvent(0.5)
 
 
 @pytest.mark.parametrize(
