@@ -18,7 +18,10 @@
 Every private method runs at ONE (epsilon, delta) = (1, 1e-5) (``--epsilon``), split across
 its phases and calibrated jointly (:func:`jdp.synth.p3gm.calibrate_noise`); the spent epsilon
 is computed from each fitted ledger and printed. Hyper-parameters follow Table IV (epochs,
-batch size as ``q = B / N``), d' = 10 (none on credit, as the paper), K = 3, T_e = 20.
+batch size as ``q = B / N`` with ``N`` the dataset's documented, public training size
+:data:`PUBLIC_TRAIN_ROWS`, never the row count read off the data), d' = 10 (none on credit,
+as the paper), K = 3, T_e = 20. Fig. 7's per-epoch runs add up to exactly the DP-SGD steps
+the ledger accounts (:func:`epoch_steps`).
 
 ``--quick`` runs on subsets with a smaller network and fewer epochs (minutes on 2 CPUs);
 ``--json`` prints ONE JSON object on stdout (tables go to stderr).
@@ -55,7 +58,7 @@ import pandas as pd
 from accounting import PrivacyBudget
 from accounting import events as ev
 from accounting.compose import compute_epsilon
-from jdp.data.datasets import DatasetNotInstalledError, load_dataset
+from jdp.data.datasets import TEST_FRACTION, DatasetNotInstalledError, load_dataset
 from jdp.eval.marginals import two_way_tvd
 from jdp.eval.plots import image_grid
 from jdp.eval.utility import paper_classifiers, tstr_table
@@ -86,10 +89,18 @@ SETTINGS = {
     "credit": {"epochs": 15.0, "batch": 100, "latent_dim": None},
     "mnist": {"epochs": 4.0, "batch": 300, "latent_dim": 10},
 }
-QUICK = {  # DP needs n: Adult keeps its whole training split; the others are subsampled
+QUICK = {  # Adult keeps its whole training split; the others are subsampled
     "adult": {"n_train": 10**9, "epochs": 2.0, "batch": 200, "hidden": 300},
     "credit": {"n_train": 40000, "epochs": 1.0, "batch": 200, "hidden": 300},
     "mnist": {"n_train": 20000, "epochs": 1.0, "batch": 200, "hidden": 300},
+}
+# Documented training-split sizes, PUBLIC constants (the row count of the private data is not
+# read to set q): UCI adult.data 32,561 rows; the 2/3 split of the 284,807 documented credit-card
+# transactions (jdp.data.datasets); MNIST's 60,000 training images.
+PUBLIC_TRAIN_ROWS = {
+    "adult": 32_561,
+    "credit": 284_807 - round(284_807 * TEST_FRACTION),
+    "mnist": 60_000,
 }
 
 
@@ -100,8 +111,16 @@ def log(*args: Any) -> None:
 # -- data -------------------------------------------------------------------------------------
 
 
+def public_train_rows(name: str, quick: bool) -> int:
+    """The declared (public) number of training rows: the documented size, or in quick mode
+    the public subset size when it is smaller."""
+    n = PUBLIC_TRAIN_ROWS[name]
+    return min(QUICK[name]["n_train"], n) if quick else n
+
+
 def load(name: str, quick: bool, seed: int) -> tuple[Any, pd.DataFrame, pd.DataFrame] | None:
-    """(dataset, train, test); in quick mode a fixed random subset of the training split."""
+    """(dataset, train, test); in quick mode a fixed random subset of the training split
+    (of the public size :func:`public_train_rows`)."""
     try:
         ds = load_dataset(DATASET_NAMES[name])
     except DatasetNotInstalledError as exc:
@@ -109,23 +128,28 @@ def load(name: str, quick: bool, seed: int) -> tuple[Any, pd.DataFrame, pd.DataF
         return None
     train, test = ds.train, ds.test
     if quick:
-        n = min(QUICK[name]["n_train"], len(train))
-        train = train.sample(n=n, random_state=seed).reset_index(drop=True)
+        if QUICK[name]["n_train"] < PUBLIC_TRAIN_ROWS[name]:
+            n = public_train_rows(name, quick)
+            train = train.sample(n=n, random_state=seed).reset_index(drop=True)
         if name == "mnist":
             test = test.sample(n=2000, random_state=seed).reset_index(drop=True)
     return ds, train, test
 
 
-def config_for(name: str, n_train: int, quick: bool) -> P.P3GMConfig:
+def config_for(name: str, quick: bool, *, n_public: int | None = None) -> P.P3GMConfig:
+    """Table IV's settings; ``q = batch / n`` with ``n`` public (default
+    :func:`public_train_rows`; Fig. 9 passes the paper's 45,222), never the data's row count.
+    Poisson sampling at this ``q`` is accounted as such whatever the true ``n`` is."""
     s = dict(SETTINGS[name])
     hidden = 1000
     if quick:
         s.update({k: v for k, v in QUICK[name].items() if k in ("epochs", "batch")})
         hidden = QUICK[name]["hidden"]
+    n = public_train_rows(name, quick) if n_public is None else n_public
     return P.P3GMConfig(
         latent_dim=s["latent_dim"],
         epochs=s["epochs"],
-        sampling_prob=min(1.0, s["batch"] / n_train),
+        sampling_prob=min(1.0, s["batch"] / n),
         hidden=hidden,
     )
 
@@ -187,7 +211,7 @@ def tabular(
     if loaded is None:
         return None
     ds, train, test = loaded
-    config = config_for(name, len(train), args.quick)
+    config = config_for(name, args.quick)
     encoder = P.table_encoder(ds.schema)
     layout = P.head_layout(encoder)
     x = encoder.encode(ds.schema.conform(train))
@@ -282,7 +306,7 @@ def mnist(
     if loaded is None:
         return None
     ds, train, test = loaded
-    config = config_for("mnist", len(train), args.quick)
+    config = config_for("mnist", args.quick)
     encoder = P.table_encoder(ds.schema)
     layout = P.head_layout(encoder)
     x = encoder.encode(ds.schema.conform(train))
@@ -350,17 +374,54 @@ def reconstruction_fn(
     )
 
 
+def epoch_steps(config: P.P3GMConfig) -> list[int]:
+    """DP-SGD steps of each of the ``round(epochs)`` learning-curve epochs: ``config.steps``
+    (the count the ledger's ``dp-sgd`` event charges, :func:`jdp.synth.p3gm.single_phase_events`)
+    split as evenly as possible, so the per-epoch runs add up to exactly the accounted steps."""
+    epochs = max(1, round(config.epochs))
+    base, extra = divmod(config.steps, epochs)
+    return [base + (e < extra) for e in range(epochs)]
+
+
+def train_by_epoch(
+    key: jax.Array,
+    x: np.ndarray,
+    fixed: dict,
+    layout: Any,
+    config: P.P3GMConfig,
+    variant: str,
+    noise_multiplier: float,
+    after_epoch: Any,
+) -> dict:
+    """DP-SGD in :func:`epoch_steps` chunks, calling ``after_epoch(e, trainable)`` after each
+    (Fig. 7); the whole run is ``config.steps`` steps at ``noise_multiplier``, as accounted."""
+    trainable = None
+    for e, steps in enumerate(epoch_steps(config)):
+        trainable, _ = P.decoding_phase(
+            jax.random.fold_in(key, e),
+            x,
+            fixed,
+            layout,
+            config,
+            variant,
+            noise_multiplier,
+            trainable=trainable,
+            steps=steps,
+        )
+        after_epoch(e, trainable)
+    return trainable
+
+
 def learning_curves(
     args: argparse.Namespace, key: jax.Array, budget: PrivacyBudget, out: Path
 ) -> dict[str, Any]:
     """Per-epoch reconstruction loss on real test rows and LR TSTR AUROC (Adult)."""
     ds, train, test = load("adult", args.quick, args.seed)
-    config = config_for("adult", len(train), args.quick)
+    config = config_for("adult", args.quick)
     encoder = P.table_encoder(ds.schema)
     layout = P.head_layout(encoder)
     x = encoder.encode(ds.schema.conform(train))
     x_test = jnp.asarray(encoder.encode(ds.schema.conform(test))[:2000], jnp.float32)
-    epochs = round(config.epochs)
     curves: dict[str, Any] = {}
     for i, variant in enumerate(("p3gm", "dp-vae", "p3gm-ae")):
         k_enc, k_dec, k_s = jax.random.split(jax.random.fold_in(key, 100 + i), 3)
@@ -372,20 +433,9 @@ def learning_curves(
 
         recon = reconstruction_fn(fixed_j, x_test, config, variant, layout)
 
-        trainable = None
         losses, aurocs = [], []
-        for e in range(epochs):
-            trainable, _ = P.decoding_phase(
-                jax.random.fold_in(k_dec, e),
-                x,
-                fixed,
-                layout,
-                config,
-                variant,
-                noise["sgd"],
-                trainable=trainable,
-                epochs=1.0,
-            )
+
+        def after_epoch(e: int, trainable: dict) -> None:
             losses.append(
                 float(
                     recon(trainable, jax.random.split(jax.random.fold_in(k_s, e), x_test.shape[0]))
@@ -407,6 +457,8 @@ def learning_curves(
             log(
                 f"    fig7 {variant:8s} epoch {e + 1}: reconstruction {losses[-1]:.3f}, LR AUROC {aurocs[-1]:.4f}"
             )
+
+        train_by_epoch(k_dec, x, fixed, layout, config, variant, noise["sgd"], after_epoch)
         curves[variant.replace("-", "_")] = {"reconstruction": losses, "auroc_lr": aurocs}
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -544,7 +596,7 @@ def main(argv: list[str] | None = None) -> int:
             res[name] = tabular(name, args, jax.random.fold_in(key, i), budget)
     if "mnist" in wanted:
         res["mnist"] = mnist(args, jax.random.fold_in(key, 2), budget, out)
-    res["fig9"] = composition(config_for("adult", 45222, False), budget, out)
+    res["fig9"] = composition(config_for("adult", False, n_public=45222), budget, out)
     if not args.no_curves and "adult" in wanted:
         res["fig7"] = learning_curves(args, jax.random.fold_in(key, 3), budget, out)
     res["runtime_s"] = time.time() - start

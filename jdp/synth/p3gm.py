@@ -390,13 +390,17 @@ def decoding_phase(
     *,
     trainable: dict[str, Any] | None = None,
     epochs: float | None = None,
+    steps: int | None = None,
     progress: bool = False,
 ) -> tuple[dict[str, Any], PrivacyLedger]:
     """DP-SGD on the negative ELBO (``noise_multiplier=None``: non-private, no clipping).
 
-    ``trainable`` continues from given parameters and ``epochs`` overrides the config
-    (both for learning curves; a fit trains once from a fresh initialisation).
+    ``trainable`` continues from given parameters and ``epochs`` or ``steps`` (at most one)
+    overrides the config's run length (both for learning curves; a fit trains once from a
+    fresh initialisation).
     """
+    if epochs is not None and steps is not None:
+        raise ValueError("expected at most one of epochs and steps")
     init_key, train_key = jax.random.split(key)
     if trainable is None:
         trainable = init_networks(init_key, config, variant, x.shape[1])
@@ -417,7 +421,8 @@ def decoding_phase(
         jnp.asarray(x, jnp.float32),
         l2_clip_norm=config.l2_clip_norm if private else math.inf,
         sampling_prob=config.sampling_prob,
-        epochs=config.epochs if epochs is None else epochs,
+        epochs=None if steps is not None else (config.epochs if epochs is None else epochs),
+        steps=steps,
         noise_multiplier=noise_multiplier if private else 0.0,
         microbatch_size=config.microbatch_size,
         method=config.dpsgd_method,
