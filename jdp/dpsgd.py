@@ -15,8 +15,9 @@ through :func:`make_dp_step` / :func:`jdp.train.train`.
 
     g_i   = grad loss(params, x_i, k_i)                 per example
     ĝ_i   = g_i * min(1, C / ||g_i||_2)                 global L2 norm over the whole pytree
+    ĝ_i   = 0                if ||g_i|| is NaN or inf   a non-finite gradient is dropped
     S     = sum_i m_i ĝ_i                                padded rows contribute exactly 0
-    ḡ     = (S + N(0, (z C)^2 I)) / E[|batch|]          noise once; expected batch size q n
+    ḡ     = (S + N(0, (z C)^2 I)) / B̄                   noise once; B̄ a declared public constant
 
 Two ways to ``S`` give the same result (tested): the **general** path, ``vmap(grad)`` over
 memory-bounded micro-batches in ``lax.scan`` (any loss: LSTMs, gradient penalties, RBMs), and
@@ -31,10 +32,16 @@ Privacy:
     Add/remove-one neighbours. ``S`` changes by at most one clipped gradient, so its L2
     sensitivity is ``C`` (or ``sqrt(sum_l C_l^2)``). With Poisson sampling at rate ``q``
     and noise std ``z C`` each step is ``PoissonSampledDpEvent(q, GaussianDpEvent(z))``;
-    ``T`` steps self-compose (:func:`accounting.events.dpsgd_event`). Dividing by the
-    *expected* batch size
-    ``q n`` (public) is post-processing; dividing by the actual size would release a
-    data-dependent quantity (see docs/privacy.md).
+    ``T`` steps self-compose (:func:`accounting.events.dpsgd_event`). Dividing by a
+    declared public constant ``B̄`` (the expected batch size the user states, never one
+    computed from ``len(data)``) is post-processing; dividing by the actual batch size or by
+    ``q len(data)`` would release a data-dependent quantity (see docs/privacy.md).
+
+    An example whose gradient has a NaN or infinite entry (a ``log(0)`` in its loss, an
+    overflow) gets weight 0 on every leaf and its entries are replaced by 0 *before* the
+    weighted sum (``jnp.where``, so ``0 * NaN`` cannot poison ``S``): its contribution is 0,
+    within the bound ``C``, and ``S`` stays finite whatever one record does. The count of such
+    examples is in :class:`StepInfo` (derived from private data: not released).
 """
 
 from __future__ import annotations
@@ -62,10 +69,22 @@ class ClippedSum(NamedTuple):
 
 
 class StepInfo(NamedTuple):
-    """Per-example diagnostics of one clipped sum (derived from private data: NOT private)."""
+    """Per-example diagnostics of one clipped sum (derived from private data: NOT private).
+
+    Attributes:
+        norms: ``||g_i||`` per row (0 for padded rows, NaN/inf for non-finite gradients).
+        aux: the loss's auxiliary output per row (``None`` without ``has_aux``).
+        nonfinite: ``True`` for the unmasked rows whose gradient was non-finite and dropped.
+    """
 
     norms: jax.Array
     aux: Any
+    nonfinite: jax.Array
+
+    @property
+    def num_nonfinite(self) -> jax.Array:
+        """How many unmasked examples were dropped for a non-finite gradient."""
+        return jnp.sum(self.nonfinite)
 
 
 # -- validation ------------------------------------------------------------------------------
@@ -125,8 +144,17 @@ def l2_sensitivity(l2_clip_norm: Any) -> jax.Array:
 
 # -- clipping --------------------------------------------------------------------------------
 def clip_factor(norm: jax.Array, bound: jax.Array | float) -> jax.Array:
-    """``min(1, C / norm)``, equal to 1 for ``norm <= C`` (including ``norm = 0``, ``C = inf``)."""
-    return jnp.where(norm > bound, bound / jnp.where(norm > bound, norm, 1.0), 1.0)
+    """``min(1, C / norm)`` for a finite norm (1 for ``norm <= C``, including ``norm = 0`` and
+    ``C = inf``); 0 for a NaN or infinite norm (the example is dropped: ``C / inf = 0`` would
+    otherwise multiply an infinite gradient into NaN, and NaN compares as ``<= C``)."""
+    factor = jnp.where(norm > bound, bound / jnp.where(norm > bound, norm, 1.0), 1.0)
+    return jnp.where(jnp.isfinite(norm), factor, 0.0)
+
+
+def finite_examples(sq_norms: list[jax.Array]) -> jax.Array:
+    """Per example: is every entry of its gradient finite? (``sum_l ||g_{i,l}||^2`` is finite
+    exactly then, unless it overflows float32, which drops the example too.)"""
+    return jnp.isfinite(sum(sq_norms))
 
 
 def leaf_sq_norms(grads: Params) -> list[jax.Array]:
@@ -141,11 +169,16 @@ def clip_weights(sq_norms: list[jax.Array], l2_clip_norm: Any, treedef: Any) -> 
     """Per-example, per-leaf scale factors from per-leaf squared norms.
 
     Global clipping gives every leaf the factor ``min(1, C / ||g_i||)`` of the whole pytree;
-    per-layer clipping gives leaf ``l`` the factor ``min(1, C_l / ||g_{i,l}||)``.
+    per-layer clipping gives leaf ``l`` the factor ``min(1, C_l / ||g_{i,l}||)``. An example
+    with a non-finite gradient (:func:`finite_examples`) gets 0 on every leaf.
     """
     if is_per_layer(l2_clip_norm):
         bounds = treedef.flatten_up_to(l2_clip_norm)
-        return [clip_factor(jnp.sqrt(s), c) for s, c in zip(sq_norms, bounds, strict=True)]
+        finite = finite_examples(sq_norms)
+        return [
+            jnp.where(finite, clip_factor(jnp.sqrt(s), c), 0.0)
+            for s, c in zip(sq_norms, bounds, strict=True)
+        ]
     factor = clip_factor(jnp.sqrt(sum(sq_norms)), l2_clip_norm)
     return [factor] * len(sq_norms)
 
@@ -206,21 +239,26 @@ def clipped_sum_general(
         g_leaves = treedef.flatten_up_to(grads)
         sq = leaf_sq_norms(grads)
         weights = clip_weights(sq, l2_clip_norm, treedef)
-        # sum_i m_i w_i g_i as one matrix-vector product per leaf (a masked elementwise pass
-        # over the per-example gradients would cost ~10x more on CPU). Padded rows get weight
-        # exactly 0; their gradients are finite because padded slots repeat a real row.
+        finite = finite_examples(sq)
+        keep = mk & finite
+        # sum_i keep_i w_i g_i as one matrix-vector product per leaf. Rows not kept (padded
+        # or non-finite) get weight 0 AND their entries are replaced by 0 first: a padded slot
+        # repeats a real row, which may be the non-finite one, and 0 * NaN = NaN.
         new = [
-            a + jnp.tensordot(jnp.where(mk, w, 0.0), g.reshape(m, -1), axes=1).reshape(a.shape)
+            a
+            + jnp.tensordot(
+                jnp.where(keep, w, 0.0), jnp.where(keep[:, None], g.reshape(m, -1), 0.0), axes=1
+            ).reshape(a.shape)
             for a, g, w in zip(acc, g_leaves, weights, strict=True)
         ]
-        return new, (jnp.where(mk, jnp.sqrt(sum(sq)), 0.0), aux)
+        return new, (jnp.where(mk, jnp.sqrt(sum(sq)), 0.0), aux, mk & ~finite)
 
     init = [jnp.zeros_like(p) for p in leaves]
-    acc, (norms, aux) = jax.lax.scan(
+    acc, (norms, aux, nonfinite) = jax.lax.scan(
         body, init, (_chunked(batch, m), _chunked(keys, m), _chunked(mask, m))
     )
     return ClippedSum(treedef.unflatten(acc), l2_sensitivity(l2_clip_norm)), StepInfo(
-        _unchunked(norms), _unchunked(aux)
+        _unchunked(norms), _unchunked(aux), _unchunked(nonfinite)
     )
 
 
@@ -279,10 +317,75 @@ def gaussian_noise_like(key: jax.Array, tree: Params, std: jax.Array) -> Params:
     )
 
 
+SECURE_GRID_BITS = 8
+
+
+def secure_noise_grid(std: jax.Array) -> jax.Array:
+    """``Λ = 2^ceil(log2(std · 2^-8))``: the smallest power of two ``>= std / 256``
+    (exact: computed with ``frexp``, not a rounded ``log2``)."""
+    mantissa, exponent = jnp.frexp(jnp.asarray(std, jnp.float32) * 2.0**-SECURE_GRID_BITS)
+    return jnp.ldexp(jnp.float32(1.0), jnp.where(mantissa == 0.5, exponent - 1, exponent))
+
+
+def secure_standard_normal(key: jax.Array, shape: tuple[int, ...]) -> jax.Array:
+    """``N(0, 1)`` in float32 without the resolution gaps of an inverse-CDF sampler.
+
+    Box-Muller on integers: per pair of outputs, three 24-bit integers ``b0, b1, b2`` give
+    ``u = (b0 + (b1 + 1) 2^-24) 2^-24`` in ``(0, 1]`` (relative resolution ``2^-24`` down to
+    ``2^-48``, so the tail is not cut near 5.2-5.3 as ``jax.random.normal``'s float32
+    uniform cuts it), ``r = sqrt(-2 log u) <= 8.16`` and ``θ = 2π (b2 + 1/2) 2^-24``; the
+    outputs are ``r cos θ, r sin θ``. Within ``|x| <= 7.4`` neighbouring attainable values
+    are closer than ``4e-4`` (the radius near 0 moves in steps of ``sqrt(2^-23)``), ten
+    times finer than the grid :func:`secure_noise_grid` rounds to; beyond ``r = 7.4``
+    (probability ``1.3e-12`` per pair) ``u < 312 · 2^-48`` and the radius coarsens up to
+    the cut at 8.16.
+    """
+    size = math.prod(shape)
+    half = (size + 1) // 2
+    b = (jax.random.bits(key, (3, half), jnp.uint32) >> 8).astype(jnp.float32)
+    u = (b[0] + (b[1] + 1.0) * 2.0**-24) * 2.0**-24
+    r = jnp.sqrt(-2.0 * jnp.log(u))
+    theta = (2.0 * math.pi * 2.0**-24) * (b[2] + 0.5)
+    return jnp.concatenate([r * jnp.cos(theta), r * jnp.sin(theta)])[:size].reshape(shape)
+
+
+def secure_gaussian_sum(key: jax.Array, tree: Params, std: jax.Array) -> Params:
+    """``round((S + std · N(0, I)) / Λ) Λ`` per coordinate, ``Λ = secure_noise_grid(std)``.
+
+    A mitigation of the floating-point attack of Mironov (2012) on textbook samplers: the
+    release lies on the grid ``Λ Z`` whatever ``S`` is, and since the noise of
+    :func:`secure_standard_normal` has no gaps wider than ``Λ / 10`` within ``7.4 std``,
+    every grid point within that range is attainable from every ``S``: the low-order bits
+    of the output carry no trace of ``S``'s own bits. In exact arithmetic the rounding is
+    post-processing of the Gaussian mechanism, so the accounted event is unchanged.
+
+    What it does NOT guarantee: it is neither Mironov's snapping mechanism (proved for
+    Laplace noise with a clamp and exactly rounded float64 arithmetic) nor a discrete
+    Gaussian (Canonne, Kamath & Steinke 2020). The probabilities of the grid points are
+    float32 approximations of the rounded Gaussian's; the noise is truncated at ``8.16 std``
+    (a tail of probability ``~3e-16`` per coordinate) and coarse beyond ``7.4 std``; and ``S + noise`` is formed in float32
+    before rounding, so the grid is coarser than that sum's resolution only while
+    ``|S_j| < 2^15 std`` (``|S_j| <= B C`` for a batch of ``B``: true for ``B < 2^15 z``).
+    """
+    leaves, treedef = jax.tree_util.tree_flatten(tree)
+    keys = jax.random.split(key, len(leaves))
+    lam = secure_noise_grid(std)
+    return treedef.unflatten(
+        [
+            (jnp.round((s + std * secure_standard_normal(k, s.shape)) / lam) * lam).astype(s.dtype)
+            for k, s in zip(keys, leaves, strict=True)
+        ]
+    )
+
+
 def dp_aggregate(
-    key: jax.Array, *, noise_multiplier: float, expected_batch_size: float
+    key: jax.Array,
+    *,
+    noise_multiplier: float,
+    expected_batch_size: float,
+    secure_noise: bool = False,
 ) -> optax.GradientTransformation:
-    """Gaussian mechanism on a :class:`ClippedSum`, then normalisation by ``E[|batch|]``.
+    """Gaussian mechanism on a :class:`ClippedSum`, then division by a public constant.
 
     ``update(ClippedSum(S, Δ), state) -> (S + N(0, (z Δ)^2 I)) / expected_batch_size``.
     Put it first in ``optax.chain(dp_aggregate(...), optax.adam(...))``; the chain's
@@ -291,11 +394,21 @@ def dp_aggregate(
     Args:
         key: PRNG key kept in the state and split at every update (never reused).
         noise_multiplier: ``z >= 0``; the noise std is ``z`` times the sum's sensitivity.
-        expected_batch_size: ``q n`` for Poisson sampling, ``L`` for fixed-size batches.
+        expected_batch_size: a declared public constant ``B̄`` (typically the expected
+            batch size ``q n`` with a public ``n``, or ``L`` for fixed-size batches); never
+            a value computed from the private data.
+        secure_noise: draw the noise with :func:`secure_standard_normal` and round the
+            noisy sum to the grid :func:`secure_noise_grid` (see :func:`secure_gaussian_sum`
+            for what this mitigates and what it does not guarantee).
 
     Privacy:
         Gaussian mechanism with noise multiplier ``z`` on a sum of L2 sensitivity ``Δ``
-        (add/remove one): ``GaussianDpEvent(z)`` per application, before subsampling.
+        (add/remove one): ``GaussianDpEvent(z)`` per application, before subsampling. The
+        division by ``B̄`` (and the rounding of ``secure_noise``) is post-processing.
+
+    References:
+        Mironov, "On significance of the least significant bits for differential privacy",
+        CCS 2012 (the floating-point attack and snapping).
     """
     z = check_nonnegative("noise_multiplier", noise_multiplier)
     n = check_positive("expected_batch_size", expected_batch_size)
@@ -311,6 +424,9 @@ def dp_aggregate(
         next_key, noise_key = jax.random.split(state.key)
         if z == 0:  # non-private limit (also with an infinite clip bound, where z * C is NaN)
             out = jax.tree_util.tree_map(lambda s: s / n, updates.grads)
+        elif secure_noise:
+            noisy = secure_gaussian_sum(noise_key, updates.grads, z * updates.l2_sensitivity)
+            out = jax.tree_util.tree_map(lambda s: s / n, noisy)
         else:
             noise = gaussian_noise_like(noise_key, updates.grads, z * updates.l2_sensitivity)
             out = jax.tree_util.tree_map(lambda s, e: (s + e) / n, updates.grads, noise)

@@ -16,12 +16,19 @@ pass with a flax method interceptor. The clipped sum ``sum_i w_i G_i`` is then
 ``sum_i w_i a_i^T g_i`` per layer, a weighted re-use of the captured tensors (the
 "re-weighted backward" restricted to the weight-gradient products).
 
-Exactness needs every parameter to enter the loss only through the output of one supported
-layer (``flax.linen`` ``Dense``, ``Embed``, ``Conv`` with ``feature_group_count=1`` and no
-mask). A loss that also differentiates the network (WGAN-GP's gradient penalty), regularises
-parameters directly, or uses other parameterised layers is not covered: :func:`choose_method`
-detects coverage structurally and then compares both paths on synthetic, data-independent
-inputs; anything that fails goes to the general ``vmap`` path.
+Exactness needs every parameter to enter the loss only through the outputs of supported
+layers (``flax.linen`` ``Dense``, ``Embed``, ``Conv`` with ``feature_group_count=1`` and no
+mask). A leaf may be used by several calls (a layer applied twice, one kernel shared by calls
+with different biases): its per-example gradient is the sum over all those calls, and its
+norm is computed jointly over all their tokens. A loss that also differentiates the network
+(WGAN-GP's gradient penalty), regularises parameters directly, or uses other parameterised
+layers is not covered. Every ghost entry point (:func:`clipped_sum_ghost`, hence
+``clipped_grad_sum``, ``make_dp_step``, ``make_clipped_sum_fn`` and the parallel step with
+``method="ghost"``) runs the structural check :func:`discover` when it is traced and raises
+:class:`GhostUnsupported` for such a loss; :func:`choose_method` additionally compares both
+paths on synthetic, data-independent inputs; anything that fails goes to the general
+``vmap`` path. Embedding ids outside ``[0, num_embeddings)`` raise at run time on the ghost
+path (a negative id reads row ``id + num_embeddings``, which the id-equality Gram would miss).
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from typing import Any
 
 import flax.linen as nn
 import jax
+import jax.extend
 import jax.numpy as jnp
 import numpy as np
 
@@ -40,6 +48,7 @@ from jdp.dpsgd import (
     StepInfo,
     clip_weights,
     clipped_sum_general,
+    finite_examples,
     l2_sensitivity,
 )
 
@@ -57,6 +66,7 @@ class _Call:
     kind: str  # "dense" | "embed" | "conv"
     leaves: dict[str, int]  # parameter name ("kernel", "bias", "embedding") -> leaf index
     conv: dict[str, Any] | None  # strides, padding, dilations for convolutions
+    num_embeddings: int | None = None  # table size of an embedding
 
 
 def _conv_padding(padding: Any, nd: int) -> Any:
@@ -86,7 +96,7 @@ def _describe(module: nn.Module, leaf_ids: dict[int, int]) -> _Call:
             )
         leaves[name] = leaf_ids[id(value)]
     if isinstance(module, nn.Embed):
-        return _Call("embed", leaves, None)
+        return _Call("embed", leaves, None, module.num_embeddings)
     if isinstance(module, nn.Dense):
         return _Call("dense", leaves, None)
     if module.feature_group_count != 1 or module.mask is not None:
@@ -105,10 +115,20 @@ def _describe(module: nn.Module, leaf_ids: dict[int, int]) -> _Call:
     )
 
 
+def _parameter_free(x: jax.Array, y: jax.Array) -> jax.Array:
+    """Zeros shaped like the layer output ``y`` that depend on the layer input ``x`` only."""
+    return jnp.zeros(jnp.shape(y), jnp.result_type(y)) + (0 * jnp.sum(x)).astype(jnp.result_type(y))
+
+
 def _traced_loss(
     loss_fn: LossFn, has_aux: bool, params: Any, example: Any, key: jax.Array, eps: list | None
 ):
-    """Run the one-example loss, capturing layer inputs and adding ``eps[c]`` to call ``c``."""
+    """Run the one-example loss, capturing layer inputs and adding ``eps[c]`` to call ``c``.
+
+    With ``eps=None`` (the structural check) every supported layer's output is replaced by
+    :func:`_parameter_free` of its input: the loss then depends on the parameters only
+    through uses outside those layers.
+    """
     leaf_ids = {id(leaf): i for i, leaf in enumerate(jax.tree_util.tree_leaves(params))}
     calls: list[_Call] = []
     inputs: list[jax.Array] = []
@@ -122,7 +142,7 @@ def _traced_loss(
         calls.append(_describe(module, leaf_ids))
         inputs.append(args[0])
         outputs.append(jax.ShapeDtypeStruct(jnp.shape(y), jnp.result_type(y)))
-        return y if eps is None else y + eps[len(calls) - 1]
+        return _parameter_free(args[0], y) if eps is None else y + eps[len(calls) - 1]
 
     with nn.intercept_methods(interceptor):
         out = loss_fn(params, example, key)
@@ -130,27 +150,72 @@ def _traced_loss(
     return loss, aux, calls, inputs, outputs
 
 
+def _depends_on(jaxpr: jax.extend.core.Jaxpr, sources: list) -> bool:
+    """Whether an output of ``jaxpr`` depends on one of the variables ``sources``.
+
+    Conservative: an equation's outputs are taken to depend on all of its inputs (an inner
+    ``jit``, ``scan`` or custom derivative is not looked into), so ``False`` is certain.
+    """
+    reached = set(sources)
+    literal = jax.extend.core.Literal
+    for eqn in jaxpr.eqns:
+        if any(not isinstance(v, literal) and v in reached for v in eqn.invars):
+            reached.update(eqn.outvars)
+    return any(not isinstance(v, literal) and v in reached for v in jaxpr.outvars)
+
+
+def _leaf_uses(calls: list[_Call]) -> dict[int, tuple[str, str, list[int]]]:
+    """``leaf -> (kind, parameter name, calls using it)``.
+
+    Raises:
+        GhostUnsupported: one leaf used by layers of different kinds or in different roles.
+    """
+    uses: dict[int, tuple[str, str, list[int]]] = {}
+    for c, call in enumerate(calls):
+        for name, leaf in call.leaves.items():
+            kind, role, members = uses.setdefault(leaf, (call.kind, name, []))
+            if (kind, role) != (call.kind, name):
+                raise GhostUnsupported(
+                    f"a parameter leaf is used as {kind} {role} and as {call.kind} {name}"
+                )
+            members.append(c)
+    return uses
+
+
 def discover(
     loss_fn: LossFn, params: Any, example: Any, key: jax.Array, has_aux: bool
 ) -> tuple[list[_Call], list]:
-    """Trace the loss once (abstractly): the supported layer calls and their output shapes.
+    """The structural check: trace the loss once (abstractly) and return the supported layer
+    calls and their output shapes, or refuse.
+
+    Refuses unless (1) every parameter leaf is used by a supported layer, (2) each leaf has
+    one kind and role, and (3) the loss does not depend on the parameters once every
+    supported layer's output is replaced by a parameter-free function of its input (so the
+    parameters enter only through those outputs: no regulariser, no tied ``attend``, no
+    direct use of a kernel).
 
     Raises:
-        GhostUnsupported: a parameter leaf is not reached through a supported layer.
+        GhostUnsupported: one of the three conditions fails.
     """
     found: dict[str, Any] = {}
 
-    def run(p, x, k):
-        _, _, calls, _, outputs = _traced_loss(loss_fn, has_aux, p, x, k, None)
+    def run(p):
+        loss, _, calls, _, outputs = _traced_loss(loss_fn, has_aux, p, example, key, None)
         found["calls"], found["outputs"] = calls, outputs
-        return 0.0
+        return loss
 
-    jax.eval_shape(run, params, example, key)
+    closed = jax.make_jaxpr(run)(params)
     covered = {i for call in found["calls"] for i in call.leaves.values()}
     missing = set(range(len(jax.tree_util.tree_leaves(params)))) - covered
     if missing:
         raise GhostUnsupported(
             f"{len(missing)} parameter leaves are not used by Dense/Embed/Conv layers"
+        )
+    _leaf_uses(found["calls"])
+    if _depends_on(closed.jaxpr, closed.jaxpr.invars):
+        raise GhostUnsupported(
+            "parameters are used outside the outputs of Dense/Embed/Conv layers "
+            "(a regulariser, tied weights, a direct use of a kernel)"
         )
     return found["calls"], found["outputs"]
 
@@ -234,13 +299,6 @@ def _weighted_weight_grad(
     return vjp(gs)[0]
 
 
-def _layer_groups(calls: list[_Call]) -> dict[tuple, list[int]]:
-    groups: dict[tuple, list[int]] = {}
-    for c, call in enumerate(calls):
-        groups.setdefault(tuple(sorted(call.leaves.items())), []).append(c)
-    return groups
-
-
 def _ghost_forward_backward(loss_fn, params, batch, mask, keys, has_aux, calls, outputs):
     b = mask.shape[0]
     eps = [jnp.zeros((b,) + o.shape, o.dtype) for o in outputs]
@@ -258,19 +316,43 @@ def _ghost_forward_backward(loss_fn, params, batch, mask, keys, has_aux, calls, 
 
 
 def ghost_sq_norms(calls, inputs, grads, num_leaves: int, batch_size: int) -> list[jax.Array]:
-    """Per-example squared norm of every parameter leaf (a list aligned with the leaves)."""
+    """Per-example squared norm of every parameter leaf (a list aligned with the leaves).
+
+    Leaf ``l``'s per-example gradient is the sum over ALL calls that use it, so its norm is
+    taken over the tokens of all of them at once: ``||sum_c sum_t a_{c,t} g_{c,t}^T||^2`` for
+    a weight, ``||sum_c sum_t g_{c,t}||^2`` for a bias (a kernel shared by calls with
+    different biases gets its joint norm, each bias its own).
+    """
     sq = [jnp.zeros((batch_size,), jnp.float32) for _ in range(num_leaves)]
-    for members in _layer_groups(calls).values():
-        call = calls[members[0]]
-        toks = [_tokens(calls[c], inputs[c], grads[c]) for c in members]
-        g = jnp.concatenate([tk[1] for tk in toks], axis=1)
-        a = jnp.concatenate([tk[0] for tk in toks], axis=1)
-        for name, leaf in call.leaves.items():
-            if name == "bias":
-                sq[leaf] = jnp.sum(jnp.square(jnp.sum(g, axis=1)), -1)
-            else:
-                sq[leaf] = _weight_sq_norm(call.kind, a, g)
+    tokens = [_tokens(call, x, g) for call, x, g in zip(calls, inputs, grads, strict=True)]
+    for leaf, (kind, name, members) in _leaf_uses(calls).items():
+        g = jnp.concatenate([tokens[c][1] for c in members], axis=1)
+        if name == "bias":
+            sq[leaf] = jnp.sum(jnp.square(jnp.sum(g, axis=1)), -1)
+        else:
+            a = jnp.concatenate([tokens[c][0] for c in members], axis=1)
+            sq[leaf] = _weight_sq_norm(kind, a, g)
     return sq
+
+
+def _check_embedding_ids(calls: list[_Call], inputs: list[jax.Array], mask: jax.Array) -> None:
+    """Raise at run time if an unmasked example has an embedding id outside the table.
+
+    ``jnp.take`` reads row ``id + n`` for ``-n <= id < 0`` while the Gram of
+    :func:`_weight_sq_norm` compares raw ids, so a negative id would be under-normed.
+    """
+    for call, ids in zip(calls, inputs, strict=True):
+        if call.kind != "embed":
+            continue
+        n = call.num_embeddings
+        bad = (ids < 0) | (ids >= n)
+        found = jnp.any(bad & mask.reshape((-1,) + (1,) * (bad.ndim - 1)))
+
+        def refuse(found: Any, n: int = n) -> None:
+            if found:
+                raise ValueError(f"expected embedding ids in [0, {n}) on the ghost path")
+
+        jax.debug.callback(refuse, found)
 
 
 def clipped_sum_ghost(
@@ -287,6 +369,10 @@ def clipped_sum_ghost(
 
     Cost: one forward and one backward pass to the layer outputs, the per-layer norm
     contractions above, and one weighted weight-gradient product per layer.
+
+    Raises:
+        GhostUnsupported: when traced, if the structural check :func:`discover` fails.
+        ValueError: at run time, for embedding ids outside the table.
     """
     leaves, treedef = jax.tree_util.tree_flatten(params)
     example = jax.tree_util.tree_map(lambda x: x[0], batch)
@@ -294,12 +380,16 @@ def clipped_sum_ghost(
     inputs, grads, aux = _ghost_forward_backward(
         loss_fn, params, batch, mask, keys, has_aux, calls, outputs
     )
-    # Padded rows must contribute exactly zero, even where their forward pass gave NaN.
-    drop = lambda x: jnp.where(mask.reshape((-1,) + (1,) * (x.ndim - 1)), x, jnp.zeros((), x.dtype))
-    inputs, grads = [drop(x) for x in inputs], [drop(g) for g in grads]
+    _check_embedding_ids(calls, inputs, mask)
     sq = ghost_sq_norms(calls, inputs, grads, len(leaves), mask.shape[0])
+    finite = finite_examples(sq)
+    keep = mask & finite
+    # Rows not kept (padded, or with a non-finite gradient) must contribute exactly zero:
+    # their tokens are replaced by 0 before the weighted products (0 * NaN = NaN).
+    drop = lambda x: jnp.where(keep.reshape((-1,) + (1,) * (x.ndim - 1)), x, jnp.zeros((), x.dtype))
+    inputs, grads = [drop(x) for x in inputs], [drop(g) for g in grads]
     weights = clip_weights(sq, l2_clip_norm, treedef)
-    weights = [jnp.where(mask, w, 0.0) for w in weights]
+    weights = [jnp.where(keep, w, 0.0) for w in weights]
     out = [jnp.zeros_like(p) for p in leaves]
     for c, call in enumerate(calls):
         for name, leaf in call.leaves.items():
@@ -311,8 +401,10 @@ def clipped_sum_ghost(
             else:
                 contrib = _weighted_weight_grad(call, inputs[c], g, w, leaves[leaf].shape)
             out[leaf] = out[leaf] + contrib.astype(out[leaf].dtype)
-    norms = jnp.sqrt(sum(sq))
-    return ClippedSum(treedef.unflatten(out), l2_sensitivity(l2_clip_norm)), StepInfo(norms, aux)
+    norms = jnp.where(mask, jnp.sqrt(sum(sq)), 0.0)
+    return ClippedSum(treedef.unflatten(out), l2_sensitivity(l2_clip_norm)), StepInfo(
+        norms, aux, mask & ~finite
+    )
 
 
 def _synthetic_batch(example: Any, size: int) -> Any:
@@ -334,18 +426,17 @@ def ghost_support(
 ) -> str | None:
     """``None`` if the ghost path is exact for this loss, else the reason it is not.
 
-    Structural check (every leaf reached through exactly the supported layers), then the
+    The structural check :func:`discover` (run by the ghost path when traced), then the
     per-example norms and clipped sums of both paths are compared on 4 synthetic examples
-    (data-independent, so the choice reveals nothing about the private data).
+    (data-independent, so the choice reveals nothing about the private data). A loss that is
+    not finite on those examples leaves the comparison inconclusive: refused.
     """
     key = jax.random.key(0)
-    single = jax.tree_util.tree_map(lambda x: jnp.asarray(x)[0], example)
     batch = _synthetic_batch(example, 4)
     mask = jnp.ones(4, bool)
     keys = jax.random.split(key, 4)
     clip = 1e-3  # small, so that every example is clipped and the weights matter
     try:
-        discover(loss_fn, params, single, key, has_aux)
         fast, fast_info = jax.jit(
             lambda p, b: clipped_sum_ghost(
                 loss_fn, p, b, mask, keys, l2_clip_norm=clip, has_aux=has_aux
@@ -360,6 +451,8 @@ def ghost_support(
             loss_fn, p, b, mask, keys, l2_clip_norm=clip, has_aux=has_aux
         )
     )(params, batch)
+    if np.any(slow_info.nonfinite):
+        return "the loss is not finite on the synthetic probe inputs (ghost exactness unverified)"
     if not np.allclose(fast_info.norms, slow_info.norms, rtol=1e-3, atol=1e-6):
         return (
             "ghost norms differ from per-example gradient norms "

@@ -11,6 +11,7 @@ from dpsgd_problems import mlp_problem
 from scipy import stats
 
 from jdp import dpsgd
+from jdp.nn.mlp import MLP
 
 B = 8
 
@@ -140,3 +141,93 @@ def test_invalid_settings_raise_clear_errors():
     agg = dpsgd.dp_aggregate(jax.random.key(0), noise_multiplier=1.0, expected_batch_size=4)
     with pytest.raises(TypeError, match="expected a ClippedSum"):
         agg.update(params, agg.init(params))
+
+
+# -- non-finite per-example gradients (issue 10, item 2) --------------------------------------
+def test_clip_factor_is_zero_for_non_finite_norms():
+    norms = jnp.array([0.0, 0.5, 2.0, jnp.inf, jnp.nan])
+    np.testing.assert_array_equal(dpsgd.clip_factor(norms, 1.0), [1.0, 1.0, 0.5, 0.0, 0.0])
+    np.testing.assert_array_equal(dpsgd.clip_factor(norms, jnp.inf), [1.0, 1.0, 1.0, 0.0, 0.0])
+
+
+def _log_zero_problem():
+    """The MLP loss plus ``-log(w ||f(x)||^2)``: a record with ``w = 0`` has a NaN gradient."""
+    _, params, data = mlp_problem(B)
+    model = MLP((6, 3))
+
+    def loss_fn(p, ex, key):
+        del key
+        out = model.apply(p, ex["x"])
+        ce = optax.softmax_cross_entropy_with_integer_labels(out, ex["y"])
+        return ce - jnp.log(ex["w"] * jnp.sum(jnp.square(out)))
+
+    return loss_fn, params, dict(data, w=jnp.ones(B).at[3].set(0.0))
+
+
+@pytest.mark.parametrize("method", ["general", "ghost"])
+@pytest.mark.parametrize("per_layer", [False, True], ids=["global", "per_layer"])
+def test_non_finite_example_is_dropped_from_the_clipped_sum(method, per_layer):
+    """Record 3's loss has log(0): its gradient is NaN. The clipped sum must be finite and
+    equal to the sum without record 3, and the step diagnostics count it once."""
+    loss_fn, params, data = _log_zero_problem()
+    clip = dpsgd.per_layer_clip_norms(params, 0.5) if per_layer else 0.5
+    keys = jax.random.split(jax.random.key(2), B)
+    f = jax.jit(
+        lambda m: dpsgd.clipped_grad_sum(
+            loss_fn, params, data, m, keys, l2_clip_norm=clip, method=method
+        )
+    )
+    mask = jnp.arange(B) < B - 1  # one padded row too
+    got, info = f(mask)
+    want, want_info = f(mask.at[3].set(False))
+    for u, v in zip(
+        jax.tree_util.tree_leaves(got.grads), jax.tree_util.tree_leaves(want.grads), strict=True
+    ):
+        assert np.all(np.isfinite(u))
+        np.testing.assert_allclose(u, v, rtol=1e-6, atol=1e-7)
+    assert int(info.num_nonfinite) == 1 and int(want_info.num_nonfinite) == 0
+    assert np.asarray(info.nonfinite).tolist() == [i == 3 for i in range(B)]
+
+
+# -- secure noise (issue 10, item 10b) --------------------------------------------------------
+def test_secure_noise_lies_on_the_grid_has_the_claimed_std_and_repeats_with_the_key():
+    z, clip, n = 1.7, 0.3, 40_000
+    sigma = z * clip
+    tree = {"a": jnp.full((100, 200), 0.123456), "b": jnp.linspace(-5.0, 5.0, 20_000)}
+    agg = dpsgd.dp_aggregate(
+        jax.random.key(3), noise_multiplier=z, expected_batch_size=1.0, secure_noise=True
+    )
+    out, state = agg.update(dpsgd.ClippedSum(tree, jnp.float32(clip)), agg.init(tree))
+    lam = float(dpsgd.secure_noise_grid(jnp.float32(sigma)))
+    assert lam == 2.0 ** np.ceil(np.log2(sigma / 256))  # the smallest power of two >= sigma/256
+    for leaf in jax.tree_util.tree_leaves(out):
+        steps = np.asarray(leaf, np.float64) / lam
+        np.testing.assert_array_equal(steps, np.round(steps))  # on the grid lam * Z
+    noise = np.concatenate(
+        [
+            np.ravel(np.asarray(o, np.float64) - np.asarray(t, np.float64))
+            for o, t in zip(jax.tree_util.tree_leaves(out), jax.tree_util.tree_leaves(tree))
+        ]
+    )
+    assert noise.size == n
+    # Gaussian std sigma plus a rounding error |r| <= lam / 2: the sample std lies in
+    # [sigma, sigma + lam / 2] up to the chi-square(n-1) quantiles at level 1e-6.
+    stat = (n - 1) * noise.var(ddof=1)
+    assert stats.chi2.ppf(0.5e-6, n - 1) * sigma**2 < stat
+    assert stat < stats.chi2.ppf(1 - 0.5e-6, n - 1) * (sigma + lam / 2) ** 2
+    assert abs(noise.mean()) < stats.norm.ppf(1 - 0.5e-6) * (sigma + lam / 2) / np.sqrt(n)
+    # same key, same output; the next update draws new noise
+    again, _ = agg.update(dpsgd.ClippedSum(tree, jnp.float32(clip)), agg.init(tree))
+    for a, b in zip(jax.tree_util.tree_leaves(again), jax.tree_util.tree_leaves(out), strict=True):
+        np.testing.assert_array_equal(a, b)
+    out2, _ = agg.update(dpsgd.ClippedSum(tree, jnp.float32(clip)), state)
+    assert not np.allclose(out2["b"], out["b"])
+
+
+def test_secure_noise_without_noise_is_the_plain_mean():
+    tree = {"w": jnp.full(3, 6.1)}
+    agg = dpsgd.dp_aggregate(
+        jax.random.key(0), noise_multiplier=0.0, expected_batch_size=4.0, secure_noise=True
+    )
+    out, _ = agg.update(dpsgd.ClippedSum(tree, jnp.float32(1.0)), agg.init(tree))
+    np.testing.assert_allclose(out["w"], 6.1 / 4.0, rtol=1e-7)

@@ -6,6 +6,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 from dpsgd_problems import mlp_problem
 
@@ -235,3 +236,154 @@ def test_add_remove_sensitivity_random_and_adversarial(method, per_layer):
             worst = max(worst, diff)
     assert worst <= bound * (1 + 1e-5)
     assert worst > 0.5 * bound  # the extreme records are clipped to (nearly) the bound
+
+
+# -- ghost entry points: exact norms or a refusal (issue 10, item 4) ---------------------------
+class _TwiceNet(nn.Module):
+    """One Dense layer applied twice (same kernel, same bias)."""
+
+    @nn.compact
+    def __call__(self, x):
+        dense = nn.Dense(3)
+        return dense(jnp.tanh(dense(x)))
+
+
+def _shared_kernel_problem(separate_biases: bool):
+    """A Dense kernel used by two calls, with two different biases or with the same one."""
+    x = jax.random.normal(jax.random.key(1), (B, 3))
+    if not separate_biases:
+        model = _TwiceNet()
+        params = model.init(jax.random.key(0), x[0])
+        return (lambda p, ex, k: jnp.sum(jnp.sin(3.0 * model.apply(p, ex)))), params, x
+    dense = nn.Dense(3)
+    init = dense.init(jax.random.key(0), x[0])["params"]
+    params = {"kernel": init["kernel"], "b1": init["bias"] + 0.3, "b2": init["bias"] - 0.7}
+
+    def loss_fn(p, ex, k):
+        h = dense.apply({"params": {"kernel": p["kernel"], "bias": p["b1"]}}, ex)
+        y = dense.apply({"params": {"kernel": p["kernel"], "bias": p["b2"]}}, jnp.tanh(h))
+        return jnp.sum(jnp.sin(3.0 * y))
+
+    return loss_fn, params, x
+
+
+def _ghost_entry_points(loss_fn, params, batch, mask, clip):
+    """(name, ClippedSum, StepInfo) of every public ghost entry point, and the general path."""
+    from jdp import parallel
+
+    mesh = parallel.data_mesh(jax.devices()[:1])
+    key = jax.random.key(5)
+    keys = jax.random.split(key, mask.shape[0])
+    sum_fn = dpsgd.make_clipped_sum_fn(loss_fn, method="ghost")
+    sharded = jax.jit(parallel.sharded_clipped_sum(loss_fn, mesh, method="ghost"))
+    general = dpsgd.make_clipped_sum_fn(loss_fn, method="general")
+    return {
+        "clipped_sum_ghost": jax.jit(
+            lambda p, b: gc.clipped_sum_ghost(loss_fn, p, b, mask, keys, l2_clip_norm=clip)
+        )(params, batch),
+        "clipped_grad_sum": jax.jit(
+            lambda p, b: dpsgd.clipped_grad_sum(
+                loss_fn, p, b, mask, keys, l2_clip_norm=clip, method="ghost"
+            )
+        )(params, batch),
+        "make_clipped_sum_fn": sum_fn(params, batch, mask, key, clip),
+        "sharded_clipped_sum": sharded(params, batch, mask, key, clip),
+    }, general(params, batch, mask, key, clip)
+
+
+def _assert_same_sum(got, want, clip, what):
+    np.testing.assert_allclose(got[1].norms, want[1].norms, rtol=1e-4, atol=1e-6, err_msg=what)
+    for a, b in zip(
+        jax.tree_util.tree_leaves(got[0].grads),
+        jax.tree_util.tree_leaves(want[0].grads),
+        strict=True,
+    ):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5 * clip, err_msg=what)
+
+
+@pytest.mark.parametrize("separate_biases", [True, False], ids=["two_biases", "same_layer"])
+def test_shared_kernel_is_exact_on_every_ghost_entry_point(separate_biases):
+    """A kernel shared by two calls: every ghost entry point gives the general path's norms,
+    clipped sum and step (the per-leaf norm used to be overwritten per call group)."""
+    loss_fn, params, batch = _shared_kernel_problem(separate_biases)
+    mask = jnp.arange(B) < B - 1
+    clip = 0.05
+    results, general = _ghost_entry_points(loss_fn, params, batch, mask, clip)
+    for name, got in results.items():
+        _assert_same_sum(got, general, clip, name)
+    # each example alone: its clipped contribution has norm min(||g_i||, C) <= C
+    one = jax.jit(
+        lambda m: (
+            dpsgd.clipped_grad_sum(
+                loss_fn, params, batch, m, KEYS, l2_clip_norm=clip, method="ghost"
+            )[0].grads
+        )
+    )
+    for i in range(B):
+        g = one(jnp.arange(B) == i)
+        norm = np.sqrt(sum(float(jnp.sum(x**2)) for x in jax.tree_util.tree_leaves(g)))
+        assert norm <= clip * (1 + 1e-5)
+    # the jitted steps (single device and the parallel twin) equal the general step
+    from jdp import parallel
+
+    chain = optax.chain(
+        dpsgd.dp_aggregate(jax.random.key(0), noise_multiplier=1.0, expected_batch_size=4.0),
+        optax.sgd(1.0),
+    )
+    state = chain.init(params)
+    mesh = parallel.data_mesh(jax.devices()[:1])
+    steps = {
+        "make_dp_step": dpsgd.make_dp_step(loss_fn, chain, l2_clip_norm=clip, method="ghost"),
+        "make_parallel_dp_step": parallel.make_parallel_dp_step(
+            loss_fn, chain, mesh, l2_clip_norm=clip, method="ghost"
+        ),
+    }
+    want = dpsgd.make_dp_step(loss_fn, chain, l2_clip_norm=clip, method="general")(
+        params, state, batch, mask, jax.random.key(9)
+    )[0]
+    for name, step in steps.items():
+        got = step(params, state, batch, mask, jax.random.key(9))[0]
+        for a, b in zip(
+            jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want), strict=True
+        ):
+            np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6, err_msg=name)
+
+
+def test_parameters_outside_layers_are_refused_on_every_ghost_entry_point():
+    """A regulariser reads the kernel outside its layer: the structural check refuses it at
+    every ghost entry point (not only in train's support probe)."""
+    loss_fn, params, batch = _dense_problem(True)
+    regularised = lambda p, ex, k: (
+        loss_fn(p, ex, k) + sum(jnp.sum(x**2) for x in jax.tree_util.tree_leaves(p))
+    )
+    mask = jnp.ones(B, bool)
+    for name, call in {
+        "clipped_sum_ghost": lambda: gc.clipped_sum_ghost(
+            regularised, params, batch, mask, KEYS, l2_clip_norm=0.1
+        ),
+        "clipped_grad_sum": lambda: jax.jit(
+            lambda b: dpsgd.clipped_grad_sum(
+                regularised, params, b, mask, KEYS, l2_clip_norm=0.1, method="ghost"
+            )
+        )(batch),
+        "make_clipped_sum_fn": lambda: dpsgd.make_clipped_sum_fn(regularised, method="ghost")(
+            params, batch, mask, jax.random.key(0), 0.1
+        ),
+    }.items():
+        with pytest.raises(gc.GhostUnsupported, match="outside"):
+            call()
+            pytest.fail(f"{name} accepted a loss the ghost path cannot handle")
+
+
+@pytest.mark.parametrize("bad_id", [-1, 7])
+def test_embedding_ids_outside_the_table_raise_on_the_ghost_path(bad_id):
+    """id -1 reads row 6 (NumPy wrap) but the ghost Gram compared raw ids: under-norm."""
+    loss_fn, params, ids = _embed_problem(True)
+    ids = ids.at[2, 0].set(bad_id).at[2, 1].set(6)
+    f = jax.jit(
+        lambda b: dpsgd.clipped_grad_sum(
+            loss_fn, params, b, jnp.ones(B, bool), KEYS, l2_clip_norm=0.05, method="ghost"
+        )
+    )
+    with pytest.raises(Exception, match=r"expected embedding ids in \[0, 7\)"):
+        jax.block_until_ready(f(ids))
