@@ -6,13 +6,13 @@ Usage (a loss written for ONE example, see :mod:`jdp.dpsgd`)::
         return jnp.sum((model.apply(params, example["x"]) - example["y"]) ** 2)
 
     result = train(key, loss_fn, params, optax.adam(1e-3), data,
-                   l2_clip_norm=1.0, sampling_prob=0.01, epochs=5,
-                   target_epsilon=1.0, target_delta=1e-5)
+                   l2_clip_norm=1.0, sampling_prob=0.01, expected_batch_size=200,
+                   epochs=5, target_epsilon=1.0, target_delta=1e-5)
     result.params, result.ledger      # trained parameters, PrivacyLedger with one "dp-sgd" entry
 
-``data`` is a pytree of arrays whose leaves share the leading (record) axis. The number of
-records ``n`` is treated as public (it fixes ``q = L / n`` in every DP-SGD accountant and the
-expected batch size ``q n``); declare it so in the schema.
+``data`` is a pytree of arrays whose leaves share the leading (record) axis. The update is
+normalised by ``expected_batch_size``, a public constant the caller declares (typically
+``q`` times a declared public dataset size); it is never computed from ``len(data)``.
 
 Models with state that is *not* computed from private data (an RBM's persistent Gibbs
 chains) pass ``model_state=`` and ``state_update_fn(key, params, model_state) -> model_state``;
@@ -23,6 +23,7 @@ The update sees only parameters and a key, never data, so it is post-processing.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -214,6 +215,7 @@ def train(
     *,
     l2_clip_norm: float | Any | ClipSchedule | AdaptiveClip,
     sampling_prob: float,
+    expected_batch_size: float,
     steps: int | None = None,
     epochs: float | None = None,
     noise_multiplier: float | None = None,
@@ -221,6 +223,7 @@ def train(
     target_delta: float | None = None,
     sampling: smp.Sampling = "poisson",
     accountant: str = "rdp",
+    secure_noise: bool = False,
     has_aux: bool = False,
     model_state: Any = None,
     state_update_fn: Callable | None = None,
@@ -245,11 +248,18 @@ def train(
             ``step -> bound`` (e.g. :func:`jdp.clipping_schedules.clipping_decay`), or a
             :class:`jdp.clipping_schedules.AdaptiveClip` (DPGM's noisy-histogram bound, one
             extra Gaussian mechanism per step, accounted; needs ``noise_multiplier``).
-        sampling_prob: ``q``; the expected batch size is ``q n``.
+        sampling_prob: ``q``.
+        expected_batch_size: the public constant ``B̄`` the noisy sum is divided by
+            (required): ``q N`` for a declared public dataset size ``N``, or the fixed batch
+            size ``L`` with ``"without_replacement"``. It is a step-size scale only (any
+            positive constant is private); it must not be computed from the private data.
         steps, epochs: run length (exactly one).
         noise_multiplier, target_epsilon, target_delta: either ``z`` or a target to
             calibrate it for (:func:`accounting.calibrate.calibrate_noise_multiplier`).
         sampling: ``"poisson"`` or ``"without_replacement"`` (batch ``round(q n)``).
+        secure_noise: the floating-point mitigation of :func:`jdp.dpsgd.secure_gaussian_sum`
+            (noise from 24-bit integers, noisy sum rounded to a power-of-two grid near
+            ``z C / 256``); default off, like the papers reimplemented.
         has_aux: the loss returns ``(loss, aux)``; aux is computed but not returned (it is
             derived from private data).
         model_state, state_update_fn: non-private model state (see module docstring).
@@ -268,11 +278,17 @@ def train(
     Returns:
         :class:`TrainResult` ``(params, ledger, model_state, noise_multiplier, steps)``.
 
+    Warns:
+        RuntimeWarning: when some sampled example had a non-finite gradient (dropped from
+            its step with weight 0, see :mod:`jdp.dpsgd`). The warning states no count,
+            but it is derived from the private data and not covered by the ledger.
+
     Privacy:
         Add/remove-one neighbours (replace-one for ``without_replacement``). Each step is
         the Gaussian mechanism with std ``z C_t`` on a clipped sum of sensitivity ``C_t``,
         subsampled; the ledger records ``dpsgd_event(z, q, T, sampling=...)``. A clip
-        schedule changes ``C_t`` only, never ``z``, so the cost is unchanged.
+        schedule changes ``C_t`` only, never ``z``, so the cost is unchanged. Dividing by
+        the declared ``expected_batch_size`` is post-processing.
     """
     config = DPSGDConfig(
         l2_clip_norm=l2_clip_norm,
@@ -289,7 +305,7 @@ def train(
     n = check_batch(host_data)
     z = config.calibrated_noise_multiplier(n)
     num_steps = config.num_steps
-    expected = sampling_prob * n if sampling == "poisson" else max(1, round(sampling_prob * n))
+    normaliser = check_positive("expected_batch_size", expected_batch_size)
     multiple = (
         1 if microbatch_size is None else check_count("microbatch_size", microbatch_size, minimum=1)
     )
@@ -309,7 +325,13 @@ def train(
 
     sample_key, noise_key, step_key, state_key, hist_key = jax.random.split(key, 5)
     chain = optax.chain(
-        dp_aggregate(noise_key, noise_multiplier=z, expected_batch_size=expected), optimizer
+        dp_aggregate(
+            noise_key,
+            noise_multiplier=z,
+            expected_batch_size=normaliser,
+            secure_noise=secure_noise,
+        ),
+        optimizer,
     )
     opt_state = chain.init(params)
     example = take(host_data, np.zeros(1, dtype=np.int64))
@@ -337,6 +359,7 @@ def train(
         overflow=overflow,
     )
     hist_fn = jax.jit(dpnorm, static_argnums=3)
+    nonfinite = jnp.zeros((), jnp.int32)  # summed on the device: no per-step host sync
     for t, chunks in enumerate(tqdm(batches, total=num_steps, disable=not progress, desc=label)):
         t_key = jax.random.fold_in(step_key, t)
         parts = [
@@ -353,12 +376,21 @@ def train(
             clip = clip_at(l2_clip_norm, t)
         total: ClippedSum | None = None
         for x, m, k in parts:
-            part, _ = sum_fn(params, x, m, k, clip, model_state)
+            part, info = sum_fn(params, x, m, k, clip, model_state)
             total = part if total is None else add_clipped_sums(total, part)
+            nonfinite = nonfinite + info.num_nonfinite
         params, opt_state = apply_fn(params, opt_state, total)
         if update_state is not None:
             model_state = update_state(jax.random.fold_in(state_key, t), params, model_state)
 
+    if int(nonfinite) > 0:
+        warnings.warn(
+            "train: the loss gave non-finite per-example gradients on some sampled records; "
+            "they were dropped from their steps (clip weight zero). This message is derived "
+            "from the private data and is not covered by the ledger.",
+            RuntimeWarning,
+            stacklevel=2,
+        )
     base = (
         PrivacyLedger(neighboring_relation=config.neighboring_relation)
         if ledger is None

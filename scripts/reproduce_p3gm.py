@@ -150,6 +150,7 @@ def config_for(name: str, quick: bool, *, n_public: int | None = None) -> P.P3GM
         latent_dim=s["latent_dim"],
         epochs=s["epochs"],
         sampling_prob=min(1.0, s["batch"] / n),
+        expected_batch_size=min(s["batch"], n),  # q n with the public n: DP-SGD's normaliser
         hidden=hidden,
     )
 

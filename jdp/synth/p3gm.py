@@ -83,6 +83,10 @@ class P3GMConfig:
         <= 1 by the public encoder bound, so 1 rarely clips).
       em_clip_norm: row bound of the projections in DP-EM (``||c_x|| <= ||x - mu||``).
       sampling_prob: DP-SGD Poisson rate ``q`` (the paper's ``B / N``: 200 / 45222 on Adult).
+      expected_batch_size: the public constant ``B̄`` DP-SGD divides its noisy sum by (the
+        paper's ``B = 200``, which is ``q N`` on Adult at the default ``q``). Declared, never
+        computed from the private row count; set it to ``q N`` for your declared ``N`` to
+        keep the paper's step size.
 
     Model and training:
       latent_dim: ``d'`` (10 in the paper); ``None`` skips the reduction (the paper's
@@ -104,6 +108,7 @@ class P3GMConfig:
     hidden: int = 1000
     epochs: float = 5.0
     sampling_prob: float = 200 / 45222
+    expected_batch_size: float = 200.0
     learning_rate: float = 1e-3
     l2_clip_norm: float = 1.0
     pca_clip_norm: float = 1.0
@@ -122,6 +127,7 @@ class P3GMConfig:
         check_count("hidden", self.hidden, minimum=1)
         check_positive("epochs", self.epochs)
         check_probability("sampling_prob", self.sampling_prob)
+        check_positive("expected_batch_size", self.expected_batch_size)
         check_positive("learning_rate", self.learning_rate)
         for name in ("l2_clip_norm", "pca_clip_norm", "em_clip_norm", "reg_covar"):
             check_positive(name, getattr(self, name))
@@ -421,6 +427,7 @@ def decoding_phase(
         jnp.asarray(x, jnp.float32),
         l2_clip_norm=config.l2_clip_norm if private else math.inf,
         sampling_prob=config.sampling_prob,
+        expected_batch_size=config.expected_batch_size,
         epochs=None if steps is not None else (config.epochs if epochs is None else epochs),
         steps=steps,
         noise_multiplier=noise_multiplier if private else 0.0,

@@ -39,7 +39,7 @@ for method in ("general", "ghost"):
 
 from jdp.train import train
 host = jax.tree.map(np.asarray, data)
-kw = dict(l2_clip_norm=0.4, sampling_prob=0.5, steps=3, noise_multiplier=1.3, method="general", progress=False)
+kw = dict(l2_clip_norm=0.4, sampling_prob=0.5, expected_batch_size=4.0, steps=3, noise_multiplier=1.3, method="general", progress=False)
 r1 = train(jax.random.key(3), loss_fn, params, optax.sgd(0.5), host, **kw)
 r4 = train(jax.random.key(3), loss_fn, params, optax.sgd(0.5), host, mesh=mesh, **kw)
 diff = max(float(jnp.max(jnp.abs(a - b))) for a, b in zip(jax.tree.leaves(r1.params), jax.tree.leaves(r4.params)))

@@ -7,6 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
+from scipy import stats
 
 from accounting import events as ev
 from jdp import clipping_schedules as cs
@@ -42,6 +43,7 @@ def test_train_learns_and_records_its_event():
         data,
         l2_clip_norm=1.0,
         sampling_prob=0.25,
+        expected_batch_size=0.25 * N,
         steps=40,
         noise_multiplier=0.8,
         has_aux=True,
@@ -59,6 +61,7 @@ def test_train_learns_and_records_its_event():
         data,
         l2_clip_norm=1.0,
         sampling_prob=0.25,
+        expected_batch_size=0.25 * N,
         steps=40,
         noise_multiplier=0.8,
         has_aux=True,
@@ -79,6 +82,7 @@ def test_target_epsilon_is_met():
         data,
         l2_clip_norm=1.0,
         sampling_prob=0.1,
+        expected_batch_size=0.1 * N,
         epochs=2,
         target_epsilon=2.0,
         target_delta=1e-5,
@@ -104,6 +108,7 @@ def test_model_state_is_threaded_and_never_sees_data():
         data,
         l2_clip_norm=np.inf,
         sampling_prob=1.0,
+        expected_batch_size=16.0,
         steps=3,
         noise_multiplier=0.0,
         model_state=jnp.zeros(3),
@@ -128,6 +133,7 @@ def test_clipping_decay_keeps_the_noise_multiplier():
         data,
         l2_clip_norm=schedule,
         sampling_prob=0.2,
+        expected_batch_size=0.2 * N,
         steps=6,
         noise_multiplier=1.1,
         has_aux=True,
@@ -156,6 +162,7 @@ def test_adaptive_clip_training_is_accounted_as_two_gaussians_on_one_batch():
         data,
         l2_clip_norm=config,
         sampling_prob=0.2,
+        expected_batch_size=0.2 * N,
         steps=4,
         noise_multiplier=1.0,
         has_aux=True,
@@ -174,6 +181,7 @@ def test_adaptive_clip_training_is_accounted_as_two_gaussians_on_one_batch():
             data,
             l2_clip_norm=config,
             sampling_prob=0.2,
+            expected_batch_size=0.2 * N,
             steps=4,
             target_epsilon=1.0,
             target_delta=1e-5,
@@ -191,6 +199,7 @@ def test_without_replacement_is_recorded_under_replace_one():
         data,
         l2_clip_norm=1.0,
         sampling_prob=0.25,
+        expected_batch_size=0.25 * N,
         steps=2,
         noise_multiplier=1.0,
         sampling="without_replacement",
@@ -218,7 +227,13 @@ def test_without_replacement_is_recorded_under_replace_one():
 )
 def test_invalid_settings_raise(kwargs, message):
     loss_fn, params, data, _ = _problem()
-    args = {"l2_clip_norm": 1.0, "sampling_prob": 0.1, "steps": 2, "noise_multiplier": 1.0} | kwargs
+    args = {
+        "l2_clip_norm": 1.0,
+        "sampling_prob": 0.1,
+        "expected_batch_size": 0.1 * N,
+        "steps": 2,
+        "noise_multiplier": 1.0,
+    } | kwargs
     with pytest.raises(ValueError, match=message):
         train(jax.random.key(0), loss_fn, params, optax.sgd(0.1), data, progress=False, **args)
 
@@ -234,6 +249,7 @@ def test_data_without_batch_axis_raises():
             {"x": np.float32(1.0)},
             l2_clip_norm=1.0,
             sampling_prob=0.1,
+            expected_batch_size=0.1 * N,
             steps=2,
             noise_multiplier=1.0,
             progress=False,
@@ -254,6 +270,7 @@ def test_forcing_ghost_on_a_loss_it_cannot_handle_raises():
             data,
             l2_clip_norm=1.0,
             sampling_prob=0.1,
+            expected_batch_size=0.1 * N,
             steps=1,
             noise_multiplier=1.0,
             method="ghost",
@@ -266,6 +283,7 @@ def test_gradient_accumulation_over_small_chunks_equals_one_chunk():
     kwargs = {
         "l2_clip_norm": 0.5,
         "sampling_prob": 0.3,
+        "expected_batch_size": 0.3 * N,
         "steps": 3,
         "noise_multiplier": 1.0,
         "has_aux": True,
@@ -284,3 +302,123 @@ def test_gradient_accumulation_over_small_chunks_equals_one_chunk():
     ):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
     assert whole.ledger.entries[0].event == chunked.ledger.entries[0].event
+
+
+# -- the normaliser is a declared public constant (issue 10, item 3) --------------------------
+def test_update_is_normalised_by_the_declared_constant_not_by_len_data():
+    """With SGD and a zero-gradient loss the update is -noise / normaliser. n = 100 and
+    n = 101 with the same declared expected_batch_size and key give the SAME update: the
+    normaliser does not read len(data) (it used to be q n: std 0.0200 vs 0.0198)."""
+    z, clip, declared, size = 1.3, 0.7, 10.0, 20_000
+    params = {"w": jnp.zeros(size)}
+    loss_fn = lambda p, ex, key: 0.0 * jnp.sum(p["w"]) * ex["x"][0]
+    updates = []
+    for n in (100, 101):
+        out = train(
+            jax.random.key(8),
+            loss_fn,
+            params,
+            optax.sgd(1.0),
+            {"x": np.ones((n, 1), np.float32)},
+            l2_clip_norm=clip,
+            sampling_prob=0.1,
+            steps=1,
+            noise_multiplier=z,
+            expected_batch_size=declared,
+            method="general",
+            progress=False,
+        )
+        updates.append(np.asarray(out.params["w"], np.float64))
+    np.testing.assert_array_equal(updates[0], updates[1])
+    sigma = z * clip / declared
+    stat = (size - 1) * updates[0].var(ddof=1) / sigma**2
+    lo, hi = stats.chi2.ppf([0.5e-6, 1 - 0.5e-6], size - 1)
+    assert lo < stat < hi
+
+
+def test_expected_batch_size_is_required_and_validated():
+    loss_fn, params, data, _ = _problem()
+    args = {"l2_clip_norm": 1.0, "sampling_prob": 0.1, "steps": 1, "noise_multiplier": 1.0}
+    with pytest.raises(TypeError, match="expected_batch_size"):
+        train(jax.random.key(0), loss_fn, params, optax.sgd(0.1), data, progress=False, **args)
+    with pytest.raises(ValueError, match="expected expected_batch_size > 0, got 0"):
+        train(
+            jax.random.key(0),
+            loss_fn,
+            params,
+            optax.sgd(0.1),
+            data,
+            expected_batch_size=0.0,
+            progress=False,
+            **args,
+        )
+
+
+# -- non-finite per-example gradients (issue 10, item 2) --------------------------------------
+@pytest.mark.parametrize("method", ["general", "ghost"])
+def test_non_finite_record_is_dropped_by_train_with_a_warning_that_counts_nothing(method):
+    """Record 0 (which padded slots repeat) has log(0) in its loss. Training is finite and
+    equals training without it; train warns without printing a data-derived count."""
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((16, 4)).astype(np.float32)
+    w = np.ones(16, np.float32)
+    w[0] = 0.0
+    model = MLP((8, 2))
+    params = model.init(jax.random.key(0), jnp.zeros(4))
+
+    def loss_fn(p, ex, key):
+        del key
+        out = model.apply(p, ex["x"])
+        return jnp.sum(out**2) - jnp.log(jnp.abs(ex["w"]) * jnp.sum(jnp.square(out)))
+
+    kwargs = {
+        "l2_clip_norm": 0.5,
+        "sampling_prob": 1.0,
+        "steps": 2,
+        "noise_multiplier": 1.0,
+        "expected_batch_size": 16.0,
+        "method": method,
+        "progress": False,
+    }
+    with pytest.warns(RuntimeWarning, match="non-finite") as record:
+        bad = train(jax.random.key(2), loss_fn, params, optax.sgd(0.1), {"x": x, "w": w}, **kwargs)
+    (message,) = [str(r.message) for r in record if "non-finite" in str(r.message)]
+    assert not any(ch.isdigit() for ch in message)
+    clean = train(
+        jax.random.key(2), loss_fn, params, optax.sgd(0.1), {"x": x[1:], "w": w[1:]}, **kwargs
+    )
+    for a, b in zip(
+        jax.tree_util.tree_leaves(bad.params), jax.tree_util.tree_leaves(clean.params), strict=True
+    ):
+        assert np.all(np.isfinite(a))
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_train_with_secure_noise_releases_values_on_the_grid():
+    """Zero gradients, SGD with rate 1 and normaliser 1: the update is minus the rounded
+    noisy sum, which lies on the grid secure_noise_grid(z C)."""
+    from jdp.dpsgd import secure_noise_grid
+
+    z, clip = 1.1, 0.6
+    params = {"w": jnp.zeros(5_000)}
+    loss_fn = lambda p, ex, key: 0.0 * jnp.sum(p["w"]) * ex["x"][0]
+    out = train(
+        jax.random.key(4),
+        loss_fn,
+        params,
+        optax.sgd(1.0),
+        {"x": np.ones((50, 1), np.float32)},
+        l2_clip_norm=clip,
+        sampling_prob=0.1,
+        expected_batch_size=1.0,
+        steps=1,
+        noise_multiplier=z,
+        secure_noise=True,
+        method="general",
+        progress=False,
+    )
+    lam = float(secure_noise_grid(jnp.float32(z * clip)))
+    steps = np.asarray(out.params["w"], np.float64) / lam
+    np.testing.assert_array_equal(steps, np.round(steps))
+    # 5000 draws: the sample std has a relative standard error of 1%; 5 of them allowed
+    assert np.std(steps) * lam == pytest.approx(z * clip, rel=0.05)

@@ -29,6 +29,7 @@ TINY_OPTIONS = {
     "hidden": 8,
     "epochs": 0.1,
     "sampling_prob": 0.02,
+    "expected_batch_size": 8.0,  # q N for the public N = 400 of ``small``
     "dpsgd_method": "general",
 }
 TINY = P.P3GMConfig(**TINY_OPTIONS)
@@ -288,6 +289,29 @@ def test_config_validation():
         P.P3GMConfig(latent_dim=0)
     with pytest.raises(ValueError, match="sampling_prob"):
         P.P3GMConfig(sampling_prob=0.0)
+    with pytest.raises(ValueError, match="expected expected_batch_size > 0, got 0"):
+        P.P3GMConfig(expected_batch_size=0.0)
+
+
+def test_dpsgd_normaliser_is_the_configs_public_constant_not_the_row_count(arrays, monkeypatch):
+    """DP-SGD divides its noisy sum by the declared ``expected_batch_size``, the same for
+    datasets of n and n - 1 rows (it used to be ``q * len(x)``, which the noise scale of
+    the update reveals)."""
+    seen = []
+
+    class Stop(Exception):
+        pass
+
+    def fake_train(*args, **kwargs):
+        seen.append(kwargs["expected_batch_size"])
+        raise Stop
+
+    monkeypatch.setattr(P, "train", fake_train)
+    x, layout, _ = arrays
+    for rows in (x, x[:-1]):
+        with pytest.raises(Stop):
+            P.decoding_phase(jax.random.key(0), rows, {}, layout, TINY, "dp-vae", 1.0)
+    assert seen == [TINY.expected_batch_size] * 2
 
 
 def test_cli_fit_save_load_sample(tmp_path, capsys, adult, small, fitted):
