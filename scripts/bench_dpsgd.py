@@ -2,7 +2,10 @@
 
 Cases: an MLP 784-1000-10 with softmax cross-entropy (batch 256), and the P3GM decoder shape
 d'=10 -> 1000 -> 784 with a squared-error reconstruction loss. Paths: non-private, ghost
-(fast), ghost without the Gaussian draw (to separate clipping from noise cost), general (``vmap`` in micro-batches of ``--chunk``), naive full-batch ``vmap``, and
+(fast), ghost without the Gaussian draw (to separate clipping from noise cost), ghost with
+``secure_noise=True`` (:func:`jdp.dpsgd.secure_gaussian_sum`: integer Box-Muller noise
+rounded to a power-of-two grid, the floating-point mitigation), general (``vmap`` in
+micro-batches of ``--chunk``), naive full-batch ``vmap``, and
 Opacus hooks / ghost clipping on the same model and batch when ``torch`` and ``opacus`` are
 installed (``pip install 'jdp[bench]'``).
 
@@ -14,8 +17,9 @@ the peak RSS of a fresh subprocess that runs only that path.
     python scripts/bench_dpsgd.py [--reps 50] [--slow-reps 5] [--json]
 
 With ``--json`` exactly one JSON object is printed on stdout (progress goes to stderr); its
-top-level ``nonprivate_ms``, ``fast_ms``, ``general_ms``, ``opacus_hooks_ms`` and
-``opacus_ghost_ms`` are the MLP case (``null`` where Opacus is absent).
+top-level ``nonprivate_ms``, ``fast_ms``, ``fast_secure_noise_ms``, ``general_ms``,
+``opacus_hooks_ms`` and ``opacus_ghost_ms`` are the MLP case (``null`` where Opacus is
+absent).
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ import time
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 CASES = {"mlp": (784, (1000, 10)), "p3gm_decoder": (10, (1000, 784))}
-JAX_PATHS = ("nonprivate", "fast", "fast_no_noise", "general", "naive_vmap")
+JAX_PATHS = ("nonprivate", "fast", "fast_no_noise", "fast_secure_noise", "general", "naive_vmap")
 TORCH_PATHS = ("opacus_hooks", "opacus_ghost")
 
 
@@ -104,7 +108,13 @@ def build_jax(case: str, path: str, batch: int, chunk: int):
         method = "ghost" if path.startswith("fast") else "general"
         micro = chunk if path == "general" else None
         z = 0.0 if path == "fast_no_noise" else 1.0  # clipping cost without the Gaussian draw
-        chain = optax.chain(dp_aggregate(key, noise_multiplier=z, expected_batch_size=batch), sgd)
+        aggregate = dp_aggregate(
+            key,
+            noise_multiplier=z,
+            expected_batch_size=batch,
+            secure_noise=path == "fast_secure_noise",
+        )
+        chain = optax.chain(aggregate, sgd)
         opt_state = chain.init(params)
         step = make_dp_step(loss_fn, chain, l2_clip_norm=1.0, method=method, microbatch_size=micro)
         run = lambda: jax.block_until_ready(step(params, opt_state, batch_data, mask, key))
@@ -245,6 +255,7 @@ def bench_case(case: str, paths: tuple, args: argparse.Namespace) -> dict:
         "xla_temp_mib": {p: b[1] for p, b in built.items()},
         "peak_rss_mb": rss,
         "ratio_fast": ms["fast"] / base,
+        "ratio_secure_noise_over_fast": ms["fast_secure_noise"] / ms["fast"],
         "ratio_general": ms["general"] / base,
         "ratio_naive_vmap": ms["naive_vmap"] / base,
         "speedup_over_opacus_best": torch_best / ms["fast"] if torch_best else None,
@@ -273,6 +284,7 @@ def main() -> int:
         "nonprivate_ms": mlp.get("nonprivate"),
         "fast_ms": mlp.get("fast"),
         "fast_no_noise_ms": mlp.get("fast_no_noise"),
+        "fast_secure_noise_ms": mlp.get("fast_secure_noise"),
         "general_ms": mlp.get("general"),
         "naive_vmap_ms": mlp.get("naive_vmap"),
         "opacus_hooks_ms": mlp.get("opacus_hooks"),
@@ -291,7 +303,7 @@ def main() -> int:
         f"round-robin; general path chunk {args.chunk}"
     )
     print(
-        f"{'case':14s} {'path':14s} {'ms':>9s} {'x nonpriv':>10s} {'XLA temp MiB':>13s} {'peak RSS MiB':>13s}"
+        f"{'case':14s} {'path':17s} {'ms':>9s} {'x nonpriv':>10s} {'XLA temp MiB':>13s} {'peak RSS MiB':>13s}"
     )
     nan = float("nan")
     for case, s in summary.items():
@@ -299,9 +311,13 @@ def main() -> int:
         for p, v in s["ms"].items():
             temp, rss = s["xla_temp_mib"][p], s["peak_rss_mb"][p]
             print(
-                f"{case:14s} {p:14s} {v:9.2f} {v / base:10.2f} "
+                f"{case:14s} {p:17s} {v:9.2f} {v / base:10.2f} "
                 f"{temp if temp is not None else nan:13.1f} {rss if rss is not None else nan:13.0f}"
             )
+        print(
+            f"{case:14s} secure-noise step / plain-noise step (ghost): "
+            f"{s['ratio_secure_noise_over_fast']:.2f}x"
+        )
         if s["speedup_over_opacus_best"]:
             print(
                 f"{case:14s} jdp fast path speed-up over Opacus's best mode: {s['speedup_over_opacus_best']:.2f}x"
