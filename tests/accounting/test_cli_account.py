@@ -156,6 +156,7 @@ def _tiny_train(sampling: str, **noise):
         {"x": x},
         l2_clip_norm=1.0,
         sampling_prob=PLAN["sampling_prob"],
+        expected_batch_size=PLAN["sampling_prob"] * PLAN["dataset_size"],
         steps=PLAN["steps"],
         sampling=sampling,
         progress=False,
