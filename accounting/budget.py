@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from accounting._validate import check_nonnegative, check_positive
+from accounting.validation import check_nonnegative, check_positive
 
 
 @dataclass(frozen=True, kw_only=True)

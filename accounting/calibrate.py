@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable
 
 from accounting import events as ev
-from accounting._validate import check_count, check_open_unit, check_positive, check_probability
+from accounting.validation import check_count, check_open_unit, check_positive, check_probability
 from accounting.compose import ADD_OR_REMOVE_ONE, compute_epsilon
 
 _MAX_UPPER = 1e6
@@ -133,7 +133,7 @@ def calibrate_noise_multiplier(
     (target_epsilon, target_delta).
 
     Built on :func:`calibrate` with :func:`accounting.events.dpsgd_event`, in the same units
-    as that function's ``noise_multiplier`` (and :func:`jdp.train.train`'s), under
+    as that function's ``noise_multiplier`` (and :func:`jdp.dpsgd.train.train`'s), under
     :func:`accounting.events.dpsgd_neighboring_relation` (REPLACE_ONE for fixed-size
     sampling without replacement, where the event's Gaussian is ``z / 2``).
     """

@@ -22,8 +22,8 @@ import math
 from typing import Literal
 
 from accounting import events as ev
-from accounting import gdp, pld, pure, rdp, zcdp
-from accounting._validate import check_nonnegative, check_open_unit
+from accounting.accountants import gdp, pld, pure, rdp, zcdp
+from accounting.validation import check_nonnegative, check_open_unit
 
 ADD_OR_REMOVE_ONE = ev.NeighboringRelation.ADD_OR_REMOVE_ONE
 REPLACE_ONE = ev.NeighboringRelation.REPLACE_ONE
@@ -96,7 +96,7 @@ def compute_epsilon(
         return zcdp.epsilon_for_delta(rho, d, xi=xi)
     if accountant == "pure":
         return _pure_epsilon(event, relation)
-    from accounting import moments
+    from accounting.accountants import moments
 
     return moments.epsilon(event, d, relation)
 
@@ -187,7 +187,7 @@ def compute_delta(
         return zcdp.delta_for_epsilon(rho, e, xi=xi)
     if accountant == "pure":
         return pure.delta_for_epsilon(_pure_epsilon(event, relation), e)
-    from accounting import moments
+    from accounting.accountants import moments
 
     return moments.delta(event, e, relation)
 

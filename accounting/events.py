@@ -45,7 +45,7 @@ from dp_accounting.dp_event import (
     ZCDpEvent,
 )
 
-from accounting._validate import check_count, check_positive, check_probability
+from accounting.validation import check_count, check_positive, check_probability
 
 
 @attr.s(frozen=True, slots=True, auto_attribs=True)
@@ -217,7 +217,7 @@ def dpsgd_event(
     """The event of ``steps`` DP-SGD steps (Abadi et al. 2016, Alg. 1), to be accounted under
     :func:`dpsgd_neighboring_relation` ``(sampling)``.
 
-    Every caller (:func:`jdp.train.train`,
+    Every caller (:func:`jdp.dpsgd.train.train`,
     :func:`accounting.calibrate.calibrate_noise_multiplier`, ``jdp account dpsgd``) builds
     its event here, so they agree.
 

@@ -21,7 +21,7 @@ from typing import Any, Literal
 import attr
 
 from accounting import events as ev
-from accounting._validate import check_nonnegative, check_open_unit
+from accounting.validation import check_nonnegative, check_open_unit
 
 Mode = Literal["strict", "paper"]
 ADD_OR_REMOVE_ONE = ev.NeighboringRelation.ADD_OR_REMOVE_ONE

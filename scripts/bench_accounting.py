@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(result))
     else:
         print(f"{'accountant':<28}{'median time (s)':>16}{'epsilon':>14}")
-        print(f"{'jdp accounting.rdp':<28}{t_ours:>16.4f}{eps_ours:>14.6f}")
+        print(f"{'jdp accounting.accountants.rdp':<28}{t_ours:>16.4f}{eps_ours:>14.6f}")
         print(f"{'dp_accounting RdpAccountant':<28}{t_theirs:>16.4f}{eps_theirs:>14.6f}")
         print(f"speed-up: {result['speedup']:.1f}x")
     return 0

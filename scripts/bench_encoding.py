@@ -1,4 +1,4 @@
-"""Benchmark of the encoding-phase mechanisms on MNIST (jdp.pca, jdp.em, jdp.kmeans).
+"""Benchmark of the encoding-phase mechanisms on MNIST (jdp.encoding.pca, jdp.encoding.em, jdp.encoding.kmeans).
 
 Prints three tables:
 
@@ -14,8 +14,8 @@ Prints three tables:
 The 60k training split plays the private data; the 10k test split is treated as public
 (the initial centres, the public PCA used to make EM data, the RFF width choice, and the
 rows on which ACC is measured, so no private assignment is ever evaluated). For speed the
-kernel runs compute the features once per repeat and run :func:`jdp.kmeans.dp_kmeans` on them,
-which is exactly what :func:`jdp.kmeans.dp_kernel_kmeans` does with the features streamed.
+kernel runs compute the features once per repeat and run :func:`jdp.encoding.kmeans.dp_kmeans` on them,
+which is exactly what :func:`jdp.encoding.kmeans.dp_kernel_kmeans` does with the features streamed.
 BLAS is limited to one thread for every timing (ours and scikit-learn's alike).
 
 Usage: ``python scripts/bench_encoding.py [--quick] [--json]`` (``--quick``: 10k private
@@ -41,10 +41,10 @@ from sklearn.mixture import GaussianMixture
 from threadpoolctl import threadpool_limits
 
 from jdp.data.datasets import load_mnist
-from jdp.em import dp_em
-from jdp.kmeans import assign_clusters, calibrated_noise_multiplier, clustering_accuracy, dp_kmeans
-from jdp.pca import dp_pca_gaussian, dp_pca_laplace, public_pca
-from jdp.rff import draw_rff
+from jdp.encoding.em import dp_em
+from jdp.encoding.kmeans import assign_clusters, calibrated_noise_multiplier, clustering_accuracy, dp_kmeans
+from jdp.encoding.pca import dp_pca_gaussian, dp_pca_laplace, public_pca
+from jdp.encoding.rff import draw_rff
 
 EPSILONS = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)
 DELTA = 1e-5

@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from accounting import events as ev
-from jdp.mechanisms import (
+from jdp.mechanisms.noise import (
     DEFAULT_MAX_RECORDS,
     clip_rows,
     full_precision_uniform,

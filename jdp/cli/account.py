@@ -12,7 +12,7 @@ import math
 import warnings
 
 from accounting import events as ev
-from accounting._validate import check_open_unit
+from accounting.validation import check_open_unit
 from accounting.calibrate import calibrate_noise_multiplier
 from accounting.compose import compute_epsilon
 
@@ -70,7 +70,7 @@ def account_dpsgd(
     """The result of ``jdp account dpsgd`` as a dict (the ``--json`` object).
 
     ``noise_multiplier`` is ``z`` = noise std / clip norm for both samplings; the event is
-    :func:`accounting.events.dpsgd_event`'s, as in :func:`jdp.train.train`. The ``gdp``
+    :func:`accounting.events.dpsgd_event`'s, as in :func:`jdp.dpsgd.train.train`. The ``gdp``
     accountant (CLT approximation) warns when it reports and refuses to calibrate.
     """
     if (noise_multiplier is None) == (target_epsilon is None):

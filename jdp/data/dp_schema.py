@@ -41,7 +41,7 @@ import pandas as pd
 
 from accounting import PrivacyLedger
 from accounting import events as ev
-from accounting._validate import check_open_unit, check_positive
+from accounting.validation import check_open_unit, check_positive
 from accounting.compose import split_approximate
 from jdp.data.schema import Column, ColumnKind, Schema, write_atomic
 

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from accounting._validate import check_count
+from accounting.validation import check_count
 from jdp.eval._tables import categories, category_codes, check_tables, is_categorical
 
 

@@ -18,7 +18,7 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from accounting._validate import check_count
+from accounting.validation import check_count
 from jdp.eval._tables import check_tables, is_categorical
 
 REAL_COLOR = "#1f77b4"

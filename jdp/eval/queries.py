@@ -30,7 +30,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from accounting._validate import check_count, check_positive
+from accounting.validation import check_count, check_positive
 from jdp.eval._tables import check_tables
 from jdp.eval.marginals import quantile_edges
 

@@ -25,7 +25,7 @@ import pandas as pd
 from sklearn.base import ClassifierMixin
 
 from accounting import PrivacyLedger
-from accounting._validate import check_count
+from accounting.validation import check_count
 from jdp.eval._tables import check_tables
 from jdp.eval.marginals import column_distances, two_way_tvd
 from jdp.eval.queries import query_error_summary

@@ -42,7 +42,7 @@ from sklearn.metrics import average_precision_score, roc_auc_score
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from accounting._validate import check_count
+from accounting.validation import check_count
 from jdp.eval._tables import categories, category_codes, check_tables
 
 METRICS = ("AUROC", "AUPRC", "accuracy")

@@ -1,7 +1,7 @@
 """A small LSTM over a sequence (flax.linen), for time series (dp-GAN, Frigerio et al. 2019).
 
 The cell is unrolled in Python over the time axis, so every gate's ``Dense`` is called once
-per step with shared weights; :mod:`jdp.ghost_clipping` treats the calls of a shared layer
+per step with shared weights; :mod:`jdp.dpsgd.ghost_clipping` treats the calls of a shared layer
 as tokens of one layer, so this module also runs on the fast DP-SGD path.
 """
 

@@ -74,7 +74,7 @@ import numpy as np
 import pandas as pd
 
 from accounting import PrivacyBudget, PrivacyLedger
-from accounting._validate import check_count
+from accounting.validation import check_count
 from accounting.compose import split_approximate
 from jdp.data.dp_schema import SchemaRelease, load_schema, schema_from_dict
 from jdp.data.schema import Schema, Table, UnaccountedSchemaWarning

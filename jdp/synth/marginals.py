@@ -41,11 +41,11 @@ import pandas as pd
 
 from accounting import PrivacyBudget, PrivacyLedger
 from accounting import events as ev
-from accounting._validate import check_count
+from accounting.validation import check_count
 from accounting.calibrate import calibrate
 from jdp.data.schema import Column, Schema, Table
 from jdp.data.transforms import discretize, n_bins, undiscretize
-from jdp.mechanisms import gaussian_mechanism, laplace_mechanism
+from jdp.mechanisms.noise import gaussian_mechanism, laplace_mechanism
 from jdp.synth.base import FittedModel, Method, Synthesizer, numpy_rng, register
 
 LABEL = "marginals"
@@ -62,7 +62,7 @@ class MarginalsConfig:
       condition_on_target: histogram each feature per class of the schema's target (if any).
       secure_noise: Laplace: Mironov's (2012) snapping mechanism (proved, cost absorbed in the
         noise scale); Gaussian: a clamp-and-round mitigation without proof. See
-        :mod:`jdp.mechanisms`.
+        :mod:`jdp.mechanisms.noise`.
     """
 
     bins: int = 32

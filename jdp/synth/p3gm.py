@@ -6,15 +6,15 @@ One module family (this file holds the shared core; ``dp_vae.py``, ``p3gm_ae.py`
 1. **DP-PCA** (encoding phase, Sec. IV-D): rows ``x`` (encoded by the public
    :class:`~jdp.data.transforms.TableEncoder`, then divided by its public
    ``row_norm_bound`` so ``||x|| <= 1``) are centred at a DP mean and projected on the top
-   ``d'`` eigenvectors of the Analyze-Gauss release (:func:`jdp.pca.dp_pca_gaussian`). The
+   ``d'`` eigenvectors of the Analyze-Gauss release (:func:`jdp.encoding.pca.dp_pca_gaussian`). The
    projection ``c_x = (x / b - mu_DP) V`` is the *fixed encoder mean* ``mu_phi(x)``.
 2. **DP-EM** (Sec. IV-D): a ``K``-component diagonal Gaussian mixture ``r_lambda`` fitted on
-   the projections ``c_x`` (:func:`jdp.em.dp_em`, ``T_e`` accounted iterations).
+   the projections ``c_x`` (:func:`jdp.encoding.em.dp_em`, ``T_e`` accounted iterations).
 3. **DP-SGD** (decoding phase, Sec. IV-C, eq. (7)): the ELBO
    ``E_q[log p(x|z)] - KL(q(z|x) || r_lambda)`` with ``q(z|x) = N(c_x, diag sigma_phi(x)^2)``,
    ``sigma_phi`` the learned encoder head, the KL by Hershey & Olsen's variational
    approximation ([23], :func:`jdp.nn.vae.kl_to_mixture`), trained by
-   :func:`jdp.train.train` (per-example clipping, Poisson sampling).
+   :func:`jdp.dpsgd.train.train` (per-example clipping, Poisson sampling).
 
 Sampling (Sec. IV-E) draws ``z`` from the DP mixture ``r_lambda`` -- never ``N(0, I)`` -- and
 decodes; the label is one of the decoded columns (a softmax head), so the synthetic label
@@ -48,8 +48,8 @@ import pandas as pd
 
 from accounting import PrivacyBudget, PrivacyLedger
 from accounting import events as ev
-from accounting._validate import check_count, check_positive, check_probability
-from jdp import em, pca
+from accounting.validation import check_count, check_positive, check_probability
+from jdp.encoding import em, pca
 from jdp.data.schema import Schema, Table
 from jdp.data.transforms import TableEncoder
 from jdp.nn.vae import (
@@ -62,7 +62,7 @@ from jdp.nn.vae import (
     log_likelihood,
 )
 from jdp.synth.base import FittedModel, Method, Synthesizer, numpy_rng, register
-from jdp.train import train
+from jdp.dpsgd.train import train
 
 Variant = Literal["p3gm", "p3gm-ae", "pgm", "dp-vae"]
 VARIANTS: tuple[str, ...] = ("p3gm", "p3gm-ae", "pgm", "dp-vae")
@@ -98,7 +98,7 @@ class P3GMConfig:
       logvar_init: initial bias of the encoder's log-variance head, in standardized latent
         units (-4: posterior std 0.14 of the latent spread at the start; DP-VAE: 0).
       microbatch_size: per-example gradients held in memory at once (performance only).
-      dpsgd_method: per-example clipping path of :func:`jdp.train.train` (performance only:
+      dpsgd_method: per-example clipping path of :func:`jdp.dpsgd.train.train` (performance only:
         ``"auto"`` picks ghost clipping, ``"general"`` compiles faster for tiny networks).
     """
 
@@ -178,9 +178,9 @@ def single_phase_events(
 ) -> list[tuple[str, ev.DpEvent]]:
     """The labelled events one phase records at noise multiplier ``z``.
 
-    They mirror what :func:`jdp.pca.dp_pca_gaussian` (``centre="dp"``: a DP mean, then the
-    scatter release), :func:`jdp.em.dp_em` (three Gaussian releases per iteration) and
-    :func:`jdp.train.train` record; :func:`fit_arrays` checks the fitted ledger against the
+    They mirror what :func:`jdp.encoding.pca.dp_pca_gaussian` (``centre="dp"``: a DP mean, then the
+    scatter release), :func:`jdp.encoding.em.dp_em` (three Gaussian releases per iteration) and
+    :func:`jdp.dpsgd.train.train` record; :func:`fit_arrays` checks the fitted ledger against the
     target, so a mismatch cannot go unnoticed.
     """
     z = noise_multiplier

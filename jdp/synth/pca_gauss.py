@@ -16,7 +16,7 @@ listed in ``docs/errata.md``): the data are centred on the public centre of thei
 bounds, never on the raw mean, and the mean is released by its own mechanism; the number of
 records (per class, and overall under add/remove neighbours) is released as a noisy count,
 never copied; the principal subspace always comes from an independent source (public sample,
-Lap-PCA or Analyze-Gauss PCA, :mod:`jdp.pca`) so that samples can be mapped back to the data
+Lap-PCA or Analyze-Gauss PCA, :mod:`jdp.encoding.pca`) so that samples can be mapped back to the data
 space; Laplace noise is drawn on the upper triangle of the symmetric second-moment matrix and
 mirrored; noisy covariances are projected to the PSD cone before sampling.
 
@@ -42,13 +42,13 @@ import pandas as pd
 
 from accounting import PrivacyBudget
 from accounting import events as ev
-from accounting._validate import check_count, check_positive
+from accounting.validation import check_count, check_positive
 from accounting.calibrate import calibrate
 from accounting.ledger import PrivacyLedger
 from jdp.data.schema import Schema, Table
 from jdp.data.transforms import Span, TableEncoder
-from jdp.mechanisms import laplace_mechanism
-from jdp.pca import dp_pca_gaussian, dp_pca_laplace, public_pca
+from jdp.mechanisms.noise import laplace_mechanism
+from jdp.encoding.pca import dp_pca_gaussian, dp_pca_laplace, public_pca
 from jdp.synth.base import FittedModel, Method, Synthesizer, numpy_rng, register
 
 Relation = ev.NeighboringRelation
@@ -370,7 +370,7 @@ def fit_components(
     public: np.ndarray | None,
     model_epsilon: float = 0.0,
 ) -> tuple[Subspace, PrivacyLedger]:
-    """The independent principal subspace of the box-scaled data ``z`` (via :mod:`jdp.pca`),
+    """The independent principal subspace of the box-scaled data ``z`` (via :mod:`jdp.encoding.pca`),
     with its centre: the box midpoint for the DP sources, the public sample's mean for
     ``"public"`` (without that centre, a centred public PCA misses the data's mean).
 
@@ -427,7 +427,7 @@ def fit(
       public: ``pca_source="public"``: a declared public sample, box-scaled like ``z``.
 
     Returns:
-      The fitted model; ``model.ledger`` holds the PCA entries (:mod:`jdp.pca`) followed by
+      The fitted model; ``model.ledger`` holds the PCA entries (:mod:`jdp.encoding.pca`) followed by
       those of :func:`fit_gaussians`.
 
     Privacy:

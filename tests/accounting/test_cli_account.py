@@ -135,7 +135,7 @@ def test_bad_arguments_exit_nonzero_with_one_line(args, needle, capsys):
 
 
 # One DP-SGD event for every caller (issue 10, item 1): the CLI, the calibration helper and
-# ``jdp.train.train`` agree on epsilon for a given z, and on z for a given target, under both
+# ``jdp.dpsgd.train.train`` agree on epsilon for a given z, and on z for a given target, under both
 # sampling schemes (z = noise std / C everywhere).
 PLAN = {"sampling_prob": 0.25, "steps": 3, "dataset_size": 20}
 
@@ -145,7 +145,7 @@ def _tiny_train(sampling: str, **noise):
     import jax.numpy as jnp
     import optax
 
-    from jdp.train import train
+    from jdp.dpsgd.train import train
 
     x = np.linspace(-1.0, 1.0, PLAN["dataset_size"], dtype=np.float32)[:, None]
     return train(

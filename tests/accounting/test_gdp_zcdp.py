@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from accounting import events as ev
-from accounting import gdp, rdp, zcdp
+from accounting.accountants import gdp, rdp, zcdp
 from accounting.compose import compute_delta, compute_epsilon
 
 

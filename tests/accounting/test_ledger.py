@@ -8,7 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from accounting import PrivacyLedger, rdp
+from accounting import PrivacyLedger
+from accounting.accountants import rdp
 from accounting import events as ev
 from accounting.compose import (
     ADD_OR_REMOVE_ONE,

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from accounting import events as ev
-from accounting import moments, rdp
+from accounting.accountants import moments, rdp
 from accounting.compose import compute_delta, compute_epsilon
 
 LAMS = np.array([1.0, 2.0, 3.5, 8.0, 31.0, 64.0])

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from accounting import events as ev
-from accounting import gdp, pld
+from accounting.accountants import gdp, pld
 from accounting.compose import ADD_OR_REMOVE_ONE, REPLACE_ONE, compute_delta, compute_epsilon
 
 G = ev.GaussianDpEvent

@@ -12,7 +12,7 @@ from dp_accounting.rdp.rdp_privacy_accountant import DEFAULT_RDP_ORDERS
 from scipy import integrate, special
 
 from accounting import events as ev
-from accounting import rdp
+from accounting.accountants import rdp
 
 QS = [1e-4, 1e-3, 0.01, 0.1, 0.5]
 ZS = [0.5, 1.0, 2.0, 5.0, 10.0]

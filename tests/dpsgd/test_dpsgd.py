@@ -10,7 +10,7 @@ import pytest
 from dpsgd_problems import mlp_problem
 from scipy import stats
 
-from jdp import dpsgd
+from jdp.dpsgd import clipping as dpsgd
 from jdp.nn.mlp import MLP
 
 B = 8

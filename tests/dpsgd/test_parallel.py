@@ -17,7 +17,7 @@ import json, sys
 import jax, jax.numpy as jnp, numpy as np, optax
 sys.path.insert(0, sys.argv[1])
 from dpsgd_problems import mlp_problem
-from jdp import dpsgd, parallel
+from jdp.dpsgd import clipping as dpsgd, parallel
 
 assert jax.device_count() == 4, jax.devices()
 loss_fn, params, data = mlp_problem(8)
@@ -37,7 +37,7 @@ for method in ("general", "ghost"):
     moved = max(float(jnp.max(jnp.abs(a - b))) for a, b in zip(jax.tree.leaves(p1), jax.tree.leaves(params)))
     out[method] = {"diff": diff, "moved": moved}
 
-from jdp.train import train
+from jdp.dpsgd.train import train
 host = jax.tree.map(np.asarray, data)
 kw = dict(l2_clip_norm=0.4, sampling_prob=0.5, expected_batch_size=4.0, steps=3, noise_multiplier=1.3, method="general", progress=False)
 r1 = train(jax.random.key(3), loss_fn, params, optax.sgd(0.5), host, **kw)

@@ -10,8 +10,8 @@ import optax
 import pytest
 from dpsgd_problems import mlp_problem
 
-from jdp import dpsgd
-from jdp import ghost_clipping as gc
+from jdp.dpsgd import clipping as dpsgd
+from jdp.dpsgd import ghost_clipping as gc
 from jdp.nn.lstm import LSTM
 from jdp.nn.mlp import MLP
 
@@ -269,7 +269,7 @@ def _shared_kernel_problem(separate_biases: bool):
 
 def _ghost_entry_points(loss_fn, params, batch, mask, clip):
     """(name, ClippedSum, StepInfo) of every public ghost entry point, and the general path."""
-    from jdp import parallel
+    from jdp.dpsgd import parallel
 
     mesh = parallel.data_mesh(jax.devices()[:1])
     key = jax.random.key(5)
@@ -324,7 +324,7 @@ def test_shared_kernel_is_exact_on_every_ghost_entry_point(separate_biases):
         norm = np.sqrt(sum(float(jnp.sum(x**2)) for x in jax.tree_util.tree_leaves(g)))
         assert norm <= clip * (1 + 1e-5)
     # the jitted steps (single device and the parallel twin) equal the general step
-    from jdp import parallel
+    from jdp.dpsgd import parallel
 
     chain = optax.chain(
         dpsgd.dp_aggregate(jax.random.key(0), noise_multiplier=1.0, expected_batch_size=4.0),

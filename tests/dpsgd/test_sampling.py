@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from jdp import sampling as smp
+from jdp.dpsgd import batch_selection as smp
 
 
 def _size(chunks):

@@ -10,9 +10,9 @@ import pytest
 from scipy import stats
 
 from accounting import events as ev
-from jdp import clipping_schedules as cs
+from jdp.dpsgd import clip_schedules as cs
 from jdp.nn.mlp import MLP
-from jdp.train import train
+from jdp.dpsgd.train import train
 
 N = 128
 
@@ -397,7 +397,7 @@ def test_non_finite_record_is_dropped_by_train_with_a_warning_that_counts_nothin
 def test_train_with_secure_noise_releases_values_on_the_grid():
     """Zero gradients, SGD with rate 1 and normaliser 1: the update is minus the rounded
     noisy sum, which lies on the grid secure_noise_grid(z C)."""
-    from jdp.dpsgd import secure_noise_grid
+    from jdp.dpsgd.clipping import secure_noise_grid
 
     z, clip = 1.1, 0.6
     params = {"w": jnp.zeros(5_000)}

@@ -7,11 +7,11 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from jdp import suffstats
-from jdp.em import em_statistics, initial_mixture
-from jdp.kmeans import lloyd_statistics
-from jdp.pca import scatter_sum
-from jdp.suffstats import check_data_matrix, chunked_sum
+from jdp.mechanisms import suffstats
+from jdp.encoding.em import em_statistics, initial_mixture
+from jdp.encoding.kmeans import lloyd_statistics
+from jdp.encoding.pca import scatter_sum
+from jdp.mechanisms.suffstats import check_data_matrix, chunked_sum
 
 
 def test_chunked_sum_is_independent_of_the_chunking():
@@ -85,17 +85,17 @@ def test_check_data_matrix_messages():
 
 
 def test_secure_noise_reaches_every_release():
-    # with secure_noise every release goes through jdp.mechanisms' clamp-and-round: a Gaussian
+    # with secure_noise every release goes through jdp.mechanisms.noise' clamp-and-round: a Gaussian
     # release lies on the grid of the smallest power of two >= its noise scale, a Laplace one
     # on the snapping grid of its calibrated scale, both within the public clamp bound
-    from jdp.em import noisy_em_statistics
-    from jdp.kmeans import noisy_lloyd_step
-    from jdp.mechanisms import (
+    from jdp.encoding.em import noisy_em_statistics
+    from jdp.encoding.kmeans import noisy_lloyd_step
+    from jdp.mechanisms.noise import (
         DEFAULT_MAX_RECORDS,
         power_of_two_at_least,
         snapping_laplace_parameters,
     )
-    from jdp.pca import lap_pca_l1_sensitivity, noisy_scatter_gaussian, noisy_scatter_laplace
+    from jdp.encoding.pca import lap_pca_l1_sensitivity, noisy_scatter_gaussian, noisy_scatter_laplace
 
     rng = np.random.default_rng(3)
     x = rng.normal(size=(50, 3)) * 0.3

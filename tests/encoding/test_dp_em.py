@@ -11,7 +11,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.mixture import GaussianMixture
 
 from accounting import events as ev
-from jdp.em import Mixture, dp_em, em_statistics, initial_mixture, noisy_em_statistics, sample
+from jdp.encoding.em import Mixture, dp_em, em_statistics, initial_mixture, noisy_em_statistics, sample
 
 
 def _blobs(rng: np.random.Generator, n: int, d: int = 4, k: int = 3) -> np.ndarray:
@@ -237,7 +237,7 @@ def test_sampler_matches_mixture_moments():
 
 def test_calibrated_entry_point_meets_the_target_and_event_matches_ledger():
     from accounting.compose import compute_epsilon
-    from jdp.em import dp_em_calibrated, dp_em_event
+    from jdp.encoding.em import dp_em_calibrated, dp_em_event
 
     rng = np.random.default_rng(8)
     _, ledger = dp_em_calibrated(

@@ -8,7 +8,7 @@ from _encoding_stats import chi2_var_ratio_bounds
 from sklearn.cluster import KMeans
 
 from accounting import events as ev
-from jdp.kmeans import (
+from jdp.encoding.kmeans import (
     assign_clusters,
     clustering_accuracy,
     dp_kernel_kmeans,
@@ -18,7 +18,7 @@ from jdp.kmeans import (
     noisy_lloyd_step,
     norm_histogram,
 )
-from jdp.rff import RFF_MAX_NORM, draw_rff
+from jdp.encoding.rff import RFF_MAX_NORM, draw_rff
 
 
 def _rings(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -234,7 +234,7 @@ def test_clustering_accuracy_uses_the_best_matching():
 
 def test_calibrated_noise_multiplier_meets_the_target_and_event_matches_ledger():
     from accounting.compose import compute_epsilon
-    from jdp.kmeans import calibrated_noise_multiplier, dp_kmeans_event
+    from jdp.encoding.kmeans import calibrated_noise_multiplier, dp_kmeans_event
 
     z = calibrated_noise_multiplier(target_epsilon=0.5, target_delta=1e-5, steps=20)
     rng = np.random.default_rng(9)

@@ -9,7 +9,7 @@ from scipy.linalg import subspace_angles
 from sklearn.decomposition import PCA
 
 from accounting import events as ev
-from jdp.pca import (
+from jdp.encoding.pca import (
     bounded_sum_count,
     clipped_sum_count,
     dp_mean_gaussian,
@@ -262,7 +262,7 @@ def test_tiny_epsilon_gives_valid_output():
 
 def test_calibrated_entry_point_meets_the_target_and_event_matches_ledger():
     from accounting.compose import compute_epsilon
-    from jdp.pca import dp_pca_gaussian_calibrated, dp_pca_gaussian_event
+    from jdp.encoding.pca import dp_pca_gaussian_calibrated, dp_pca_gaussian_event
 
     rng = np.random.default_rng(11)
     x = spiked_data(rng, 300, 5)

@@ -9,9 +9,9 @@ import warnings
 import numpy as np
 import pytest
 
-from jdp.em import dp_em
-from jdp.kmeans import dp_kernel_kmeans, dp_kmeans
-from jdp.pca import dp_pca_gaussian, dp_pca_laplace
+from jdp.encoding.em import dp_em
+from jdp.encoding.kmeans import dp_kernel_kmeans, dp_kmeans
+from jdp.encoding.pca import dp_pca_gaussian, dp_pca_laplace
 from jdp.verbosity import show_private_details
 
 N = 137  # a distinctive private row count

@@ -1,6 +1,6 @@
 """A DP-SGD training loop: calibrate, sample, clip, noise, update, account.
 
-Usage (a loss written for ONE example, see :mod:`jdp.dpsgd`)::
+Usage (a loss written for ONE example, see :mod:`jdp.dpsgd.clipping`)::
 
     def loss_fn(params, example, key):            # or -> (loss, aux) with has_aux=True
         return jnp.sum((model.apply(params, example["x"]) - example["y"]) ** 2)
@@ -35,7 +35,7 @@ import optax
 from jax.sharding import Mesh
 from tqdm.auto import tqdm
 
-from accounting._validate import (
+from accounting.validation import (
     check_count,
     check_nonnegative,
     check_open_unit,
@@ -50,9 +50,9 @@ from accounting.events import (
     dpsgd_neighboring_relation,
 )
 from accounting.ledger import PrivacyLedger
-from jdp import sampling as smp
-from jdp.clipping_schedules import AdaptiveClip, adaptive_clip_event, dpnorm
-from jdp.dpsgd import (
+from jdp.dpsgd import batch_selection as smp
+from jdp.dpsgd.clip_schedules import AdaptiveClip, adaptive_clip_event, dpnorm
+from jdp.dpsgd.clipping import (
     ClippedSum,
     LossFn,
     Method,
@@ -63,8 +63,8 @@ from jdp.dpsgd import (
     dp_aggregate,
     make_clipped_sum_fn,
 )
-from jdp.ghost_clipping import ghost_support
-from jdp.parallel import sharded_clipped_sum
+from jdp.dpsgd.ghost_clipping import ghost_support
+from jdp.dpsgd.parallel import sharded_clipped_sum
 
 ClipSchedule = Callable[[int], Any]
 
@@ -240,13 +240,13 @@ def train(
 
     Args:
         key: PRNG key (sampling, per-example keys, noise; split, never reused).
-        loss_fn: loss for ONE example (see :mod:`jdp.dpsgd`).
+        loss_fn: loss for ONE example (see :mod:`jdp.dpsgd.clipping`).
         params: initial parameters (a pytree).
         optimizer: any optax optimiser; DP aggregation is chained in front of it.
         data: pytree of arrays with a shared leading axis of ``n`` records.
         l2_clip_norm: global bound ``C``, a pytree of per-leaf bounds, a schedule
-            ``step -> bound`` (e.g. :func:`jdp.clipping_schedules.clipping_decay`), or a
-            :class:`jdp.clipping_schedules.AdaptiveClip` (DPGM's noisy-histogram bound, one
+            ``step -> bound`` (e.g. :func:`jdp.dpsgd.clip_schedules.clipping_decay`), or a
+            :class:`jdp.dpsgd.clip_schedules.AdaptiveClip` (DPGM's noisy-histogram bound, one
             extra Gaussian mechanism per step, accounted; needs ``noise_multiplier``).
         sampling_prob: ``q``.
         expected_batch_size: the public constant ``B̄`` the noisy sum is divided by
@@ -257,7 +257,7 @@ def train(
         noise_multiplier, target_epsilon, target_delta: either ``z`` or a target to
             calibrate it for (:func:`accounting.calibrate.calibrate_noise_multiplier`).
         sampling: ``"poisson"`` or ``"without_replacement"`` (batch ``round(q n)``).
-        secure_noise: the floating-point mitigation of :func:`jdp.dpsgd.secure_gaussian_sum`
+        secure_noise: the floating-point mitigation of :func:`jdp.dpsgd.clipping.secure_gaussian_sum`
             (noise from 24-bit integers, noisy sum rounded to a power-of-two grid near
             ``z C / 256``); default off, like the papers reimplemented.
         has_aux: the loss returns ``(loss, aux)``; aux is computed but not returned (it is
@@ -265,11 +265,11 @@ def train(
         model_state, state_update_fn: non-private model state (see module docstring).
         method: ``"auto"`` (ghost clipping where it is exact), ``"general"``, ``"ghost"``.
         microbatch_size: per-example gradients held at once on the general path.
-        overflow: Poisson overflow policy (:mod:`jdp.sampling`).
+        overflow: Poisson overflow policy (:mod:`jdp.dpsgd.batch_selection`).
         chunk_size: cap on the padded chunk length. A logical (Poisson) batch larger than it
             is processed as several chunks whose clipped sums are accumulated before ONE
             noise draw (gradient accumulation: logical batches larger than memory).
-        mesh: a 1-D device mesh (:func:`jdp.parallel.data_mesh`) to shard each batch over;
+        mesh: a 1-D device mesh (:func:`jdp.dpsgd.parallel.data_mesh`) to shard each batch over;
             the noise is still drawn once per step.
         ledger: an existing ledger to extend.
         label: the ledger label.
@@ -280,7 +280,7 @@ def train(
 
     Warns:
         RuntimeWarning: when some sampled example had a non-finite gradient (dropped from
-            its step with weight 0, see :mod:`jdp.dpsgd`). The warning states no count,
+            its step with weight 0, see :mod:`jdp.dpsgd.clipping`). The warning states no count,
             but it is derived from the private data and not covered by the ledger.
 
     Privacy:

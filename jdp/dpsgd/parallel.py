@@ -9,7 +9,7 @@ equals the single-device one (up to float summation order). Across hosts, initia
 ``jax.distributed`` and build the mesh over ``jax.devices()``; nothing else changes.
 
 Privacy:
-    Identical to :mod:`jdp.dpsgd`: the released quantity is the same clipped sum plus one
+    Identical to :mod:`jdp.dpsgd.clipping`: the released quantity is the same clipped sum plus one
     draw of ``N(0, (z C)^2 I)``; partitioning the computation changes no sensitivity.
 """
 
@@ -23,7 +23,7 @@ import numpy as np
 import optax
 from jax.sharding import Mesh, PartitionSpec
 
-from jdp.dpsgd import (
+from jdp.dpsgd.clipping import (
     ClippedSum,
     LossFn,
     Method,
@@ -47,7 +47,7 @@ def sharded_clipped_sum(
     method: Method = "general",
 ) -> Callable:
     """``f(params, batch, mask, key, l2_clip_norm, model_state=None) -> (ClippedSum, StepInfo)``
-    over ``mesh`` (the signature of :func:`jdp.dpsgd.make_clipped_sum_fn`'s function).
+    over ``mesh`` (the signature of :func:`jdp.dpsgd.clipping.make_clipped_sum_fn`'s function).
 
     The batch size must be a multiple of the number of devices (use
     ``padded_batch_size(..., multiple_of=mesh.size)``).
@@ -101,7 +101,7 @@ def make_parallel_dp_step(
     microbatch_size: int | None = None,
     method: Method = "general",
 ) -> Callable:
-    """Multi-device twin of :func:`jdp.dpsgd.make_dp_step`: the same signature and result."""
+    """Multi-device twin of :func:`jdp.dpsgd.clipping.make_dp_step`: the same signature and result."""
     check_clip_norm(l2_clip_norm)
     clipped = sharded_clipped_sum(
         loss_fn, mesh, has_aux=has_aux, microbatch_size=microbatch_size, method=method

@@ -21,7 +21,7 @@ from typing import Literal
 from scipy import optimize
 
 from accounting import events as ev
-from accounting._validate import check_nonnegative, check_open_unit
+from accounting.validation import check_nonnegative, check_open_unit
 
 
 def event_rho(

@@ -38,7 +38,7 @@ from typing import Literal, NamedTuple
 import numpy as np
 from scipy import stats
 
-from accounting._validate import check_count, check_open_unit, check_probability
+from accounting.validation import check_count, check_open_unit, check_probability
 
 Sampling = Literal["poisson", "without_replacement"]
 OverflowPolicy = Literal["accumulate", "raise"]

@@ -21,7 +21,7 @@ from dp_accounting.pld import common
 from dp_accounting.pld import privacy_loss_distribution as pld_lib
 
 from accounting import events as ev
-from accounting._validate import check_nonnegative, check_open_unit, check_positive
+from accounting.validation import check_nonnegative, check_open_unit, check_positive
 
 DEFAULT_DISCRETIZATION = 1e-4
 _MAX_CASES = 256

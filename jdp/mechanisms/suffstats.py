@@ -1,7 +1,7 @@
 """Sums over records in bounded-memory chunks, and the checks on the data matrices they read.
 
-Every statistic the encoding-phase mechanisms (:mod:`jdp.pca`, :mod:`jdp.em`,
-:mod:`jdp.kmeans`) release is a *sum over records* ``sum_i f(x_i)``. Computing it chunk by
+Every statistic the encoding-phase mechanisms (:mod:`jdp.encoding.pca`, :mod:`jdp.encoding.em`,
+:mod:`jdp.encoding.kmeans`) release is a *sum over records* ``sum_i f(x_i)``. Computing it chunk by
 chunk keeps the extra memory at one float64 chunk plus the (small) accumulator, whatever the
 number of rows: a 1M x 784 float32 table is read 8k rows (about 50 MB in float64) at a
 time. The per-chunk partial sums are plain arrays that add, so the same code can later
@@ -15,7 +15,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from accounting._validate import check_count
+from accounting.validation import check_count
 
 #: Default bytes per float64 chunk (the dominant temporary of a chunked pass).
 DEFAULT_CHUNK_BYTES = 48 * 2**20

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import jax
 import jax.numpy as jnp
 
-from accounting._validate import check_count, check_positive, check_probability
+from accounting.validation import check_count, check_positive, check_probability
 from accounting.events import (
     ComposedDpEvent,
     DpEvent,

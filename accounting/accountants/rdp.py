@@ -32,7 +32,7 @@ import numpy as np
 from scipy import special
 
 from accounting import events as ev
-from accounting._validate import (
+from accounting.validation import (
     check_nonnegative,
     check_open_unit,
     check_positive,

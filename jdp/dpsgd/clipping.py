@@ -8,7 +8,7 @@
 ``example`` is one row of the data pytree (the batch axis removed) and ``key`` is a
 per-example PRNG key (for a VAE's reparameterisation, dropout, ...). Models with state that
 is NOT computed from private data (an RBM's persistent chains) pass it as a fourth argument
-through :func:`make_dp_step` / :func:`jdp.train.train`.
+through :func:`make_dp_step` / :func:`jdp.dpsgd.train.train`.
 
 **The step** (Abadi et al. 2016; P3GM II-D; dp-GAN Alg. 1; DPGM Alg. 4) on a padded batch
 ``x_1..x_B`` with mask ``m_i``::
@@ -21,7 +21,7 @@ through :func:`make_dp_step` / :func:`jdp.train.train`.
 
 Two ways to ``S`` give the same result (tested): the **general** path, ``vmap(grad)`` over
 memory-bounded micro-batches in ``lax.scan`` (any loss: LSTMs, gradient penalties, RBMs), and
-the **ghost** path of :mod:`jdp.ghost_clipping` (dense/embedding/conv layers: per-example
+the **ghost** path of :mod:`jdp.dpsgd.ghost_clipping` (dense/embedding/conv layers: per-example
 norms without per-example gradients). ``method="auto"`` picks ghost when it applies.
 
 **Per-layer clipping.** ``l2_clip_norm`` may be a pytree of per-leaf bounds ``C_l`` (see
@@ -54,7 +54,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from accounting._validate import check_nonnegative, check_positive
+from accounting.validation import check_nonnegative, check_positive
 
 Params = Any
 LossFn = Callable[..., Any]
@@ -276,12 +276,12 @@ def clipped_grad_sum(
 ) -> tuple[ClippedSum, StepInfo]:
     """Sum of per-example clipped gradients over the unmasked rows, by either path.
 
-    ``method="ghost"`` requires a loss accepted by :func:`jdp.ghost_clipping.supports`;
-    ``"auto"`` must be resolved beforehand with :func:`jdp.ghost_clipping.choose_method`
+    ``method="ghost"`` requires a loss accepted by :func:`jdp.dpsgd.ghost_clipping.supports`;
+    ``"auto"`` must be resolved beforehand with :func:`jdp.dpsgd.ghost_clipping.choose_method`
     (it needs example shapes, which :func:`make_dp_step` has).
     """
     if method == "ghost":
-        from jdp.ghost_clipping import clipped_sum_ghost
+        from jdp.dpsgd.ghost_clipping import clipped_sum_ghost
 
         return clipped_sum_ghost(
             loss_fn, params, batch, mask, keys, l2_clip_norm=l2_clip_norm, has_aux=has_aux
@@ -457,7 +457,7 @@ def make_dp_step(
 
     ``optimizer`` must start with :func:`dp_aggregate` (it receives a :class:`ClippedSum`).
     Returns ``(params, opt_state, info)``. ``method`` is ``"general"`` or ``"ghost"``
-    (resolve ``"auto"`` with :func:`jdp.ghost_clipping.choose_method`). ``l2_clip_norm``
+    (resolve ``"auto"`` with :func:`jdp.dpsgd.ghost_clipping.choose_method`). ``l2_clip_norm``
     is static here; for schedules pass it per call through :func:`make_clipped_sum_fn`.
     """
     check_clip_norm(l2_clip_norm)

@@ -23,7 +23,7 @@ import math
 from scipy import optimize, special
 
 from accounting import events as ev
-from accounting._validate import (
+from accounting.validation import (
     check_count,
     check_nonnegative,
     check_open_unit,

@@ -42,7 +42,7 @@ import jax.extend
 import jax.numpy as jnp
 import numpy as np
 
-from jdp.dpsgd import (
+from jdp.dpsgd.clipping import (
     ClippedSum,
     LossFn,
     StepInfo,
@@ -365,7 +365,7 @@ def clipped_sum_ghost(
     l2_clip_norm: Any,
     has_aux: bool = False,
 ) -> tuple[ClippedSum, StepInfo]:
-    """Fast path: the same clipped sum as :func:`jdp.dpsgd.clipped_sum_general`.
+    """Fast path: the same clipped sum as :func:`jdp.dpsgd.clipping.clipped_sum_general`.
 
     Cost: one forward and one backward pass to the layer outputs, the per-layer norm
     contractions above, and one weighted weight-gradient product per layer.

@@ -30,10 +30,10 @@ from typing import Literal
 import numpy as np
 
 from accounting import events as ev
-from accounting._validate import check_count, check_positive
+from accounting.validation import check_count, check_positive
 from accounting.ledger import PrivacyLedger
-from jdp.mechanisms import clip_rows, gaussian_mechanism, laplace_mechanism
-from jdp.suffstats import check_data_matrix, chunked_sum, iter_chunks
+from jdp.mechanisms.noise import clip_rows, gaussian_mechanism, laplace_mechanism
+from jdp.mechanisms.suffstats import check_data_matrix, chunked_sum, iter_chunks
 from jdp.verbosity import private_detail
 
 Centre = np.ndarray | Literal["dp"] | None
@@ -150,7 +150,7 @@ def dp_mean_gaussian(
       Add/remove-one: one record moves ``v`` by ``(clip(x), C)``, L2 norm
       ``<= sqrt(C^2 + C^2) = sqrt(2) C`` (docs/privacy.md, "DP mean"). Event:
       ``GaussianDpEvent(noise_multiplier)``. ``secure_noise`` (on every release here): see
-      :mod:`jdp.mechanisms` -- Mironov's snapping (proved) for the Laplace releases, a
+      :mod:`jdp.mechanisms.noise` -- Mironov's snapping (proved) for the Laplace releases, a
       clamp-and-round mitigation (no proof) for the Gaussian ones.
     """
     x = check_data_matrix(x)
@@ -276,7 +276,7 @@ def dp_pca_gaussian(
       l2_clip_norm: ``C``.
       secure_noise: round the Gaussian releases to a power-of-two grid, clamped to a public
         bound: a mitigation of Mironov's (2012) floating-point channel, not a proof
-        (:mod:`jdp.mechanisms`); the events are unchanged.
+        (:mod:`jdp.mechanisms.noise`); the events are unchanged.
 
     Returns:
       ``(PcaResult, ledger)`` with entries ``["dp-mean",] "dp-pca"``.
@@ -440,7 +440,7 @@ def dp_pca_laplace(
       mean_epsilon: budget of the DP mean (default ``epsilon``, so the total is ``2 epsilon``).
       secure_noise: release through Mironov's (2012) snapping mechanism, which is proved
         epsilon-DP in floating point; the noise scale absorbs its small extra cost
-        (:func:`jdp.mechanisms.snapping_laplace_parameters`); the events are unchanged.
+        (:func:`jdp.mechanisms.noise.snapping_laplace_parameters`); the events are unchanged.
 
     Returns:
       ``(PcaResult, ledger)`` with entries ``["dp-mean",] "lap-pca"``, all Laplace.

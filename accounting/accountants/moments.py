@@ -12,7 +12,7 @@ moments add under composition (Abadi et al., Thm. 2.1) and the tail bound gives
 ``delta = min_lambda exp(alpha(lambda) - lambda eps)`` and
 ``eps = min_lambda (alpha(lambda) + log(1/delta)) / lambda``.
 
-This path shares no code with :mod:`accounting.rdp`; it exists to cross-check it:
+This path shares no code with :mod:`accounting.accountants.rdp`; it exists to cross-check it:
 ``alpha(lambda) = lambda * RDP(lambda + 1)`` (E2 is ``exp(lambda D_{lambda+1}(mu || mu0))``
 and dominates E1, Mironov, Talwar & Zhang 2019, Thm. 4). For ``q = 1`` it gives
 ``lambda (lambda + 1) / (2 z^2)``, twice DPGM Lemma 1's value (see docs/errata.md).
@@ -26,7 +26,7 @@ import numpy as np
 from scipy import integrate
 
 from accounting import events as ev
-from accounting._validate import (
+from accounting.validation import (
     check_nonnegative,
     check_open_unit,
     check_positive,

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from accounting import events as ev
-from accounting._validate import check_count, check_nonnegative, check_positive
+from accounting.validation import check_count, check_nonnegative, check_positive
 
 #: ``eta``: the unit roundoff of IEEE binary64 (half its machine epsilon), Mironov's ``2**-53``.
 FLOAT64_UNIT_ROUNDOFF = 2.0**-53

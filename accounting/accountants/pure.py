@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 
 from accounting import events as ev
-from accounting._validate import check_nonnegative, check_probability
+from accounting.validation import check_nonnegative, check_probability
 
 
 def amplify_by_sampling(epsilon: float, sampling_prob: float) -> float:

@@ -4,7 +4,7 @@
   Fig. 3): records clipped to L2 norm ``C``, each Lloyd iteration releases noisy cluster
   counts and noisy cluster sums, centres are their ratio.
 * :func:`dp_kernel_kmeans` -- DPGM Algorithm 2: the same noisy Lloyd iterations on random
-  Fourier features of an RBF kernel (:mod:`jdp.rff`), whose norm is at most ``sqrt(2)``
+  Fourier features of an RBF kernel (:mod:`jdp.encoding.rff`), whose norm is at most ``sqrt(2)``
   for any input (clipped to ``C = 1`` by default, as in DPGM Sec. 6.2).
 * :func:`dp_norm_bound` -- DPGM Algorithm 3 (DPNorm): a DP choice of the clipping norm from
   a noisy histogram of record norms, for feature maps without an a-priori bound.
@@ -27,11 +27,11 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from accounting import events as ev
-from accounting._validate import check_count, check_nonnegative, check_positive
+from accounting.validation import check_count, check_nonnegative, check_positive
 from accounting.ledger import PrivacyLedger
-from jdp.mechanisms import clip_rows, gaussian_mechanism
-from jdp.rff import RandomFourierFeatures, draw_rff
-from jdp.suffstats import check_data_matrix, chunked_sum, iter_chunks
+from jdp.mechanisms.noise import clip_rows, gaussian_mechanism
+from jdp.encoding.rff import RandomFourierFeatures, draw_rff
+from jdp.mechanisms.suffstats import check_data_matrix, chunked_sum, iter_chunks
 from jdp.verbosity import private_detail
 
 FeatureFn = Callable[[np.ndarray], np.ndarray]
@@ -107,7 +107,7 @@ def noisy_lloyd_step(
       feature (norm ``<= C``) to one sum (sensitivity ``C``). DPGM states ``sqrt(2)`` and
       ``sqrt(2) C`` for replace-one; the sums' replace-one value is ``2C`` (docs/privacy.md
       "DP Lloyd", docs/errata.md). ``secure_noise``: a clamp-and-round mitigation
-      without proof (:mod:`jdp.mechanisms`).
+      without proof (:mod:`jdp.mechanisms.noise`).
     """
     counts, sums = lloyd_statistics(x, centres, l2_clip_norm=l2_clip_norm, feature_fn=feature_fn)
     counts, e_n = gaussian_mechanism(
@@ -210,7 +210,7 @@ def dp_kmeans(
         :func:`random_centres`.
       secure_noise: round the Gaussian releases to a power-of-two grid, clamped to a public
         bound: a mitigation of Mironov's (2012) floating-point channel, not a proof
-        (:mod:`jdp.mechanisms`); the events are unchanged.
+        (:mod:`jdp.mechanisms.noise`); the events are unchanged.
 
     Returns:
       ``(KMeansResult, ledger)``; ``T`` entries of ``ComposedDpEvent([GaussianDpEvent(z)]*2)``.
@@ -255,7 +255,7 @@ def dp_kernel_kmeans(
 ) -> tuple[KMeansResult, PrivacyLedger]:
     """Private kernel k-means with random Fourier features (DPGM Algorithm 2, RBF kernel).
 
-    Draws ``z`` (:func:`jdp.rff.draw_rff`; free), then runs :func:`dp_kmeans`'s noisy Lloyd
+    Draws ``z`` (:func:`jdp.encoding.rff.draw_rff`; free), then runs :func:`dp_kmeans`'s noisy Lloyd
     iterations on ``clip(z(x), C)``, computing the features chunk by chunk.
 
     Args:

@@ -15,7 +15,7 @@ mu_k mu_k^T`` projected onto ``{reg_covar <= eigenvalues <= C^2}`` (positive def
 whatever the noise). The initial mixture is data-independent (or a declared public one),
 so there is no unaccounted initial M-step; every iteration is one ledger entry.
 
-All sums are computed in bounded-memory chunks (:mod:`jdp.suffstats`).
+All sums are computed in bounded-memory chunks (:mod:`jdp.mechanisms.suffstats`).
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ import numpy as np
 from scipy.linalg import solve_triangular
 
 from accounting import events as ev
-from accounting._validate import check_count, check_nonnegative, check_positive
+from accounting.validation import check_count, check_nonnegative, check_positive
 from accounting.ledger import PrivacyLedger
-from jdp.mechanisms import clip_rows, gaussian_mechanism
-from jdp.suffstats import check_data_matrix, chunk_rows, chunked_sum
+from jdp.mechanisms.noise import clip_rows, gaussian_mechanism
+from jdp.mechanisms.suffstats import check_data_matrix, chunk_rows, chunked_sum
 from jdp.verbosity import private_detail
 
 CovarianceType = Literal["diag", "full"]
@@ -124,7 +124,7 @@ def _diag_log_prob(mixture: Mixture, x: np.ndarray, x_sq: np.ndarray) -> np.ndar
 
 def _clip_with_squares(x: np.ndarray, l2_clip_norm: float) -> tuple[np.ndarray, np.ndarray]:
     """``(clip_rows(x, C), clip_rows(x, C) ** 2)`` from one squaring pass (the EM hot loop
-    needs both; same clipping rule as :func:`jdp.mechanisms.clip_rows`)."""
+    needs both; same clipping rule as :func:`jdp.mechanisms.noise.clip_rows`)."""
     sq = x * x
     norms = np.sqrt(sq.sum(axis=1))
     if norms.max(initial=0.0) <= l2_clip_norm:
@@ -272,7 +272,7 @@ def dp_em(
         :class:`EmResult` for why this is not private when it is the training data).
       secure_noise: round the Gaussian releases to a power-of-two grid, clamped to a public
         bound: a mitigation of Mironov's (2012) floating-point channel, not a proof
-        (:mod:`jdp.mechanisms`); the events are unchanged.
+        (:mod:`jdp.mechanisms.noise`); the events are unchanged.
 
     Returns:
       ``(EmResult, ledger)``; the ledger has ``steps`` entries, each

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from accounting._validate import check_count, check_positive
-from jdp.suffstats import check_data_matrix
+from accounting.validation import check_count, check_positive
+from jdp.mechanisms.suffstats import check_data_matrix
 
 #: ``sup_x ||z(x)||_2`` for any random-Fourier-feature map of this form.
 RFF_MAX_NORM = float(np.sqrt(2.0))
