@@ -63,7 +63,7 @@ from jdp.eval.marginals import two_way_tvd
 from jdp.eval.plots import image_grid
 from jdp.eval.utility import paper_classifiers, tstr_table
 from jdp.synth import p3gm as P
-from jdp.synth.base import numpy_rng
+from jdp.random import numpy_rng
 
 PAPER_TABLE_VI = {  # P3GM and "original" (real data), Table VI
     "adult": {

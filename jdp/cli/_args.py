@@ -22,7 +22,7 @@ def command_key(seed: int | None, command: str) -> jax.Array:
     """
     import jax
 
-    from jdp.synth.base import key_from_seed
+    from jdp.random import key_from_seed
 
     if command not in SEED_STREAMS:
         raise ValueError(f"expected command in {SEED_STREAMS}, got {command!r}")

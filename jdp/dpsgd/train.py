@@ -65,6 +65,7 @@ from jdp.dpsgd.clipping import (
 )
 from jdp.dpsgd.ghost_clipping import ghost_support
 from jdp.dpsgd.parallel import sharded_clipped_sum
+from jdp.random import numpy_rng
 
 ClipSchedule = Callable[[int], Any]
 
@@ -186,14 +187,6 @@ class DPSGDConfig:
             sampling=self.sampling,
             dataset_size=dataset_size if self.sampling == "without_replacement" else None,
         )
-
-
-def numpy_rng(key: jax.Array) -> np.random.Generator:
-    """A numpy generator seeded from a JAX key (host-side sampling stays key-driven)."""
-    data = np.asarray(
-        jax.random.key_data(key) if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else key
-    )
-    return np.random.default_rng(data.astype(np.uint64).ravel().tolist())
 
 
 def take(data: Any, indices: np.ndarray) -> Any:

@@ -29,7 +29,7 @@ every module of ``jdp.synth`` when the name is not that of a module.
 What ``fit`` receives
 ---------------------
 * ``key`` -- a JAX PRNG key (typed ``jax.random.key`` or legacy ``PRNGKey``). numpy methods
-  turn it into a generator with :func:`numpy_rng`.
+  turn it into a generator with :func:`jdp.random.numpy_rng`.
 * ``data`` -- a :class:`jdp.data.schema.Table`: ``data.frame`` is a pandas DataFrame whose
   columns are exactly ``data.schema.names`` in schema order, already checked (no NaN/inf,
   no unseen category) and clipped to the public bounds; numeric columns are float64
@@ -62,7 +62,6 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import json
-import secrets
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -78,6 +77,7 @@ from accounting.validation import check_count
 from accounting.compose import split_approximate
 from jdp.data.dp_schema import SchemaRelease, load_schema, schema_from_dict
 from jdp.data.schema import Schema, Table, UnaccountedSchemaWarning
+from jdp.random import key_from_seed
 from jdp.verbosity import private_details_shown
 
 FORMAT_VERSION = 1
@@ -92,27 +92,6 @@ SampleFn = Callable[[jax.Array, "FittedModel", int], pd.DataFrame]
 
 class DeltaWarning(UserWarning):
     """``delta >= 1/n``: a mechanism at this delta may release a record outright."""
-
-
-# -- keys ----------------------------------------------------------------------------------
-
-
-def key_from_seed(seed: int | None) -> jax.Array:
-    """A JAX key from ``seed``, or from fresh OS entropy when ``seed is None``.
-
-    A fixed seed is for research reproducibility only: a real release must not use one.
-    """
-    if seed is None:
-        seed = secrets.randbits(63)
-    check_count("seed", seed)
-    return jax.random.key(seed)
-
-
-def numpy_rng(key: jax.Array) -> np.random.Generator:
-    """A numpy generator seeded from all the bits of a JAX key (typed or legacy)."""
-    if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):
-        key = jax.random.key_data(key)
-    return np.random.default_rng(np.asarray(key, dtype=np.uint32).ravel().tolist())
 
 
 # -- the fitted model ----------------------------------------------------------------------

@@ -46,7 +46,8 @@ from accounting.calibrate import calibrate
 from jdp.data.schema import Column, Schema, Table
 from jdp.data.transforms import discretize, n_bins, undiscretize
 from jdp.mechanisms.noise import gaussian_mechanism, laplace_mechanism
-from jdp.synth.base import FittedModel, Method, Synthesizer, numpy_rng, register
+from jdp.random import numpy_rng
+from jdp.synth.base import FittedModel, Method, Synthesizer, register
 
 LABEL = "marginals"
 Noise = Literal["auto", "gaussian", "laplace"]

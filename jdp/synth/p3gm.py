@@ -61,7 +61,8 @@ from jdp.nn.vae import (
     kl_to_standard_normal,
     log_likelihood,
 )
-from jdp.synth.base import FittedModel, Method, Synthesizer, numpy_rng, register
+from jdp.random import numpy_rng
+from jdp.synth.base import FittedModel, Method, Synthesizer, register
 from jdp.dpsgd.train import train
 
 Variant = Literal["p3gm", "p3gm-ae", "pgm", "dp-vae"]

@@ -49,7 +49,8 @@ from jdp.data.schema import Schema, Table
 from jdp.data.transforms import Span, TableEncoder
 from jdp.mechanisms.noise import laplace_mechanism
 from jdp.encoding.pca import dp_pca_gaussian, dp_pca_laplace, public_pca
-from jdp.synth.base import FittedModel, Method, Synthesizer, numpy_rng, register
+from jdp.random import numpy_rng
+from jdp.synth.base import FittedModel, Method, Synthesizer, register
 
 Relation = ev.NeighboringRelation
 ADD_OR_REMOVE_ONE = Relation.ADD_OR_REMOVE_ONE

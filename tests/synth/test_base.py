@@ -14,6 +14,7 @@ import pytest
 from accounting import PrivacyBudget, PrivacyLedger
 from accounting import events as ev
 from jdp.data.schema import Column, Schema, Table
+from jdp.random import numpy_rng
 from jdp.synth import base
 
 SCHEMA = Schema(
@@ -35,7 +36,7 @@ class ToyConfig:
 def toy_fit(key, data: Table, budget: PrivacyBudget, config: ToyConfig) -> base.FittedModel:
     """Release the sum of x (x in [0, 1]: L1 sensitivity 1 under add/remove) with Laplace
     noise; ``overspend > 1`` is a deliberately buggy method."""
-    rng = base.numpy_rng(key)
+    rng = numpy_rng(key)
     eps = budget.epsilon * config.overspend
     noisy = data.frame["x"].sum() + rng.laplace(0, 1 / eps)
     ledger = PrivacyLedger().record("toy", ev.LaplaceDpEvent(1 / eps))
@@ -47,7 +48,7 @@ def toy_fit(key, data: Table, budget: PrivacyBudget, config: ToyConfig) -> base.
 
 
 def toy_sample(key, model, n):
-    rng = base.numpy_rng(key)
+    rng = numpy_rng(key)
     return pd.DataFrame({"x": rng.random(n), "c": rng.choice(["a", "b"], n).astype(object)})
 
 
@@ -139,8 +140,8 @@ def test_keys():
     k1, k2 = base.key_from_seed(7), base.key_from_seed(7)
     assert np.array_equal(jax.random.key_data(k1), jax.random.key_data(k2))
     # typed and legacy keys of the same seed give the same numpy stream
-    a = base.numpy_rng(jax.random.key(7)).random(3)
-    b = base.numpy_rng(jax.random.PRNGKey(7)).random(3)
+    a = numpy_rng(jax.random.key(7)).random(3)
+    b = numpy_rng(jax.random.PRNGKey(7)).random(3)
     np.testing.assert_array_equal(a, b)
     # no seed: fresh OS entropy, so two keys differ (collision probability 2**-63)
     assert not np.array_equal(

@@ -1,0 +1,52 @@
+"""Keys and generators: the one place a seed becomes randomness.
+
+Every randomized JAX function takes ``key: jax.Array``; every randomized numpy function takes
+``rng: np.random.Generator`` (DESIGN section 2, rule 6). This module turns a user's seed into a
+key (:func:`key_from_seed`, fresh OS entropy when no seed is given) and a key into a numpy
+generator (:func:`numpy_rng`), so host-side numpy mechanisms stay driven by the caller's key.
+
+A fixed seed is for research reproducibility only; numpy's and JAX's samplers are not
+floating-point safe (Mironov 2012): see ``secure_noise`` in :mod:`jdp.mechanisms.noise`.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+import jax
+import numpy as np
+
+from accounting.validation import check_count
+
+__all__ = ["key_from_seed", "numpy_rng"]
+
+
+def key_from_seed(seed: int | None) -> jax.Array:
+    """A typed JAX key from ``seed``, or from fresh OS entropy when ``seed is None``.
+
+    Args:
+      seed: a non-negative integer, or ``None`` for 63 bits from :mod:`secrets`.
+
+    Returns:
+      ``jax.random.key(seed)``.
+
+    Raises:
+      ValueError: ``seed`` is negative; TypeError: ``seed`` is not an integer.
+
+    A fixed seed is for research reproducibility only: a real release must not use one.
+    """
+    if seed is None:
+        seed = secrets.randbits(63)
+    check_count("seed", seed)
+    return jax.random.key(seed)
+
+
+def numpy_rng(key: jax.Array) -> np.random.Generator:
+    """A numpy generator seeded from all the bits of a JAX key (typed or legacy ``PRNGKey``).
+
+    The key's raw ``uint32`` words are the generator's entropy, so a typed key and the legacy
+    key with the same data give the same stream.
+    """
+    if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):
+        key = jax.random.key_data(key)
+    return np.random.default_rng(np.asarray(key, dtype=np.uint32).ravel().tolist())
