@@ -44,6 +44,7 @@ from accounting import events as ev
 from accounting.validation import check_open_unit, check_positive
 from accounting.compose import split_approximate
 from jdp.data.schema import Column, ColumnKind, Schema, write_atomic
+from jdp.mechanisms.noise import laplace_mechanism
 
 RELEASE_FORMAT = "jdp-schema-release"
 
@@ -117,7 +118,9 @@ def dp_categories(
     check_positive("epsilon", epsilon)
     check_open_unit("delta", delta)
     counts = pd.Series(np.asarray(values, dtype=object)).value_counts(sort=False)
-    noisy = counts.to_numpy(dtype=np.float64) + rng.laplace(0.0, 1.0 / epsilon, size=len(counts))
+    noisy, _ = laplace_mechanism(  # its LaplaceDpEvent is part of the event returned below
+        rng, counts.to_numpy(dtype=np.float64), l1_sensitivity=1.0, epsilon=epsilon
+    )
     keep = [v for v, c in zip(counts.index, noisy) if c > threshold_for(epsilon, delta)]
     cats = tuple(sorted(keep, key=lambda v: (str(type(v)), v)))
     return cats, ev.EpsilonDeltaDpEvent(epsilon=float(epsilon), delta=float(delta))
