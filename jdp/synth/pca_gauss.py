@@ -47,6 +47,7 @@ from accounting.calibrate import calibrate
 from accounting.ledger import PrivacyLedger
 from jdp.data.schema import Schema, Table
 from jdp.data.transforms import Span, TableEncoder
+from jdp.mechanisms.moments import moment_sensitivity, moment_sums
 from jdp.mechanisms.noise import laplace_mechanism
 from jdp.encoding.pca import dp_pca_gaussian, dp_pca_laplace, public_pca
 from jdp.random import numpy_rng
@@ -130,45 +131,12 @@ class Subspace:
 
 
 # -- sufficient statistics and their sensitivities ---------------------------------------------
-@dataclass(frozen=True)
-class MomentSensitivity:
-    """L1 sensitivities of ``(n, sum_i w_i, upper triangle of sum_i w_i w_i^T)``."""
-
-    count: float
-    total: float
-    second: float
-
-
-def moment_sensitivity(l2_bound: float, l1_bound: float, relation: Relation) -> MomentSensitivity:
-    """Sensitivities of the moment sums for records with ``||w||_2 <= a``, ``||w||_1 <= b``.
-
-    Add/remove one record ``w``: the count moves by 1, the sum by ``||w||_1 <= b``, and the
-    upper triangle (diagonal included) of ``w w^T`` has L1 norm
-    ``sum_{j<=l} |w_j w_l| = (||w||_2^2 + ||w||_1^2) / 2 <= (a^2 + b^2) / 2``.
-    Replace one record ``w -> w'``: the count is unchanged (n is public), the sum moves by
-    ``||w - w'||_1 <= 2b`` (reached at ``w' = -w``), and the triangle inequality bounds the
-    second moment by ``a^2 + b^2``.
-    """
-    a, b = check_positive("l2_bound", l2_bound), check_positive("l1_bound", l1_bound)
-    if relation == ADD_OR_REMOVE_ONE:
-        return MomentSensitivity(count=1.0, total=b, second=(a * a + b * b) / 2.0)
-    if relation == REPLACE_ONE:
-        return MomentSensitivity(count=0.0, total=2.0 * b, second=a * a + b * b)
-    raise ValueError(f"expected neighboring_relation ADD_OR_REMOVE_ONE or REPLACE_ONE, got {relation}")
-
-
 def record_bounds(k: int, *, with_label: bool) -> tuple[float, float]:
     """``(l2_bound, l1_bound)`` of a PCA-feature record (plus a label in ``[-1, 1]``)."""
     check_count("k", k, minimum=1)
     if with_label:
         return math.sqrt(2.0), math.sqrt(k) + 1.0
     return 1.0, math.sqrt(k)
-
-
-def moment_sums(w: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
-    """``(n, sum_i w_i, sum_i w_i w_i^T)`` of the rows of ``w`` (the exact, private values)."""
-    w = np.asarray(w, float)
-    return float(w.shape[0]), w.sum(axis=0), w.T @ w
 
 
 # -- the DP Gaussian ------------------------------------------------------------------------------
