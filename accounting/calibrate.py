@@ -13,8 +13,10 @@ import math
 from collections.abc import Callable
 
 from accounting import events as ev
+from accounting.builders import dpsgd_event
+from accounting.compose import compute_epsilon
+from accounting.relations import ADD_OR_REMOVE_ONE, dpsgd_neighboring_relation
 from accounting.validation import check_count, check_open_unit, check_positive, check_probability
-from accounting.compose import ADD_OR_REMOVE_ONE, compute_epsilon
 
 _MAX_UPPER = 1e6
 
@@ -41,11 +43,12 @@ def calibrate(
     fixed by the user and one scale for all:
 
     >>> from accounting import events as ev
+    >>> from accounting.builders import dpsgd_event
     >>> def p3gm_plan(s):
     ...     return ev.ComposedDpEvent([
     ...         ev.GaussianDpEvent(4.0 * s),  # DP-PCA
     ...         ev.SelfComposedDpEvent(ev.GaussianDpEvent(8.0 * s), 20 * 3),  # 20 DP-EM steps
-    ...         ev.dpsgd_event(1.0 * s, sampling_prob=0.01, steps=2000),  # DP-SGD
+    ...         dpsgd_event(1.0 * s, sampling_prob=0.01, steps=2000),  # DP-SGD
     ...     ])
     >>> s = calibrate(p3gm_plan, target_epsilon=1.0, target_delta=1e-5)
     >>> 0.99 <= compute_epsilon(p3gm_plan(s), 1e-5) / 1.0 <= 1.0
@@ -132,17 +135,17 @@ def calibrate_noise_multiplier(
     """The smallest DP-SGD noise multiplier ``z`` (noise std / clip norm ``C``) meeting
     (target_epsilon, target_delta).
 
-    Built on :func:`calibrate` with :func:`accounting.events.dpsgd_event`, in the same units
+    Built on :func:`calibrate` with :func:`accounting.builders.dpsgd_event`, in the same units
     as that function's ``noise_multiplier`` (and :func:`jdp.dpsgd.train.train`'s), under
-    :func:`accounting.events.dpsgd_neighboring_relation` (REPLACE_ONE for fixed-size
+    :func:`accounting.relations.dpsgd_neighboring_relation` (REPLACE_ONE for fixed-size
     sampling without replacement, where the event's Gaussian is ``z / 2``).
     """
     q = check_probability("sampling_prob", sampling_prob)
     steps = check_count("steps", steps, minimum=1)
-    relation = ev.dpsgd_neighboring_relation(sampling)
-    ev.dpsgd_event(1.0, q, steps, sampling=sampling, dataset_size=dataset_size)  # validate
+    relation = dpsgd_neighboring_relation(sampling)
+    dpsgd_event(1.0, q, steps, sampling=sampling, dataset_size=dataset_size)  # validate
     return calibrate(
-        lambda z: ev.dpsgd_event(z, q, steps, sampling=sampling, dataset_size=dataset_size),
+        lambda z: dpsgd_event(z, q, steps, sampling=sampling, dataset_size=dataset_size),
         target_epsilon=target_epsilon,
         target_delta=target_delta,
         accountant=accountant,

@@ -1,5 +1,4 @@
-"""One entry point for every accountant: ``compute_epsilon`` / ``compute_delta``, and the
-explicit neighbouring-relation conversion ``convert_relation``.
+"""One entry point for every accountant: ``compute_epsilon`` / ``compute_delta``.
 
 Accountants (``accountant=``):
 
@@ -23,10 +22,9 @@ from typing import Literal
 
 from accounting import events as ev
 from accounting.accountants import gdp, pld, pure, rdp, zcdp
+from accounting.relations import ADD_OR_REMOVE_ONE, check_relation
 from accounting.validation import check_nonnegative, check_open_unit
 
-ADD_OR_REMOVE_ONE = ev.NeighboringRelation.ADD_OR_REMOVE_ONE
-REPLACE_ONE = ev.NeighboringRelation.REPLACE_ONE
 ACCOUNTANTS = ("rdp", "pld", "gdp", "gdp_clt", "zcdp", "pure", "moments")
 SharedBatch = Literal["exact", "paper"]
 
@@ -34,14 +32,6 @@ SharedBatch = Literal["exact", "paper"]
 def _check_accountant(accountant: str) -> None:
     if accountant not in ACCOUNTANTS:
         raise ValueError(f"expected accountant in {ACCOUNTANTS}, got {accountant!r}")
-
-
-def _check_relation(relation: object) -> ev.NeighboringRelation:
-    if relation not in (ADD_OR_REMOVE_ONE, REPLACE_ONE):
-        raise ValueError(
-            f"expected neighboring_relation ADD_OR_REMOVE_ONE or REPLACE_ONE, got {relation!r}"
-        )
-    return relation  # type: ignore[return-value]
 
 
 def compute_epsilon(
@@ -66,7 +56,7 @@ def compute_epsilon(
       ValueError: bad arguments, or an event the accountant cannot analyse.
     """
     _check_accountant(accountant)
-    relation = _check_relation(neighboring_relation)
+    relation = check_relation(neighboring_relation)
     if not isinstance(event, ev.DpEvent):
         raise TypeError(f"expected event to be a DpEvent, got {type(event).__name__}")
     check_nonnegative("delta", delta)
@@ -165,7 +155,7 @@ def compute_delta(
 ) -> float:
     """Smallest delta such that ``event`` is (epsilon, delta)-DP, per ``accountant``."""
     _check_accountant(accountant)
-    relation = _check_relation(neighboring_relation)
+    relation = check_relation(neighboring_relation)
     if not isinstance(event, ev.DpEvent):
         raise TypeError(f"expected event to be a DpEvent, got {type(event).__name__}")
     e = check_nonnegative("epsilon", epsilon)
@@ -190,64 +180,3 @@ def compute_delta(
     from accounting.accountants import moments
 
     return moments.delta(event, e, relation)
-
-
-def convert_relation(
-    event: ev.DpEvent,
-    from_relation: ev.NeighboringRelation,
-    to_relation: ev.NeighboringRelation,
-) -> ev.DpEvent:
-    """Re-express an event analysed under ``from_relation`` as one valid under ``to_relation``.
-
-    * Same relation: returned unchanged.
-    * ADD_OR_REMOVE_ONE -> REPLACE_ONE: replacing a record is removing it and adding another,
-      so an L2 (L1) sensitivity ``s`` under add/remove is at most ``2 s`` under replace-one
-      (triangle inequality): ``Gaussian(z) -> Gaussian(z/2)``, ``Laplace(b) -> Laplace(b/2)``,
-      ``Pure(eps) -> Pure(2 eps)``, ``MuGdp(mu) -> MuGdp(2 mu)``, ``ZCDp(rho) -> ZCDp(4 rho)``
-      (group privacy, Bun & Steinke 2016 Prop. 1.9), recursively through compositions. A
-      :class:`~accounting.events.ParallelComposedDpEvent` is returned unchanged: its
-      accountants already handle both relations. Subsampled events raise: group privacy does
-      not commute with amplification by subsampling; analyse them under REPLACE_ONE directly.
-    * REPLACE_ONE -> ADD_OR_REMOVE_ONE: impossible in general (releasing the dataset size is
-      0-DP under replace-one and not DP under add/remove): raises.
-
-    Raises:
-      ValueError: when no valid conversion exists.
-    """
-    src, dst = _check_relation(from_relation), _check_relation(to_relation)
-    if src == dst:
-        return event
-    if src == REPLACE_ONE:
-        if isinstance(event, (ev.NoOpDpEvent, ev.NonPrivateDpEvent)):
-            return event
-        raise ValueError(
-            "cannot convert a REPLACE_ONE event to ADD_OR_REMOVE_ONE (a replace-one guarantee "
-            "does not bound adding or removing a record); re-derive its sensitivity under "
-            "add/remove"
-        )
-
-    def walk(e: ev.DpEvent) -> ev.DpEvent:
-        if isinstance(e, (ev.NoOpDpEvent, ev.NonPrivateDpEvent, ev.ParallelComposedDpEvent)):
-            return e
-        if isinstance(e, ev.GaussianDpEvent):
-            return ev.GaussianDpEvent(e.noise_multiplier / 2)
-        if isinstance(e, ev.LaplaceDpEvent):
-            return ev.LaplaceDpEvent(e.noise_multiplier / 2)
-        if isinstance(e, ev.PureDpEvent):
-            return ev.PureDpEvent(2 * e.epsilon)
-        if isinstance(e, ev.MuGdpEvent):
-            return ev.MuGdpEvent(2 * e.mu)
-        if isinstance(e, ev.ZCDpEvent):
-            if e.xi != 0:
-                raise ValueError("cannot convert (xi, rho)-zCDP with xi != 0 to REPLACE_ONE")
-            return ev.ZCDpEvent(4 * e.rho)
-        if isinstance(e, ev.ComposedDpEvent):
-            return ev.ComposedDpEvent([walk(x) for x in e.events])
-        if isinstance(e, ev.SelfComposedDpEvent):
-            return ev.SelfComposedDpEvent(walk(e.event), e.count)
-        raise ValueError(
-            f"cannot convert {type(e).__name__} from ADD_OR_REMOVE_ONE to REPLACE_ONE: analyse "
-            "it under REPLACE_ONE directly (e.g. accountant='pld' for Poisson sampling)"
-        )
-
-    return walk(event)

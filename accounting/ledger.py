@@ -9,7 +9,7 @@ entries, never typed in.
 
 All entries of one ledger share one neighbouring relation (DESIGN.md, privacy rule 3):
 recording an event analysed under another relation raises, and the caller must convert it
-explicitly first (:func:`accounting.compose.convert_relation`).
+explicitly first (:func:`accounting.relations.convert_relation`).
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from typing import Any, Literal
 import attr
 
 from accounting import events as ev
+from accounting.relations import ADD_OR_REMOVE_ONE
 from accounting.validation import check_nonnegative, check_open_unit
 
 Mode = Literal["strict", "paper"]
-ADD_OR_REMOVE_ONE = ev.NeighboringRelation.ADD_OR_REMOVE_ONE
 
 
 def event_to_dict(event: ev.DpEvent) -> dict[str, Any]:
@@ -132,7 +132,7 @@ class PrivacyLedger:
             raise ValueError(
                 f"entry {entry.label!r} was analysed under {entry.neighboring_relation.name} but "
                 f"this ledger composes under {self.neighboring_relation.name}; convert it "
-                "explicitly with accounting.compose.convert_relation before recording it"
+                "explicitly with accounting.relations.convert_relation before recording it"
             )
 
     # -- building ---------------------------------------------------------------------------

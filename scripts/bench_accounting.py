@@ -19,6 +19,7 @@ import time
 import dp_accounting
 
 from accounting import events as ev
+from accounting.builders import dpsgd_event
 from accounting.compose import compute_epsilon
 
 
@@ -51,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
 
-    event = ev.dpsgd_event(args.noise_multiplier, args.sampling_prob, args.steps)
+    event = dpsgd_event(args.noise_multiplier, args.sampling_prob, args.steps)
     print(
         f"accounting {args.steps} steps (q={args.sampling_prob}, z={args.noise_multiplier})",
         file=sys.stderr,

@@ -57,6 +57,7 @@ import pandas as pd
 
 from accounting import PrivacyBudget
 from accounting import events as ev
+from accounting.builders import dpsgd_event
 from accounting.compose import compute_epsilon
 from jdp.data.datasets import TEST_FRACTION, DatasetNotInstalledError, load_dataset
 from jdp.eval.marginals import two_way_tvd
@@ -503,7 +504,7 @@ def composition(config: P.P3GMConfig, budget: PrivacyBudget, out: Path) -> dict[
         if _ != "dp-sgd"
     ]
     for s in sigmas:
-        sgd = ev.dpsgd_event(float(s), config.sampling_prob, config.steps)
+        sgd = dpsgd_event(float(s), config.sampling_prob, config.steps)
         rdp.append(compute_epsilon(ev.ComposedDpEvent([*enc_events, sgd]), delta))
         eps_enc = compute_epsilon(ev.ComposedDpEvent(enc_events), delta / 2, accountant="zcdp")
         eps_sgd = compute_epsilon(sgd, delta / 2, accountant="moments")

@@ -23,6 +23,8 @@ import math
 from scipy import optimize, special
 
 from accounting import events as ev
+from accounting import relations
+from accounting.accountants import base
 from accounting.validation import (
     check_count,
     check_nonnegative,
@@ -91,7 +93,7 @@ def event_mu(
     CLT approximation (then the result is an approximation, not a guarantee)."""
 
     def subsampled(e: ev.PoissonSampledDpEvent, steps: int) -> float:
-        zs = ev.gaussian_multipliers(e.event)
+        zs = base.gaussian_multipliers(e.event)
         if not clt or zs is None:
             raise ValueError(
                 "the GDP accountant has no exact bound for PoissonSampledDpEvent; use "
@@ -99,7 +101,7 @@ def event_mu(
             )
         if not zs:
             return 0.0
-        z = ev.effective_noise_multiplier(zs)
+        z = base.effective_noise_multiplier(zs)
         return math.inf if z == 0 else clt_mu_approximation(e.sampling_probability, z, steps)
 
     def walk(e: ev.DpEvent, add_remove: bool) -> float:
@@ -124,7 +126,7 @@ def event_mu(
                 if add_remove
                 else ev.NeighboringRelation.REPLACE_ONE
             )
-            cases = ev.parallel_worst_cases(list(e.events), relation)
+            cases = relations.parallel_worst_cases(list(e.events), relation)
             add_remove_one = ev.NeighboringRelation.ADD_OR_REMOVE_ONE
             return max((walk(c, r == add_remove_one) for c, r in cases), default=0.0)
         if isinstance(e, ev.PoissonSampledDpEvent):

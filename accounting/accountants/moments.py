@@ -26,6 +26,7 @@ import numpy as np
 from scipy import integrate
 
 from accounting import events as ev
+from accounting.accountants import base
 from accounting.validation import (
     check_nonnegative,
     check_open_unit,
@@ -141,7 +142,7 @@ def event_log_moments(
                 raise ValueError(
                     "the moments accountant analyses Poisson sampling under add/remove"
                 )
-            zs = ev.gaussian_multipliers(e.event)
+            zs = base.gaussian_multipliers(e.event)
             if zs is None:
                 raise ValueError(
                     "the moments accountant supports PoissonSampledDpEvent of Gaussian "
@@ -150,7 +151,7 @@ def event_log_moments(
             if not zs:
                 return np.zeros_like(lams)
             q = check_probability("sampling_prob", e.sampling_probability)
-            return gaussian(q, ev.effective_noise_multiplier(zs))
+            return gaussian(q, base.effective_noise_multiplier(zs))
         raise ValueError(f"the moments accountant cannot analyse {type(e).__name__}")
 
     return walk(event)

@@ -21,6 +21,7 @@ from dp_accounting.pld import common
 from dp_accounting.pld import privacy_loss_distribution as pld_lib
 
 from accounting import events as ev
+from accounting.accountants import base
 from accounting.validation import check_nonnegative, check_open_unit, check_positive
 
 DEFAULT_DISCRETIZATION = 1e-4
@@ -110,11 +111,11 @@ def event_pld(
             )
         if isinstance(e, ev.PoissonSampledDpEvent):
             q = e.sampling_probability
-            zs = ev.gaussian_multipliers(e.event)
+            zs = base.gaussian_multipliers(e.event)
             if zs is not None:
                 if not zs:
                     return pld_lib.identity(value_discretization_interval=v)
-                return gaussian(ev.effective_noise_multiplier(zs), q)
+                return gaussian(base.effective_noise_multiplier(zs), q)
             if isinstance(e.event, ev.LaplaceDpEvent) and add_remove:
                 return pld_lib.from_laplace_mechanism(
                     e.event.noise_multiplier, value_discretization_interval=v, sampling_prob=q

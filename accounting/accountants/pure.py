@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 
 from accounting import events as ev
+from accounting import relations
 from accounting.validation import check_nonnegative, check_probability
 
 
@@ -57,7 +58,7 @@ def event_epsilon(
                 if add_remove
                 else ev.NeighboringRelation.REPLACE_ONE
             )
-            cases = ev.parallel_worst_cases(list(e.events), relation)
+            cases = relations.parallel_worst_cases(list(e.events), relation)
             add_remove_one = ev.NeighboringRelation.ADD_OR_REMOVE_ONE
             return max((walk(c, r == add_remove_one) for c, r in cases), default=0.0)
         if isinstance(e, ev.PoissonSampledDpEvent):

@@ -32,6 +32,8 @@ import numpy as np
 from scipy import special
 
 from accounting import events as ev
+from accounting import relations
+from accounting.accountants import base
 from accounting.validation import (
     check_nonnegative,
     check_open_unit,
@@ -336,7 +338,7 @@ def event_rdp(
 
     ``shared_batch`` selects how ``PoissonSampledDpEvent(q, ComposedDpEvent([Gaussians]))``
     (several Gaussian releases on one sampled batch) is analysed: ``"exact"`` as one Gaussian
-    with the effective multiplier (:func:`accounting.events.effective_noise_multiplier`),
+    with the effective multiplier (:func:`accounting.accountants.base.effective_noise_multiplier`),
     ``"paper"`` by DPGM's Hölder bound (:func:`shared_batch_holder_rdp`).
 
     Raises:
@@ -375,7 +377,7 @@ def event_rdp(
                 if relation_add_remove
                 else ev.NeighboringRelation.REPLACE_ONE
             )
-            cases = ev.parallel_worst_cases(list(e.events), relation)
+            cases = relations.parallel_worst_cases(list(e.events), relation)
             add_remove_one = ev.NeighboringRelation.ADD_OR_REMOVE_ONE
             curves = [walk(c, r == add_remove_one) for c, r in cases]
             return np.max(curves, axis=0) if curves else np.zeros_like(a)
@@ -386,7 +388,7 @@ def event_rdp(
                     "only; use accountant='pld' for REPLACE_ONE"
                 )
             q = check_probability("sampling_prob", e.sampling_probability)
-            zs = ev.gaussian_multipliers(e.event)
+            zs = base.gaussian_multipliers(e.event)
             if zs is None:
                 raise ValueError(
                     "the RDP accountant supports PoissonSampledDpEvent of Gaussian mechanisms "
@@ -400,14 +402,14 @@ def event_rdp(
                 return np.full_like(a, np.inf)
             if shared_batch == "paper" and len(zs) > 1:
                 return shared_batch_holder_rdp(q, zs, a)
-            return poisson_gaussian_rdp(q, ev.effective_noise_multiplier(zs), a)
+            return poisson_gaussian_rdp(q, base.effective_noise_multiplier(zs), a)
         if isinstance(e, ev.SampledWithoutReplacementDpEvent):
             if relation_add_remove:
                 raise ValueError(
                     "SampledWithoutReplacementDpEvent is analysed under REPLACE_ONE; record it "
                     "with neighboring_relation=REPLACE_ONE"
                 )
-            zs = ev.gaussian_multipliers(e.event)
+            zs = base.gaussian_multipliers(e.event)
             if zs is None or len(zs) != 1:
                 raise ValueError(
                     "the RDP accountant supports SampledWithoutReplacementDpEvent of one "

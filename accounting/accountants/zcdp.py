@@ -21,6 +21,7 @@ from typing import Literal
 from scipy import optimize
 
 from accounting import events as ev
+from accounting import relations
 from accounting.validation import check_nonnegative, check_open_unit
 
 
@@ -59,7 +60,7 @@ def event_rho(
                 if add_remove
                 else ev.NeighboringRelation.REPLACE_ONE
             )
-            cases = ev.parallel_worst_cases(list(e.events), relation)
+            cases = relations.parallel_worst_cases(list(e.events), relation)
             add_remove_one = ev.NeighboringRelation.ADD_OR_REMOVE_ONE
             parts = [walk(c, r == add_remove_one) for c, r in cases]
             return max((p[0] for p in parts), default=0.0), max((p[1] for p in parts), default=0.0)

@@ -11,10 +11,11 @@ import json
 import math
 import warnings
 
-from accounting import events as ev
-from accounting.validation import check_open_unit
+from accounting.builders import dpsgd_event
 from accounting.calibrate import calibrate_noise_multiplier
 from accounting.compose import compute_epsilon
+from accounting.relations import dpsgd_neighboring_relation
+from accounting.validation import check_open_unit
 
 _ACCOUNTANTS = {"rdp": "rdp", "pld": "pld", "gdp": "gdp_clt"}
 _DESCRIPTIONS = {
@@ -70,7 +71,7 @@ def account_dpsgd(
     """The result of ``jdp account dpsgd`` as a dict (the ``--json`` object).
 
     ``noise_multiplier`` is ``z`` = noise std / clip norm for both samplings; the event is
-    :func:`accounting.events.dpsgd_event`'s, as in :func:`jdp.dpsgd.train.train`. The ``gdp``
+    :func:`accounting.builders.dpsgd_event`'s, as in :func:`jdp.dpsgd.train.train`. The ``gdp``
     accountant (CLT approximation) warns when it reports and refuses to calibrate.
     """
     if (noise_multiplier is None) == (target_epsilon is None):
@@ -79,7 +80,7 @@ def account_dpsgd(
         raise ValueError(f"expected accountant in {sorted(_ACCOUNTANTS)}, got {accountant!r}")
     delta = check_open_unit("delta", delta)
     name = _ACCOUNTANTS[accountant]
-    relation = ev.dpsgd_neighboring_relation(sampling)
+    relation = dpsgd_neighboring_relation(sampling)
     if accountant == "gdp" and noise_multiplier is not None:
         warnings.warn(
             "the 'gdp' accountant is a central-limit APPROXIMATION that can under-report "
@@ -97,7 +98,7 @@ def account_dpsgd(
             dataset_size=dataset_size,
             accountant=name,
         )
-    event = ev.dpsgd_event(
+    event = dpsgd_event(
         noise_multiplier, sampling_prob, steps, sampling=sampling, dataset_size=dataset_size
     )
     eps = compute_epsilon(event, delta, accountant=name, neighboring_relation=relation)

@@ -32,7 +32,7 @@ Privacy:
     Add/remove-one neighbours. ``S`` changes by at most one clipped gradient, so its L2
     sensitivity is ``C`` (or ``sqrt(sum_l C_l^2)``). With Poisson sampling at rate ``q``
     and noise std ``z C`` each step is ``PoissonSampledDpEvent(q, GaussianDpEvent(z))``;
-    ``T`` steps self-compose (:func:`accounting.events.dpsgd_event`). Dividing by a
+    ``T`` steps self-compose (:func:`accounting.builders.dpsgd_event`). Dividing by a
     declared public constant ``B̄`` (the expected batch size the user states, never one
     computed from ``len(data)``) is post-processing; dividing by the actual batch size or by
     ``q len(data)`` would release a data-dependent quantity (see docs/privacy.md).

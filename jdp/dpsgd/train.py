@@ -42,13 +42,9 @@ from accounting.validation import (
     check_positive,
     check_probability,
 )
-from accounting.events import (
-    DpEvent,
-    NeighboringRelation,
-    NonPrivateDpEvent,
-    dpsgd_event,
-    dpsgd_neighboring_relation,
-)
+from accounting.builders import dpsgd_event
+from accounting.events import DpEvent, NeighboringRelation, NonPrivateDpEvent
+from accounting.relations import dpsgd_neighboring_relation
 from accounting.ledger import PrivacyLedger
 from jdp.dpsgd import batch_selection as smp
 from jdp.dpsgd.clip_schedules import AdaptiveClip, adaptive_clip_event, dpnorm
@@ -145,7 +141,7 @@ class DPSGDConfig:
 
     def calibrated_noise_multiplier(self, dataset_size: int) -> float:
         """``noise_multiplier``, or the smallest one meeting (target_epsilon, target_delta)
-        (both in units of noise std / ``C``, as :func:`accounting.events.dpsgd_event` takes)."""
+        (both in units of noise std / ``C``, as :func:`accounting.builders.dpsgd_event` takes)."""
         if self.noise_multiplier is not None:
             return float(self.noise_multiplier)
         from accounting.calibrate import calibrate_noise_multiplier
@@ -165,14 +161,14 @@ class DPSGDConfig:
     @property
     def neighboring_relation(self) -> NeighboringRelation:
         """Add/remove-one for Poisson sampling, replace-one for fixed-size batches
-        (:func:`accounting.events.dpsgd_neighboring_relation`)."""
+        (:func:`accounting.relations.dpsgd_neighboring_relation`)."""
         return dpsgd_neighboring_relation(self.sampling)
 
     def event(self, noise_multiplier: float, dataset_size: int) -> DpEvent:
         """The accounted event of the whole run (``NonPrivateDpEvent`` when ``z = 0``).
 
         ``noise_multiplier`` is ``z`` = noise std / ``C``;
-        :func:`accounting.events.dpsgd_event` accounts for the clipped sum's sensitivity under
+        :func:`accounting.builders.dpsgd_event` accounts for the clipped sum's sensitivity under
         the relation (``C`` under add/remove, ``2C`` under replace-one)."""
         if noise_multiplier == 0:
             return NonPrivateDpEvent()

@@ -48,6 +48,7 @@ import pandas as pd
 
 from accounting import PrivacyBudget, PrivacyLedger
 from accounting import events as ev
+from accounting.builders import dpsgd_event
 from accounting.validation import check_count, check_positive, check_probability
 from jdp.encoding import em, pca
 from jdp.data.schema import Schema, Table
@@ -190,7 +191,7 @@ def single_phase_events(
     if phase == "em":
         return [("dp-em", ev.ComposedDpEvent([ev.GaussianDpEvent(z)] * 3))] * config.em_iterations
     if phase == "sgd":
-        return [("dp-sgd", ev.dpsgd_event(z, config.sampling_prob, config.steps))]
+        return [("dp-sgd", dpsgd_event(z, config.sampling_prob, config.steps))]
     raise ValueError(f"expected phase in {PHASES}, got {phase!r}")
 
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 
 from accounting import events as ev
+from accounting.builders import dpsgd_event
 from accounting.calibrate import calibrate, calibrate_noise_multiplier
-from accounting.compose import REPLACE_ONE, compute_epsilon
+from accounting.compose import compute_epsilon
+from accounting.relations import REPLACE_ONE
 
 CASES = [
     # (target_epsilon, delta, q, steps)
@@ -23,11 +25,11 @@ def test_noise_multiplier_meets_target_within_one_percent(target, delta, q, step
     z = calibrate_noise_multiplier(
         target_epsilon=target, target_delta=delta, sampling_prob=q, steps=steps
     )
-    eps = compute_epsilon(ev.dpsgd_event(z, q, steps), delta)
+    eps = compute_epsilon(dpsgd_event(z, q, steps), delta)
     assert eps <= target
     assert eps >= 0.99 * target
     # minimality: 1% less noise would overshoot
-    assert compute_epsilon(ev.dpsgd_event(0.99 * z, q, steps), delta) > target
+    assert compute_epsilon(dpsgd_event(0.99 * z, q, steps), delta) > target
 
 
 def test_without_replacement():
@@ -39,7 +41,7 @@ def test_without_replacement():
         sampling="without_replacement",
         dataset_size=10000,
     )
-    event = ev.dpsgd_event(z, 0.01, 200, sampling="without_replacement", dataset_size=10000)
+    event = dpsgd_event(z, 0.01, 200, sampling="without_replacement", dataset_size=10000)
     eps = compute_epsilon(event, 1e-5, neighboring_relation=REPLACE_ONE)
     assert 0.99 * 2.0 <= eps <= 2.0
 
@@ -64,7 +66,7 @@ def test_multi_phase_plan_scales_every_phase():
             [
                 ev.GaussianDpEvent(4.0 * s),
                 ev.SelfComposedDpEvent(ev.GaussianDpEvent(8.0 * s), 100),
-                ev.dpsgd_event(1.0 * s, 0.01, 2000),
+                dpsgd_event(1.0 * s, 0.01, 2000),
             ]
         )
 

@@ -8,8 +8,10 @@ import numpy as np
 import pytest
 
 from accounting import events as ev
+from accounting.builders import dpsgd_event
 from accounting.calibrate import calibrate, calibrate_noise_multiplier
-from accounting.compose import REPLACE_ONE, compute_epsilon
+from accounting.compose import compute_epsilon
+from accounting.relations import REPLACE_ONE
 from jdp.cli import main
 from jdp.cli.account import account_dpsgd
 
@@ -19,7 +21,7 @@ BASE = ["account", "dpsgd", "--sampling-prob", "0.01", "--steps", "10000", "--de
 def test_readme_command_prints_a_privacy_statement(capsys):
     assert main(BASE + ["--noise-multiplier", "1.1"]) == 0
     out = capsys.readouterr().out
-    eps = compute_epsilon(ev.dpsgd_event(1.1, 0.01, 10000), 1e-5)
+    eps = compute_epsilon(dpsgd_event(1.1, 0.01, 10000), 1e-5)
     assert f"({eps:.4g}, 1e-05)-differential privacy" in out
     assert "add/remove-one" in out
 
@@ -39,7 +41,7 @@ def test_json_has_the_required_fields(capsys):
     assert (
         data["noise_multiplier"] == 1.1 and data["steps"] == 10000 and data["accountant"] == "rdp"
     )
-    assert data["epsilon"] == pytest.approx(compute_epsilon(ev.dpsgd_event(1.1, 0.01, 10000), 1e-5))
+    assert data["epsilon"] == pytest.approx(compute_epsilon(dpsgd_event(1.1, 0.01, 10000), 1e-5))
 
 
 def test_calibration(capsys):
@@ -221,7 +223,7 @@ def test_gdp_approximation_is_refused_for_calibration(capsys):
     assert code == 2 and len(err.splitlines()) == 1 and "approximation" in err
     with pytest.raises(ValueError, match="gdp_clt"):
         calibrate(
-            lambda s: ev.dpsgd_event(s, 0.1, 100),
+            lambda s: dpsgd_event(s, 0.1, 100),
             target_epsilon=3.0,
             target_delta=1e-5,
             accountant="gdp_clt",

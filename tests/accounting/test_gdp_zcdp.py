@@ -10,6 +10,7 @@ from scipy import stats
 
 from accounting import events as ev
 from accounting.accountants import gdp, rdp, zcdp
+from accounting.builders import dpsgd_event
 from accounting.compose import compute_delta, compute_epsilon
 
 
@@ -55,7 +56,7 @@ def test_gdp_is_tighter_than_rdp_for_gaussians():
 
 
 def test_gdp_clt_is_labelled_and_opt_in():
-    event = ev.dpsgd_event(1.1, 0.01, 10000)
+    event = dpsgd_event(1.1, 0.01, 10000)
     with pytest.raises(ValueError, match="gdp_clt"):
         compute_epsilon(event, 1e-5, accountant="gdp")
     mu = gdp.event_mu(event, clt=True)
@@ -95,7 +96,7 @@ def test_zcdp_events():
     assert xi == pytest.approx(0.02)
     assert rho == pytest.approx(1 / 8 + 0.125 + 1 / 32 + 0.01 + 4 * 0.005)
     with pytest.raises(ValueError, match="subsampling"):
-        zcdp.event_rho(ev.dpsgd_event(1.0, 0.1, 10))
+        zcdp.event_rho(dpsgd_event(1.0, 0.1, 10))
 
 
 @pytest.mark.parametrize(

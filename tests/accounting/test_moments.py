@@ -9,6 +9,7 @@ import pytest
 
 from accounting import events as ev
 from accounting.accountants import moments, rdp
+from accounting.builders import dpsgd_event
 from accounting.compose import compute_delta, compute_epsilon
 
 LAMS = np.array([1.0, 2.0, 3.5, 8.0, 31.0, 64.0])
@@ -54,7 +55,7 @@ def test_e2_dominates_e1():
 
 
 def test_epsilon_equals_classic_rdp_conversion_on_integer_orders():
-    event = ev.dpsgd_event(1.1, 0.01, 1000)
+    event = dpsgd_event(1.1, 0.01, 1000)
     lams = np.arange(1.0, 64.0)
     eps_ma = moments.epsilon(event, 1e-5, lambdas=lams)
     eps_rdp = rdp.epsilon_from_rdp(
@@ -66,7 +67,7 @@ def test_epsilon_equals_classic_rdp_conversion_on_integer_orders():
 
 
 def test_delta_tail_bound_and_accountant_dispatch():
-    event = ev.ComposedDpEvent([ev.GaussianDpEvent(3.0), ev.dpsgd_event(2.0, 0.02, 200)])
+    event = ev.ComposedDpEvent([ev.GaussianDpEvent(3.0), dpsgd_event(2.0, 0.02, 200)])
     eps = compute_epsilon(event, 1e-6, accountant="moments")
     d = compute_delta(event, eps, accountant="moments")
     assert d <= 1e-6 * (1 + 1e-6)

@@ -8,13 +8,15 @@ import pytest
 
 from accounting import events as ev
 from accounting.accountants import gdp, pld
-from accounting.compose import ADD_OR_REMOVE_ONE, REPLACE_ONE, compute_delta, compute_epsilon
+from accounting.builders import dpsgd_event
+from accounting.compose import compute_delta, compute_epsilon
+from accounting.relations import ADD_OR_REMOVE_ONE, REPLACE_ONE
 
 G = ev.GaussianDpEvent
 
 EVENTS = {
-    "dpsgd": ev.dpsgd_event(1.1, 0.01, 300),
-    "dpsgd-large-q": ev.dpsgd_event(2.0, 0.2, 50),
+    "dpsgd": dpsgd_event(1.1, 0.01, 300),
+    "dpsgd-large-q": dpsgd_event(2.0, 0.2, 50),
     "gaussians": ev.ComposedDpEvent([G(2.0), ev.SelfComposedDpEvent(G(5.0), 20)]),
     "laplace": ev.SelfComposedDpEvent(ev.LaplaceDpEvent(5.0), 10),
     "pure+gaussian": ev.ComposedDpEvent([ev.PureDpEvent(0.5), G(3.0), ev.MuGdpEvent(0.2)]),
@@ -25,7 +27,7 @@ EVENTS = {
         [
             G(4.0),
             ev.ParallelComposedDpEvent(
-                [ev.dpsgd_event(1.0, 0.05, 20), ev.dpsgd_event(2.0, 0.05, 20)]
+                [dpsgd_event(1.0, 0.05, 20), dpsgd_event(2.0, 0.05, 20)]
             ),
         ]
     ),
@@ -78,7 +80,7 @@ def test_pld_gaussian_is_pessimistic_and_close_to_exact():
 
 
 def test_parallel_is_max_of_cases():
-    a, b = ev.dpsgd_event(1.0, 0.05, 20), ev.dpsgd_event(2.0, 0.05, 20)
+    a, b = dpsgd_event(1.0, 0.05, 20), dpsgd_event(2.0, 0.05, 20)
     par = compute_epsilon(ev.ParallelComposedDpEvent([a, b]), 1e-5, accountant="pld")
     assert par == pytest.approx(
         max(compute_epsilon(a, 1e-5, accountant="pld"), compute_epsilon(b, 1e-5, accountant="pld"))

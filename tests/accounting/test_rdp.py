@@ -13,6 +13,7 @@ from scipy import integrate, special
 
 from accounting import events as ev
 from accounting.accountants import rdp
+from accounting.builders import dpsgd_event
 
 QS = [1e-4, 1e-3, 0.01, 0.1, 0.5]
 ZS = [0.5, 1.0, 2.0, 5.0, 10.0]
@@ -105,7 +106,7 @@ def test_fractional_orders_vs_dp_accounting(q, z):
 def test_epsilon_never_looser_than_dp_accounting_default_grid():
     assert set(DEFAULT_RDP_ORDERS) <= set(rdp.DEFAULT_ORDERS.tolist())
     for q, z, steps in [(0.01, 1.1, 10000), (1e-3, 0.8, 10**6), (0.1, 5.0, 100), (0.5, 2.0, 10)]:
-        event = ev.dpsgd_event(z, q, steps)
+        event = dpsgd_event(z, q, steps)
         acc = RdpAccountant()
         acc.compose(event)
         ref = acc.get_epsilon(1e-5)
@@ -115,8 +116,8 @@ def test_epsilon_never_looser_than_dp_accounting_default_grid():
 
 
 def test_million_steps_is_one_multiplication():
-    one = rdp.event_rdp(ev.dpsgd_event(1.1, 0.01, 1))
-    many = rdp.event_rdp(ev.dpsgd_event(1.1, 0.01, 10**6))
+    one = rdp.event_rdp(dpsgd_event(1.1, 0.01, 1))
+    many = rdp.event_rdp(dpsgd_event(1.1, 0.01, 10**6))
     np.testing.assert_allclose(many, 10**6 * one, rtol=1e-12)
 
 
@@ -229,7 +230,7 @@ def test_unsupported_events_raise():
         rdp.event_rdp(ev.SampledWithoutReplacementDpEvent(100, 10, ev.GaussianDpEvent(1.0)))
     with pytest.raises(ValueError, match="pld"):
         rdp.event_rdp(
-            ev.dpsgd_event(1.0, 0.1, 1), neighboring_relation=ev.NeighboringRelation.REPLACE_ONE
+            dpsgd_event(1.0, 0.1, 1), neighboring_relation=ev.NeighboringRelation.REPLACE_ONE
         )
 
 

@@ -10,6 +10,7 @@ import pytest
 from scipy import stats
 
 from accounting import events as ev
+from accounting.builders import dpsgd_event
 from jdp.dpsgd import clip_schedules as cs
 from jdp.nn.mlp import MLP
 from jdp.dpsgd.train import train
@@ -51,7 +52,7 @@ def test_train_learns_and_records_its_event():
     )
     assert out.steps == 40 and out.noise_multiplier == 0.8
     assert out.ledger.labels == ["dp-sgd"]
-    assert out.ledger.entries[0].event == ev.dpsgd_event(0.8, 0.25, 40)
+    assert out.ledger.entries[0].event == dpsgd_event(0.8, 0.25, 40)
     assert accuracy(out.params) > max(accuracy(params), 0.8)
     again = train(
         jax.random.key(1),
@@ -139,7 +140,7 @@ def test_clipping_decay_keeps_the_noise_multiplier():
         has_aux=True,
         progress=False,
     )
-    assert out.ledger.entries[0].event == ev.dpsgd_event(1.1, 0.2, 6)
+    assert out.ledger.entries[0].event == dpsgd_event(1.1, 0.2, 6)
 
 
 def test_dpnorm_histogram_and_mode():
@@ -209,7 +210,7 @@ def test_without_replacement_is_recorded_under_replace_one():
     assert out.ledger.neighboring_relation == ev.NeighboringRelation.REPLACE_ONE
     # replace-one: the clipped sum moves by up to 2C; dpsgd_event takes z = std / C and
     # records the Gaussian z / 2 itself
-    wor = ev.dpsgd_event(1.0, 0.25, 2, sampling="without_replacement", dataset_size=N)
+    wor = dpsgd_event(1.0, 0.25, 2, sampling="without_replacement", dataset_size=N)
     assert out.ledger.entries[0].event == wor
     assert wor.event.event == ev.GaussianDpEvent(0.5)
 
