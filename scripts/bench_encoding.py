@@ -33,6 +33,7 @@ import time
 import tracemalloc
 import warnings
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 from sklearn.cluster import KMeans
@@ -40,9 +41,10 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.mixture import GaussianMixture
 from threadpoolctl import threadpool_limits
 
+from accounting.calibrate import calibrate
 from jdp.data.datasets import load_mnist
 from jdp.encoding.em import dp_em
-from jdp.encoding.kmeans import assign_clusters, calibrated_noise_multiplier, clustering_accuracy, dp_kmeans
+from jdp.encoding.kmeans import assign_clusters, clustering_accuracy, dp_kmeans, dp_kmeans_event
 from jdp.encoding.pca import dp_pca_gaussian, dp_pca_laplace, public_pca
 from jdp.encoding.rff import draw_rff
 
@@ -169,10 +171,8 @@ def bench_kmeans(
     init_idx = [public_rng.choice(len(x_test), 10, replace=False) for _ in range(repeats)]
     acc = {eps: {"kernel": [], "plain": []} for eps in EPSILONS}
     nonprivate = {"kernel": [], "plain": [], "sklearn_rff": []}
-    z_mult = {
-        eps: calibrated_noise_multiplier(target_epsilon=eps, target_delta=DELTA, steps=LLOYD_STEPS)
-        for eps in EPSILONS
-    }
+    plan = partial(dp_kmeans_event, steps=LLOYD_STEPS)  # one noise multiplier per epsilon
+    z_mult = {eps: calibrate(plan, target_epsilon=eps, target_delta=DELTA) for eps in EPSILONS}
     for r in range(repeats):
         rng = np.random.default_rng(100 + r)
         fm = draw_rff(rng, x_train.shape[1], RFF_DIM, gamma=gamma)

@@ -21,15 +21,17 @@ All sums are computed in bounded-memory chunks (:mod:`jdp.mechanisms.suffstats`)
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Literal
 
 import numpy as np
 from scipy.linalg import solve_triangular
 
 from accounting import events as ev
-from accounting.validation import check_count, check_nonnegative, check_positive
 from accounting.ledger import PrivacyLedger
-from jdp.mechanisms.noise import clip_rows, gaussian_mechanism
+from accounting.validation import check_count, check_nonnegative, check_positive
+from jdp.mechanisms.noise import clip_rows, gaussian_releases
+from jdp.mechanisms.release import gaussian_iterations_event, iterate_releases, run_calibrated
 from jdp.mechanisms.suffstats import check_data_matrix, chunk_rows, chunked_sum
 from jdp.verbosity import private_detail
 
@@ -314,28 +316,29 @@ def dp_em(
         mixture = init
     if diagnostic_x is not None:
         diagnostic_x = check_data_matrix(diagnostic_x, name="diagnostic_x", n_cols=d)
-    ledger = PrivacyLedger()
     trace = []
-    for t in range(steps):
-        mixture, event = dp_em_step(
+
+    def step(current: Mixture) -> tuple[Mixture, ev.ComposedDpEvent]:
+        new, event = dp_em_step(
             rng,
             x,
-            mixture,
+            current,
             noise_multiplier=noise_multiplier,
             l2_clip_norm=c,
             reg_covar=reg_covar,
             secure_noise=secure_noise,
         )
-        ledger = ledger.record("dp-em", event, note=f"iteration {t + 1} of {steps}")
         if diagnostic_x is not None:
-            trace.append(float(np.mean(mixture.log_prob(diagnostic_x))))
+            trace.append(float(np.mean(new.log_prob(diagnostic_x))))
+        return new, event
+
+    mixture, ledger = iterate_releases(step, mixture, steps, "dp-em")
     return EmResult(mixture=mixture, log_likelihood=tuple(trace)), ledger
 
 
 def dp_em_event(noise_multiplier: float, steps: int) -> ev.DpEvent:
     """What :func:`dp_em` spends (data-free, for planning and calibration)."""
-    one = ev.ComposedDpEvent([ev.GaussianDpEvent(noise_multiplier)] * 3)
-    return ev.SelfComposedDpEvent(one, check_count("steps", steps, minimum=1))
+    return gaussian_iterations_event(noise_multiplier, releases=3, steps=steps)
 
 
 def dp_em_calibrated(
@@ -350,17 +353,11 @@ def dp_em_calibrated(
     **kwargs: object,
 ) -> tuple[EmResult, PrivacyLedger]:
     """:func:`dp_em` with the smallest noise multiplier meeting ``(target_epsilon,
-    target_delta)`` for ``steps`` iterations (:func:`accounting.calibrate.calibrate`);
+    target_delta)`` for ``steps`` iterations (:func:`jdp.mechanisms.release.run_calibrated`);
     ``kwargs`` go to :func:`dp_em`."""
-    from accounting.calibrate import calibrate
-
-    z = calibrate(
-        lambda s: dp_em_event(s, steps),
-        target_epsilon=target_epsilon,
-        target_delta=target_delta,
-        accountant=accountant,
-    )
-    return dp_em(rng, x, n_components, noise_multiplier=z, steps=steps, **kwargs)
+    run = partial(dp_em, rng, x, n_components, steps=steps, **kwargs)
+    plan = partial(dp_em_event, steps=steps)
+    return run_calibrated(run, plan, target_epsilon, target_delta, accountant=accountant)
 
 
 def dp_em_step(
@@ -406,19 +403,13 @@ def noisy_em_statistics(
     and ``z C^2`` on (N, S, Q); ``mixture`` must be public. See :func:`dp_em` for the
     privacy statement; the event is ``ComposedDpEvent([GaussianDpEvent(z)] * 3)``.
     """
-    stats = em_statistics(x, mixture, l2_clip_norm=l2_clip_norm)
-    released, events = [], []
-    for value, sensitivity in zip(stats, (1.0, l2_clip_norm, l2_clip_norm**2), strict=True):
-        noisy, event = gaussian_mechanism(
-            rng,
-            value,
-            l2_sensitivity=sensitivity,
-            noise_multiplier=noise_multiplier,
-            secure_noise=secure_noise,
-        )
-        released.append(noisy)
-        events.append(event)
-    return tuple(released), ev.ComposedDpEvent(events)
+    return gaussian_releases(
+        rng,
+        em_statistics(x, mixture, l2_clip_norm=l2_clip_norm),
+        (1.0, l2_clip_norm, l2_clip_norm**2),
+        noise_multiplier=noise_multiplier,
+        secure_noise=secure_noise,
+    )
 
 
 def sample(rng: np.random.Generator, mixture: Mixture, n: int) -> np.ndarray:

@@ -22,15 +22,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from accounting import events as ev
-from accounting.validation import check_count, check_nonnegative, check_positive
 from accounting.ledger import PrivacyLedger
-from jdp.mechanisms.noise import clip_rows, gaussian_mechanism
+from accounting.validation import check_count, check_nonnegative, check_positive
 from jdp.encoding.rff import RandomFourierFeatures, draw_rff
+from jdp.mechanisms.noise import clip_rows, gaussian_mechanism, gaussian_releases
+from jdp.mechanisms.release import gaussian_iterations_event, iterate_releases, run_calibrated
 from jdp.mechanisms.suffstats import check_data_matrix, chunked_sum, iter_chunks
 from jdp.verbosity import private_detail
 
@@ -109,25 +111,17 @@ def noisy_lloyd_step(
       "DP Lloyd", docs/errata.md). ``secure_noise``: a clamp-and-round mitigation
       without proof (:mod:`jdp.mechanisms.noise`).
     """
-    counts, sums = lloyd_statistics(x, centres, l2_clip_norm=l2_clip_norm, feature_fn=feature_fn)
-    counts, e_n = gaussian_mechanism(
+    (counts, sums), event = gaussian_releases(
         rng,
-        counts,
-        l2_sensitivity=1.0,
-        noise_multiplier=noise_multiplier,
-        secure_noise=secure_noise,
-    )
-    sums, e_s = gaussian_mechanism(
-        rng,
-        sums,
-        l2_sensitivity=l2_clip_norm,
+        lloyd_statistics(x, centres, l2_clip_norm=l2_clip_norm, feature_fn=feature_fn),
+        (1.0, l2_clip_norm),
         noise_multiplier=noise_multiplier,
         secure_noise=secure_noise,
     )
     ok = counts >= 1.0
     new = np.array(centres, dtype=np.float64)
     new[ok] = clip_rows(sums[ok] / counts[ok, None], l2_clip_norm)
-    return new, ev.ComposedDpEvent([e_n, e_s]), (counts, sums)
+    return new, event, (counts, sums)
 
 
 def random_centres(
@@ -139,32 +133,6 @@ def random_centres(
     return clip_rows(
         rng.normal(0.0, l2_clip_norm / (2.0 * np.sqrt(dim)), size=(k, dim)), l2_clip_norm
     )
-
-
-def _lloyd(
-    rng: np.random.Generator,
-    x: np.ndarray,
-    centres: np.ndarray,
-    *,
-    noise_multiplier: float,
-    steps: int,
-    l2_clip_norm: float,
-    feature_map: RandomFourierFeatures | None,
-    secure_noise: bool,
-) -> tuple[KMeansResult, PrivacyLedger]:
-    ledger = PrivacyLedger()
-    for t in range(steps):
-        centres, event, _ = noisy_lloyd_step(
-            rng,
-            x,
-            centres,
-            noise_multiplier=noise_multiplier,
-            l2_clip_norm=l2_clip_norm,
-            feature_fn=feature_map,
-            secure_noise=secure_noise,
-        )
-        ledger = ledger.record("dp-kmeans", event, note=f"iteration {t + 1} of {steps}")
-    return KMeansResult(centres=centres, l2_clip_norm=l2_clip_norm, feature_map=feature_map), ledger
 
 
 def _check_common(
@@ -194,20 +162,24 @@ def dp_kmeans(
     steps: int,
     l2_clip_norm: float,
     init: np.ndarray | None = None,
+    feature_map: RandomFourierFeatures | None = None,
     secure_noise: bool = False,
 ) -> tuple[KMeansResult, PrivacyLedger]:
-    """Standard DP k-means on raw features (DPGM's baseline, Blum et al. 2005).
+    """Standard DP k-means (DPGM's baseline, Blum et al. 2005): noisy Lloyd iterations on
+    the raw features, or on ``feature_map(x)`` (the loop of :func:`dp_kernel_kmeans`).
 
     Args:
       rng: noise source (and the data-independent initial centres).
-      x: ``(n, m)`` private records, clipped to L2 norm ``l2_clip_norm``.
+      x: ``(n, m)`` private records; their (mapped) features are clipped to L2 norm
+        ``l2_clip_norm``.
       k: number of clusters (``<= n``).
       noise_multiplier: ``z``: noise std ``z`` on counts and ``z C`` on sums.
       steps: Lloyd iterations ``T``, each one ledger entry "dp-kmeans".
       l2_clip_norm: ``C``, declared (e.g. ``sqrt(m)`` for pixels in [0, 1], as DPGM Sec. 6.2
         uses 28 for MNIST) or chosen by :func:`dp_norm_bound`.
-      init: ``(k, m)`` public initial centres (e.g. public records); default
-        :func:`random_centres`.
+      init: ``(k, D)`` public initial centres in feature space (``D = m`` for raw features;
+        e.g. public records); default :func:`random_centres`.
+      feature_map: a public feature map (drawn without the data); ``None``: raw features.
       secure_noise: round the Gaussian releases to a power-of-two grid, clamped to a public
         bound: a mitigation of Mironov's (2012) floating-point channel, not a proof
         (:mod:`jdp.mechanisms.noise`); the events are unchanged.
@@ -221,22 +193,35 @@ def dp_kmeans(
     """
     x, k, steps = _check_common(x, k, steps, noise_multiplier)
     c = check_positive("l2_clip_norm", l2_clip_norm)
-    m = x.shape[1]
+    _check_feature_map(feature_map, x.shape[1])
+    dim = x.shape[1] if feature_map is None else feature_map.n_components
     centres = (
-        random_centres(rng, k, m, l2_clip_norm=c)
+        random_centres(rng, k, dim, l2_clip_norm=c)
         if init is None
-        else clip_rows(_check_init(init, k, m, "raw features"), c)
+        else clip_rows(_check_init(init, k, dim, "centres in feature space"), c)
     )
-    return _lloyd(
-        rng,
-        x,
-        centres,
-        noise_multiplier=noise_multiplier,
-        steps=steps,
-        l2_clip_norm=c,
-        feature_map=None,
-        secure_noise=secure_noise,
-    )
+
+    def step(current: np.ndarray) -> tuple[np.ndarray, ev.ComposedDpEvent]:
+        new, event, _ = noisy_lloyd_step(
+            rng,
+            x,
+            current,
+            noise_multiplier=noise_multiplier,
+            l2_clip_norm=c,
+            feature_fn=feature_map,
+            secure_noise=secure_noise,
+        )
+        return new, event
+
+    centres, ledger = iterate_releases(step, centres, steps, "dp-kmeans")
+    return KMeansResult(centres=centres, l2_clip_norm=c, feature_map=feature_map), ledger
+
+
+def _check_feature_map(feature_map: RandomFourierFeatures | None, n_features_in: int) -> None:
+    if feature_map is not None and feature_map.n_features_in != n_features_in:
+        raise ValueError(
+            f"expected a feature map for {n_features_in} inputs, got {feature_map.n_features_in}"
+        )
 
 
 def dp_kernel_kmeans(
@@ -284,25 +269,22 @@ def dp_kernel_kmeans(
     """
     x, k, steps = _check_common(x, k, steps, noise_multiplier)
     c = check_positive("l2_clip_norm", l2_clip_norm)
+    _check_feature_map(feature_map, x.shape[1])
     if feature_map is None:
         feature_map = draw_rff(rng, x.shape[1], n_components, gamma=gamma)
-    elif feature_map.n_features_in != x.shape[1]:
-        raise ValueError(
-            f"expected a feature map for {x.shape[1]} inputs, got {feature_map.n_features_in}"
-        )
-    d = feature_map.n_components
-    if init_public is None:
-        centres = random_centres(rng, k, d, l2_clip_norm=c)
-    else:
-        init = _check_init(init_public, k, x.shape[1], "public raw records")
-        centres = clip_rows(feature_map(init), c)
-    return _lloyd(
+    init = (
+        None
+        if init_public is None
+        else feature_map(_check_init(init_public, k, x.shape[1], "public raw records"))
+    )
+    return dp_kmeans(
         rng,
         x,
-        centres,
+        k,
         noise_multiplier=noise_multiplier,
         steps=steps,
         l2_clip_norm=c,
+        init=init,
         feature_map=feature_map,
         secure_noise=secure_noise,
     )
@@ -310,23 +292,27 @@ def dp_kernel_kmeans(
 
 def dp_kmeans_event(noise_multiplier: float, steps: int) -> ev.DpEvent:
     """What :func:`dp_kmeans` / :func:`dp_kernel_kmeans` spend (data-free, for planning)."""
-    one = ev.ComposedDpEvent([ev.GaussianDpEvent(noise_multiplier)] * 2)
-    return ev.SelfComposedDpEvent(one, check_count("steps", steps, minimum=1))
+    return gaussian_iterations_event(noise_multiplier, releases=2, steps=steps)
 
 
-def calibrated_noise_multiplier(
-    *, target_epsilon: float, target_delta: float, steps: int, accountant: str = "rdp"
-) -> float:
-    """The smallest Lloyd noise multiplier meeting ``(target_epsilon, target_delta)`` over
-    ``steps`` iterations; pass it to :func:`dp_kmeans` or :func:`dp_kernel_kmeans`."""
-    from accounting.calibrate import calibrate
-
-    return calibrate(
-        lambda s: dp_kmeans_event(s, steps),
-        target_epsilon=target_epsilon,
-        target_delta=target_delta,
-        accountant=accountant,
-    )
+def dp_kmeans_calibrated(
+    rng: np.random.Generator,
+    x: np.ndarray,
+    k: int,
+    *,
+    target_epsilon: float,
+    target_delta: float,
+    steps: int,
+    accountant: str = "rdp",
+    **kwargs: object,
+) -> tuple[KMeansResult, PrivacyLedger]:
+    """:func:`dp_kmeans` with the smallest noise multiplier meeting ``(target_epsilon,
+    target_delta)`` over ``steps`` Lloyd iterations
+    (:func:`jdp.mechanisms.release.run_calibrated` on :func:`dp_kmeans_event`); ``kwargs``
+    go to :func:`dp_kmeans` (pass ``feature_map=`` for kernel k-means on drawn features)."""
+    run = partial(dp_kmeans, rng, x, k, steps=steps, **kwargs)
+    plan = partial(dp_kmeans_event, steps=steps)
+    return run_calibrated(run, plan, target_epsilon, target_delta, accountant=accountant)
 
 
 def norm_histogram(

@@ -25,14 +25,16 @@ the released sum (clipped below at 0); divide by a public or DP count for covari
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Literal
 
 import numpy as np
 
 from accounting import events as ev
-from accounting.validation import check_count, check_positive
 from accounting.ledger import PrivacyLedger
+from accounting.validation import check_count, check_positive
 from jdp.mechanisms.noise import clip_rows, gaussian_mechanism, laplace_mechanism
+from jdp.mechanisms.release import record_release, run_calibrated
 from jdp.mechanisms.suffstats import check_data_matrix, chunked_sum, iter_chunks
 from jdp.verbosity import private_detail
 
@@ -127,6 +129,18 @@ def scatter_sum(
 def _result(noisy_scatter: np.ndarray, k: int, centre: np.ndarray) -> PcaResult:
     values, vectors = top_k_eigh(noisy_scatter, k)
     return PcaResult(components=vectors, eigenvalues=np.maximum(values, 0.0), centre=centre)
+
+
+def _subspace(
+    ledger: PrivacyLedger,
+    label: str,
+    release: tuple[np.ndarray, ev.DpEvent],
+    k: int,
+    centre: np.ndarray,
+) -> tuple[PcaResult, PrivacyLedger]:
+    """The top-k subspace of a released scatter matrix, its event recorded as ``label``."""
+    noisy, ledger = record_release(ledger, label, release)
+    return _result(noisy, k, centre), ledger
 
 
 # -- DP means --------------------------------------------------------------------------------
@@ -294,11 +308,10 @@ def dp_pca_gaussian(
     x = check_data_matrix(x)
     k = _check_k(k, x)
     l2_clip_norm = check_positive("l2_clip_norm", l2_clip_norm)
-    ledger = PrivacyLedger()
     c, ledger = _gaussian_centre(
-        rng, x, centre, mean_noise_multiplier, noise_multiplier, l2_clip_norm, ledger, secure_noise
+        rng, x, centre, mean_noise_multiplier, noise_multiplier, l2_clip_norm, secure_noise
     )
-    noisy, event = noisy_scatter_gaussian(
+    release = noisy_scatter_gaussian(
         rng,
         x,
         c,
@@ -306,7 +319,7 @@ def dp_pca_gaussian(
         l2_clip_norm=l2_clip_norm,
         secure_noise=secure_noise,
     )
-    return _result(noisy, k, c), ledger.record("dp-pca", event)
+    return _subspace(ledger, "dp-pca", release, k, c)
 
 
 def noisy_scatter_gaussian(
@@ -356,25 +369,20 @@ def dp_pca_gaussian_calibrated(
 ) -> tuple[PcaResult, PrivacyLedger]:
     """:func:`dp_pca_gaussian` with the smallest noise multiplier meeting
     ``(target_epsilon, target_delta)`` (DP mean and scatter share it when ``centre="dp"``),
-    via :func:`accounting.calibrate.calibrate`. The ledger's epsilon never exceeds the target."""
-    from accounting.calibrate import calibrate
-
+    via :func:`jdp.mechanisms.release.run_calibrated`. The ledger's epsilon never exceeds the
+    target."""
     dp_centre = isinstance(centre, str) and centre == "dp"
-    z = calibrate(
-        lambda s: dp_pca_gaussian_event(s, dp_centre=dp_centre),
-        target_epsilon=target_epsilon,
-        target_delta=target_delta,
-        accountant=accountant,
-    )
-    return dp_pca_gaussian(
+    run = partial(
+        dp_pca_gaussian,
         rng,
         x,
         k,
-        noise_multiplier=z,
         centre=centre,
         l2_clip_norm=l2_clip_norm,
         secure_noise=secure_noise,
     )
+    plan = partial(dp_pca_gaussian_event, dp_centre=dp_centre)
+    return run_calibrated(run, plan, target_epsilon, target_delta, accountant=accountant)
 
 
 def _gaussian_centre(
@@ -384,19 +392,18 @@ def _gaussian_centre(
     mean_noise_multiplier: float | None,
     noise_multiplier: float,
     l2_clip_norm: float,
-    ledger: PrivacyLedger,
     secure_noise: bool,
 ) -> tuple[np.ndarray, PrivacyLedger]:
-    d = x.shape[1]
-    if isinstance(centre, str):
-        if centre != "dp":
-            raise ValueError(f"expected centre to be None, an array or 'dp', got {centre!r}")
-        z = noise_multiplier if mean_noise_multiplier is None else mean_noise_multiplier
-        mean, event = dp_mean_gaussian(
-            rng, x, noise_multiplier=z, l2_clip_norm=l2_clip_norm, secure_noise=secure_noise
-        )
-        return mean, ledger.record("dp-mean", event)
-    return _public_centre(centre, d), ledger
+    """The centre of Analyze Gauss (public, or a DP mean) and the ledger of its release."""
+    if not isinstance(centre, str):
+        return _public_centre(centre, x.shape[1]), PrivacyLedger()
+    if centre != "dp":
+        raise ValueError(f"expected centre to be None, an array or 'dp', got {centre!r}")
+    z = noise_multiplier if mean_noise_multiplier is None else mean_noise_multiplier
+    release = dp_mean_gaussian(
+        rng, x, noise_multiplier=z, l2_clip_norm=l2_clip_norm, secure_noise=secure_noise
+    )
+    return record_release(PrivacyLedger(), "dp-mean", release)
 
 
 def _public_centre(centre: object, d: int) -> np.ndarray:
@@ -461,15 +468,11 @@ def dp_pca_laplace(
     lower, upper = _check_bounds(lower, upper, x.shape[1])
     ledger = PrivacyLedger()
     if isinstance(centre, str) and centre == "dp":
-        c, event = dp_mean_laplace(
-            rng,
-            x,
-            epsilon=epsilon if mean_epsilon is None else mean_epsilon,
-            lower=lower,
-            upper=upper,
-            secure_noise=secure_noise,
+        mean_eps = epsilon if mean_epsilon is None else mean_epsilon
+        release = dp_mean_laplace(
+            rng, x, epsilon=mean_eps, lower=lower, upper=upper, secure_noise=secure_noise
         )
-        ledger = ledger.record("dp-mean", event)
+        c, ledger = record_release(ledger, "dp-mean", release)
     elif isinstance(centre, str):
         if centre != "midpoint":
             raise ValueError(f"expected centre to be an array, 'midpoint' or 'dp', got {centre!r}")
@@ -477,10 +480,10 @@ def dp_pca_laplace(
     else:
         c = _public_centre(centre, x.shape[1])
     _warn_out_of_bounds(x, lower, upper)
-    noisy, event = noisy_scatter_laplace(
+    release = noisy_scatter_laplace(
         rng, x, c, epsilon=epsilon, lower=lower, upper=upper, secure_noise=secure_noise
     )
-    return _result(noisy, k, c), ledger.record("lap-pca", event)
+    return _subspace(ledger, "lap-pca", release, k, c)
 
 
 def noisy_scatter_laplace(

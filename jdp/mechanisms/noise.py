@@ -30,7 +30,9 @@ mechanism, so privacy is unaffected).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -180,9 +182,21 @@ def _symmetrize(upper: np.ndarray) -> np.ndarray:
     return upper + np.triu(upper, 1).T
 
 
-def _check_square(value: np.ndarray) -> None:
-    if value.ndim != 2 or value.shape[0] != value.shape[1]:
+def _as_statistic(value: object, symmetric: bool) -> np.ndarray:
+    """``value`` as float64; with ``symmetric``, checked to be a square matrix."""
+    value = np.asarray(value, dtype=np.float64)
+    if symmetric and (value.ndim != 2 or value.shape[0] != value.shape[1]):
         raise ValueError(f"expected a square matrix for symmetric noise, got shape {value.shape}")
+    return value
+
+
+def _iid_noise(
+    draw: Callable[[tuple[int, ...]], np.ndarray], shape: tuple[int, ...], symmetric: bool
+) -> np.ndarray:
+    """``draw(shape)`` (i.i.d. noise, the ``size`` argument of a numpy sampler); with ``symmetric``, its upper triangle (diagonal included) mirrored,
+    so each free entry of a symmetric statistic gets exactly one draw (Dwork et al. 2014)."""
+    noise = draw(shape)
+    return _symmetrize(np.triu(noise)) if symmetric else noise
 
 
 def gaussian_mechanism(
@@ -223,18 +237,13 @@ def gaussian_mechanism(
     """
     check_positive("l2_sensitivity", l2_sensitivity)
     check_nonnegative("noise_multiplier", noise_multiplier)
-    value = np.asarray(value, dtype=np.float64)
+    value = _as_statistic(value, symmetric)
     scale = noise_multiplier * l2_sensitivity
     secure = secure_noise and scale > 0
     if secure:
         bound = float(check_count("max_records", max_records, minimum=1)) * l2_sensitivity
         value = np.clip(value, -bound, bound)
-    if symmetric:
-        _check_square(value)
-        noise = _symmetrize(np.triu(rng.normal(0.0, scale, size=value.shape)))
-    else:
-        noise = rng.normal(0.0, scale, size=value.shape)
-    out = value + noise
+    out = value + _iid_noise(partial(rng.normal, 0.0, scale), value.shape, symmetric)
     if secure:
         out = _clamp_and_round(out, power_of_two_at_least(scale), bound)
     return out, ev.GaussianDpEvent(noise_multiplier=float(noise_multiplier))
@@ -268,13 +277,11 @@ def laplace_mechanism(
     """
     check_positive("l1_sensitivity", l1_sensitivity)
     check_positive("epsilon", epsilon)
-    value = np.asarray(value, dtype=np.float64)
+    value = _as_statistic(value, symmetric)
     event = ev.LaplaceDpEvent(noise_multiplier=1.0 / float(epsilon))
-    if symmetric:
-        _check_square(value)
     if not secure_noise:
-        noise = rng.laplace(0.0, l1_sensitivity / epsilon, size=value.shape)
-        return value + (_symmetrize(np.triu(noise)) if symmetric else noise), event
+        draw = partial(rng.laplace, 0.0, l1_sensitivity / epsilon)
+        return value + _iid_noise(draw, value.shape, symmetric), event
     iu = np.triu_indices(value.shape[0]) if symmetric else None
     flat = value if iu is None else value[iu]
     params = snapping_laplace_parameters(
@@ -291,6 +298,38 @@ def laplace_mechanism(
     return _symmetrize(upper), event
 
 
+def gaussian_releases(
+    rng: np.random.Generator,
+    values: Sequence[np.ndarray],
+    l2_sensitivities: Sequence[float],
+    *,
+    noise_multiplier: float,
+    secure_noise: bool = False,
+) -> tuple[tuple[np.ndarray, ...], ev.ComposedDpEvent]:
+    """Release several statistics, each by :func:`gaussian_mechanism` with its own
+    sensitivity and the common ``noise_multiplier``, in order.
+
+    Returns:
+      ``(noisy_values, ComposedDpEvent([GaussianDpEvent(noise_multiplier)] * len(values)))``.
+
+    Privacy:
+      Sequential composition of the Gaussian mechanisms (each with its own L2 sensitivity,
+      so each has the same RDP curve ``alpha / (2 z^2)``): together RDP
+      ``len(values) * alpha / (2 z^2)``, a Gaussian with multiplier ``z / sqrt(len(values))``.
+    """
+    released = [
+        gaussian_mechanism(
+            rng,
+            value,
+            l2_sensitivity=sensitivity,
+            noise_multiplier=noise_multiplier,
+            secure_noise=secure_noise,
+        )
+        for value, sensitivity in zip(values, l2_sensitivities, strict=True)
+    ]
+    return tuple(v for v, _ in released), ev.ComposedDpEvent([e for _, e in released])
+
+
 def clip_rows(x: np.ndarray, l2_clip_norm: float) -> np.ndarray:
     """Scale each row of ``x`` so that its L2 norm is at most ``l2_clip_norm``.
 
@@ -305,4 +344,3 @@ def clip_rows(x: np.ndarray, l2_clip_norm: float) -> np.ndarray:
         return x
     factor = np.minimum(1.0, l2_clip_norm / np.maximum(norms, np.finfo(np.float64).tiny))
     return x * factor
-

@@ -7,10 +7,10 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from jdp.mechanisms import suffstats
 from jdp.encoding.em import em_statistics, initial_mixture
 from jdp.encoding.kmeans import lloyd_statistics
 from jdp.encoding.pca import scatter_sum
+from jdp.mechanisms import suffstats
 from jdp.mechanisms.suffstats import check_data_matrix, chunked_sum
 
 
@@ -31,27 +31,16 @@ def test_statistics_are_sums_over_records():
     rng = np.random.default_rng(1)
     a, b = rng.normal(size=(50, 4)), rng.normal(size=(70, 4))
     both = np.vstack([a, b])
-    c = np.zeros(4)
-    np.testing.assert_allclose(
-        scatter_sum(both, c, l2_clip_norm=1.0),
-        scatter_sum(a, c, l2_clip_norm=1.0) + scatter_sum(b, c, l2_clip_norm=1.0),
-    )
     m = initial_mixture(rng, 3, 4, covariance_type="full")
-    for s_ab, s_a, s_b in zip(
-        em_statistics(both, m, l2_clip_norm=1.0),
-        em_statistics(a, m, l2_clip_norm=1.0),
-        em_statistics(b, m, l2_clip_norm=1.0),
-        strict=True,
-    ):
-        np.testing.assert_allclose(s_ab, s_a + s_b, atol=1e-12)
     centres = rng.normal(size=(3, 4))
-    for s_ab, s_a, s_b in zip(
-        lloyd_statistics(both, centres, l2_clip_norm=1.0),
-        lloyd_statistics(a, centres, l2_clip_norm=1.0),
-        lloyd_statistics(b, centres, l2_clip_norm=1.0),
-        strict=True,
-    ):
-        np.testing.assert_allclose(s_ab, s_a + s_b, atol=1e-12)
+    statistics = (
+        lambda x: (scatter_sum(x, np.zeros(4), l2_clip_norm=1.0),),
+        lambda x: em_statistics(x, m, l2_clip_norm=1.0),
+        lambda x: lloyd_statistics(x, centres, l2_clip_norm=1.0),
+    )
+    for stats in statistics:
+        for s_ab, s_a, s_b in zip(stats(both), stats(a), stats(b), strict=True):
+            np.testing.assert_allclose(s_ab, s_a + s_b, atol=1e-12)
 
 
 def test_chunked_passes_need_bounded_extra_memory(monkeypatch):
@@ -90,12 +79,16 @@ def test_secure_noise_reaches_every_release():
     # on the snapping grid of its calibrated scale, both within the public clamp bound
     from jdp.encoding.em import noisy_em_statistics
     from jdp.encoding.kmeans import noisy_lloyd_step
+    from jdp.encoding.pca import (
+        lap_pca_l1_sensitivity,
+        noisy_scatter_gaussian,
+        noisy_scatter_laplace,
+    )
     from jdp.mechanisms.noise import (
         DEFAULT_MAX_RECORDS,
         power_of_two_at_least,
         snapping_laplace_parameters,
     )
-    from jdp.encoding.pca import lap_pca_l1_sensitivity, noisy_scatter_gaussian, noisy_scatter_laplace
 
     rng = np.random.default_rng(3)
     x = rng.normal(size=(50, 3)) * 0.3

@@ -11,7 +11,14 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.mixture import GaussianMixture
 
 from accounting import events as ev
-from jdp.encoding.em import Mixture, dp_em, em_statistics, initial_mixture, noisy_em_statistics, sample
+from jdp.encoding.em import (
+    Mixture,
+    dp_em,
+    em_statistics,
+    initial_mixture,
+    noisy_em_statistics,
+    sample,
+)
 
 
 def _blobs(rng: np.random.Generator, n: int, d: int = 4, k: int = 3) -> np.ndarray:
@@ -111,13 +118,18 @@ def _random_mixture(rng: np.random.Generator, k: int, d: int, covariance_type: s
     )
 
 
+def _neighbour_problem(seed: int, k: int, d: int, n: int, clip: float, covariance_type: str):
+    """``(rng, mixture, x, em_statistics(x))`` for a sensitivity search."""
+    rng = np.random.default_rng(seed)
+    mixture = _random_mixture(rng, k, d, covariance_type)
+    x = rng.normal(size=(n, d))
+    return rng, mixture, x, em_statistics(x, mixture, l2_clip_norm=clip)
+
+
 @pytest.mark.parametrize("covariance_type", ["diag", "full"])
 def test_em_statistics_sensitivity_never_exceeded_and_tight(covariance_type):
-    rng = np.random.default_rng(2)
     k, d, clip = 4, 5, 0.8
-    mixture = _random_mixture(rng, k, d, covariance_type)
-    x = rng.normal(size=(30, d))
-    base = em_statistics(x, mixture, l2_clip_norm=clip)
+    rng, mixture, x, base = _neighbour_problem(2, k, d, 30, clip, covariance_type)
     bounds = (1.0, clip, clip**2)
     candidates = [rng.normal(size=d) * s for s in (0.01, 0.5, 2.0, 1e5) for _ in range(25)]
     candidates += [clip * sign * np.eye(d)[j] for j in range(d) for sign in (-1, 1)]
@@ -254,11 +266,8 @@ def test_optimised_adversarial_neighbour_stays_within_sensitivity(covariance_typ
     # an optimiser searches for the added record that moves each statistic most
     from scipy.optimize import minimize
 
-    rng = np.random.default_rng(9)
-    k, d, clip = 3, 3, 0.7
-    mixture = _random_mixture(rng, k, d, covariance_type)
-    x = rng.normal(size=(20, d))
-    base = em_statistics(x, mixture, l2_clip_norm=clip)
+    d, clip = 3, 0.7
+    rng, mixture, x, base = _neighbour_problem(9, 3, d, 20, clip, covariance_type)
     for i, bound in enumerate((1.0, clip, clip**2)):
 
         def neg_change(row: np.ndarray, i: int = i) -> float:

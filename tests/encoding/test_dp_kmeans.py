@@ -232,15 +232,21 @@ def test_clustering_accuracy_uses_the_best_matching():
     ) == pytest.approx(0.8)
 
 
-def test_calibrated_noise_multiplier_meets_the_target_and_event_matches_ledger():
+def test_calibrated_kmeans_meets_the_target_and_event_matches_ledger():
     from accounting.compose import compute_epsilon
-    from jdp.encoding.kmeans import calibrated_noise_multiplier, dp_kmeans_event
+    from jdp.encoding.kmeans import dp_kmeans_calibrated, dp_kmeans_event
 
-    z = calibrated_noise_multiplier(target_epsilon=0.5, target_delta=1e-5, steps=20)
     rng = np.random.default_rng(9)
-    _, ledger = dp_kmeans(
-        rng, _blobs(rng, 100)[0], 3, noise_multiplier=z, steps=20, l2_clip_norm=1.0
+    _, ledger = dp_kmeans_calibrated(
+        rng,
+        _blobs(rng, 100)[0],
+        3,
+        target_epsilon=0.5,
+        target_delta=1e-5,
+        steps=20,
+        l2_clip_norm=1.0,
     )
     eps = ledger.epsilon(1e-5)
     assert 0.99 * 0.5 <= eps <= 0.5
+    z = ledger.entries[0].event.events[0].noise_multiplier
     assert compute_epsilon(dp_kmeans_event(z, 20), 1e-5) == pytest.approx(eps)
