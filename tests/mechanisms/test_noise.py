@@ -1,4 +1,5 @@
-"""Contract tests for the numpy additive-noise mechanisms and row clipping."""
+"""The numpy noise mechanisms beyond the shared contract (tests/contracts/test_mechanisms.py):
+the Laplace law, the snapping mechanism, row clipping, argument checks."""
 
 from __future__ import annotations
 
@@ -23,57 +24,13 @@ from jdp.mechanisms.noise import (
 N_DRAWS = 20_000
 
 
-def _chi2_var_bounds(n: int, alpha: float = 1e-6) -> tuple[float, float]:
-    """Two-sided bounds on s^2 / sigma^2 for n i.i.d. normal draws (chi-square, n-1 dof)."""
-    return stats.chi2.ppf(alpha / 2, n - 1) / (n - 1), stats.chi2.ppf(1 - alpha / 2, n - 1) / (n - 1)
-
-
-def test_gaussian_noise_has_claimed_scale_and_event():
-    rng = np.random.default_rng(0)
-    value = np.zeros(N_DRAWS)
-    out, event = gaussian_mechanism(rng, value, l2_sensitivity=2.0, noise_multiplier=1.5)
-    assert event == ev.GaussianDpEvent(noise_multiplier=1.5)
-    ratio = out.var(ddof=1) / (1.5 * 2.0) ** 2
-    lo, hi = _chi2_var_bounds(N_DRAWS)
-    assert lo < ratio < hi
-    # mean within a 5-sigma z bound of zero
-    assert abs(out.mean()) < 5 * 3.0 / np.sqrt(N_DRAWS)
-
-
-def test_laplace_noise_has_claimed_scale_and_event():
+def test_laplace_noise_has_the_laplace_distribution():
+    # the scale, seeds, event and limits of every mechanism: tests/contracts/test_mechanisms.py
     rng = np.random.default_rng(1)
     out, event = laplace_mechanism(rng, np.zeros(N_DRAWS), l1_sensitivity=3.0, epsilon=0.5)
     assert event == ev.LaplaceDpEvent(noise_multiplier=2.0)
     # |Laplace(b)| is Exponential with mean b = 6; KS test against it
     assert stats.kstest(np.abs(out), stats.expon(scale=6.0).cdf).pvalue > 1e-6
-
-
-def test_symmetric_noise_is_symmetric_with_iid_upper_triangle():
-    rng = np.random.default_rng(2)
-    d = 60
-    out, _ = gaussian_mechanism(rng, np.zeros((d, d)), l2_sensitivity=1.0, noise_multiplier=1.0, symmetric=True)
-    np.testing.assert_array_equal(out, out.T)
-    upper = out[np.triu_indices(d)]
-    lo, hi = _chi2_var_bounds(upper.size)
-    assert lo < upper.var(ddof=1) < hi
-    lap, _ = laplace_mechanism(rng, np.eye(d), l1_sensitivity=1.0, epsilon=1.0, symmetric=True)
-    np.testing.assert_array_equal(lap, lap.T)
-
-
-def test_same_rng_same_output_different_rng_different_noise():
-    x = np.ones(5)
-    a, _ = gaussian_mechanism(np.random.default_rng(7), x, l2_sensitivity=1.0, noise_multiplier=1.0)
-    b, _ = gaussian_mechanism(np.random.default_rng(7), x, l2_sensitivity=1.0, noise_multiplier=1.0)
-    c, _ = gaussian_mechanism(np.random.default_rng(8), x, l2_sensitivity=1.0, noise_multiplier=1.0)
-    np.testing.assert_array_equal(a, b)
-    assert not np.allclose(a, c)
-
-
-def test_zero_noise_is_the_non_private_limit():
-    x = np.arange(6.0).reshape(2, 3)
-    out, event = gaussian_mechanism(np.random.default_rng(0), x, l2_sensitivity=1.0, noise_multiplier=0.0)
-    np.testing.assert_array_equal(out, x)
-    assert event.noise_multiplier == 0.0
 
 
 def _snapping_chi2_statistic(
