@@ -16,7 +16,7 @@
 * An MNIST sample grid (PNG).
 
 Every private method runs at ONE (epsilon, delta) = (1, 1e-5) (``--epsilon``), split across
-its phases and calibrated jointly (:func:`jdp.synth.p3gm.calibrate_noise`); the spent epsilon
+its phases and calibrated jointly (:func:`jdp.synth.p3gm.privacy.calibrate_noise`); the spent epsilon
 is computed from each fitted ledger and printed. Hyper-parameters follow Table IV (epochs,
 batch size as ``q = B / N`` with ``N`` the dataset's documented, public training size
 :data:`PUBLIC_TRAIN_ROWS`, never the row count read off the data), d' = 10 (none on credit,
@@ -63,7 +63,7 @@ from jdp.data.datasets import TEST_FRACTION, DatasetNotInstalledError, load_data
 from jdp.eval.marginals import two_way_tvd
 from jdp.eval.plots import image_grid
 from jdp.eval.utility import paper_classifiers, tstr_table
-from jdp.synth import p3gm as P
+from jdp.synth.p3gm import model as P
 from jdp.random import numpy_rng
 
 PAPER_TABLE_VI = {  # P3GM and "original" (real data), Table VI
@@ -378,7 +378,7 @@ def reconstruction_fn(
 
 def epoch_steps(config: P.P3GMConfig) -> list[int]:
     """DP-SGD steps of each of the ``round(epochs)`` learning-curve epochs: ``config.steps``
-    (the count the ledger's ``dp-sgd`` event charges, :func:`jdp.synth.p3gm.single_phase_events`)
+    (the count the ledger's ``dp-sgd`` event charges, :func:`jdp.synth.p3gm.privacy.single_phase_events`)
     split as evenly as possible, so the per-epoch runs add up to exactly the accounted steps."""
     epochs = max(1, round(config.epochs))
     base, extra = divmod(config.steps, epochs)

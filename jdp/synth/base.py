@@ -3,9 +3,9 @@
 How a method plugs in
 =====================
 
-A method lives in ``jdp/synth/<name>.py`` (the registry name with ``-`` written ``_``: the
-method ``"pca-gauss"`` lives in ``jdp/synth/pca_gauss.py``) and registers itself when that
-module is imported::
+A method lives in the module ``jdp/synth/<name>.py`` or the package ``jdp/synth/<name>/``
+(the registry name with ``-`` written ``_``: the method ``"pca-gauss"`` lives in
+``jdp/synth/pca_gauss/``) and registers itself when that module is imported::
 
     @dataclass(frozen=True, kw_only=True)
     class MyConfig:                    # JSON-serialisable fields, ALL with defaults,
@@ -23,8 +23,9 @@ module is imported::
     class MyMethod(Synthesizer):       # the scikit-learn-style class; export it by adding
         method = "my-method"           # "MyMethod": "jdp.synth.my_method" to jdp._EXPORTS
 
-A module may register several names (variants); :func:`get_method` finds them by importing
-every module of ``jdp.synth`` when the name is not that of a module.
+A module may register several names (variants: ``jdp.synth.p3gm`` registers ``p3gm``,
+``p3gm-ae``, ``dp-vae`` and ``pgm``); :func:`get_method` finds them by importing every
+method module of ``jdp.synth`` when the name is not that of a module.
 
 What ``fit`` receives
 ---------------------
@@ -73,8 +74,8 @@ import numpy as np
 import pandas as pd
 
 from accounting import PrivacyBudget, PrivacyLedger
-from accounting.validation import check_count
 from accounting.compose import split_approximate
+from accounting.validation import check_count
 from jdp.data.dp_schema import SchemaRelease, load_schema, schema_from_dict
 from jdp.data.schema import Schema, Table, UnaccountedSchemaWarning
 from jdp.random import key_from_seed
@@ -154,28 +155,48 @@ def register(method: Method) -> Method:
     return method
 
 
+#: Modules of ``jdp.synth`` that are infrastructure, not methods.
+_NOT_METHODS = frozenset({"base", "io", "estimator"})
+
+
 def get_method(name: str) -> Method:
-    """The registered method ``name``, importing ``jdp.synth.<name>`` on first use."""
+    """The registered method ``name``, importing its home on first use.
+
+    Its home is the module or package ``jdp.synth.<name>`` (``-`` written ``_``) when one
+    exists; a package may register several names (``jdp.synth.p3gm`` registers ``p3gm``,
+    ``p3gm-ae``, ``dp-vae`` and ``pgm``), so a name without a home of its own is looked up
+    after importing every method module (:func:`available_methods`). Errors raised while
+    importing a method's module propagate.
+    """
     if name not in _REGISTRY:
-        module = f"jdp.synth.{name.replace('-', '_')}"
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
-    if name not in _REGISTRY and name not in available_methods():  # a module may register several
+        home = _home_module(name)
+        if home is not None:
+            importlib.import_module(home)
+    if name not in _REGISTRY and name not in available_methods():
         raise ValueError(f"unknown synthesizer {name!r}; available: {available_methods()}")
     return _REGISTRY[name]
 
 
+def _home_module(name: str) -> str | None:
+    """``jdp.synth.<name>`` if that module or package exists (found without importing it)."""
+    import importlib.util
+
+    stem = name.replace("-", "_") if isinstance(name, str) else ""
+    if not stem.isidentifier() or stem in _NOT_METHODS:
+        return None
+    module = f"jdp.synth.{stem}"
+    return module if importlib.util.find_spec(module) is not None else None
+
+
 def available_methods() -> list[str]:
-    """Names of all methods shipped in ``jdp.synth`` (imports each module once)."""
+    """Names of all methods shipped in ``jdp.synth`` (imports each method module or package
+    once; a package may register several names)."""
     import pkgutil
 
     import jdp.synth
 
     for info in pkgutil.iter_modules(jdp.synth.__path__):
-        if not info.name.startswith("_") and info.name != "base":
+        if not info.name.startswith("_") and info.name not in _NOT_METHODS:
             importlib.import_module(f"jdp.synth.{info.name}")
     return sorted(_REGISTRY)
 

@@ -69,6 +69,39 @@ def test_registry_lookup_and_lazy_import():
         base.get_method("nope")
 
 
+def test_registry_finds_every_name_of_a_package_in_a_fresh_process():
+    """A package registering several names (``jdp.synth.p3gm``: four variants) is found from
+    any of them, with nothing imported beforehand."""
+    import subprocess
+    import sys
+
+    code = (
+        "from jdp.synth.base import get_method, available_methods\n"
+        "print(get_method('dp-vae').name, get_method('pca-gauss').name)\n"
+        "print(' '.join(available_methods()))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split("\n")
+    assert out[0] == "dp-vae pca-gauss"
+    assert set(out[1].split()) >= {"marginals", "pca-gauss", "p3gm", "p3gm-ae", "dp-vae", "pgm"}
+
+
+def test_registry_lets_import_errors_of_a_method_module_propagate(tmp_path, monkeypatch):
+    """A method module that fails to import raises its own error, never 'unknown synthesizer'."""
+    import sys
+
+    import jdp.synth
+
+    (tmp_path / "broken_method.py").write_text("import not_a_module_anywhere\n")
+    monkeypatch.setattr(jdp.synth, "__path__", [*jdp.synth.__path__, str(tmp_path)])
+    monkeypatch.delitem(sys.modules, "jdp.synth.broken_method", raising=False)
+    with pytest.raises(ModuleNotFoundError, match="not_a_module_anywhere"):
+        base.get_method("broken-method")
+    with pytest.raises(ModuleNotFoundError, match="not_a_module_anywhere"):
+        base.available_methods()
+
+
 def test_fit_checks_the_ledger_against_the_budget():
     model = base.fit_model(base.key_from_seed(0), "toy", FRAME, BUDGET, schema=SCHEMA)
     assert model.epsilon() == pytest.approx(1.0)

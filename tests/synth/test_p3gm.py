@@ -19,7 +19,7 @@ from jdp.cli import main
 from jdp.data.datasets import load_adult
 from jdp.nn.vae import kl_diag_gaussians, kl_to_mixture, log_likelihood
 from jdp.synth import base
-from jdp.synth import p3gm as P
+from jdp.synth.p3gm import model as P
 
 BUDGET = PrivacyBudget(epsilon=1.0, delta=1e-5)
 TINY_OPTIONS = {

@@ -10,7 +10,7 @@ from pathlib import Path
 import jax
 import pytest
 
-from jdp.synth import p3gm as P
+from jdp.synth.p3gm import model as P
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "reproduce_p3gm.py"
 

@@ -1,0 +1,61 @@
+"""P3GM (privacy-preserving phased generative model, Takagi et al.) and its baselines.
+
+One model family, four registered methods: ``"p3gm"``, ``"p3gm-ae"``, ``"dp-vae"`` and
+``"pgm"`` (the non-private reference), each a :class:`~jdp.synth.p3gm.variants.Variant` of the
+same code. Modules: :mod:`~jdp.synth.p3gm.config` (the shared :class:`P3GMConfig`),
+:mod:`~jdp.synth.p3gm.variants` (what differs), :mod:`~jdp.synth.p3gm.privacy` (the phases'
+events and their joint calibration, Theorem 4), :mod:`~jdp.synth.p3gm.model` (the phases,
+sampling and the table glue). This module registers the variants and holds their
+scikit-learn-style classes.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from jdp.synth.base import Method, Synthesizer, register
+from jdp.synth.p3gm.config import P3GMConfig
+from jdp.synth.p3gm.model import fit_table, sample_table
+from jdp.synth.p3gm.variants import VARIANTS, Variant
+
+__all__ = ["DPVAE", "P3GM", "P3GMAE", "PGM", "P3GMConfig", "Variant"]
+
+
+for _variant in VARIANTS.values():
+    register(
+        Method(
+            name=_variant.name,
+            config_cls=P3GMConfig,
+            fit=functools.partial(fit_table, variant=_variant),
+            sample=functools.partial(sample_table, variant=_variant),
+            description=_variant.description,
+        )
+    )
+
+
+class P3GM(Synthesizer):
+    """P3GM, scikit-learn style: ``P3GM(epsilon=1, delta=1e-5, schema=s).fit(df).sample(n)``."""
+
+    method = "p3gm"
+
+
+class P3GMAE(Synthesizer):
+    """P3GM(AE): P3GM with the encoder variance fixed to 0 (Sec. V-A, VI-B): ``z = c_x``, no
+    KL term, DP-SGD trains the decoder only; encoding phase, prior, split and ledger as P3GM."""
+
+    method = "p3gm-ae"
+
+
+class DPVAE(Synthesizer):
+    """DP-VAE, P3GM's baseline (Sec. III, VI-B): a VAE trained end to end by DP-SGD, learned
+    encoder mean, ``N(0, I)`` prior and sampling, the whole budget to DP-SGD."""
+
+    method = "dp-vae"
+
+
+class PGM(Synthesizer):
+    """PGM, the NON-PRIVATE phased generative model (Sec. IV, Table V): P3GM without noise or
+    clipping. Its ledger holds one ``NonPrivateDpEvent`` per phase, so its epsilon is
+    infinite and :func:`jdp.synth.base.fit_model` refuses it under any finite budget."""
+
+    method = "pgm"

@@ -1,0 +1,426 @@
+"""P3GM's model: the encoding phase, the decoding phase and sampling (Takagi et al.).
+
+A fit is three phases (Algorithm 1):
+
+1. **DP-PCA** (encoding phase, Sec. IV-D): rows ``x`` (encoded by the public
+   :class:`~jdp.data.transforms.TableEncoder`, then divided by its public
+   ``row_norm_bound`` so ``||x|| <= 1``) are centred at a DP mean and projected on the top
+   ``d'`` eigenvectors of the Analyze-Gauss release (:func:`jdp.encoding.pca.dp_pca_gaussian`).
+   The projection ``c_x = (x / b - mu_DP) V`` is the *fixed encoder mean* ``mu_phi(x)``.
+2. **DP-EM** (Sec. IV-D): a ``K``-component diagonal Gaussian mixture ``r_lambda`` fitted on
+   the projections ``c_x`` (:func:`jdp.encoding.em.dp_em`, ``T_e`` accounted iterations).
+3. **DP-SGD** (decoding phase, Sec. IV-C, eq. (7)): the ELBO
+   ``E_q[log p(x|z)] - KL(q(z|x) || r_lambda)`` with ``q(z|x) = N(c_x, diag sigma_phi(x)^2)``,
+   ``sigma_phi`` the learned encoder head, the KL by Hershey & Olsen's variational
+   approximation ([23], :func:`jdp.nn.vae.kl_to_mixture`), trained by
+   :func:`jdp.dpsgd.train.train` (per-example clipping, Poisson sampling).
+
+Sampling (Sec. IV-E) draws ``z`` from the DP mixture ``r_lambda`` -- never ``N(0, I)`` -- and
+decodes; the label is one of the decoded columns (a softmax head), so the synthetic label
+distribution is the model's, not a copied ratio.
+
+The baselines differ by the fields of their :class:`~jdp.synth.p3gm.variants.Variant`; every
+function taking ``variant`` accepts a variant or its name. The privacy of a fit (its ledger
+and the joint calibration) is in :mod:`jdp.synth.p3gm.privacy`.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pandas as pd
+
+from accounting import PrivacyBudget, PrivacyLedger
+from jdp.data.schema import Schema, Table
+from jdp.data.transforms import TableEncoder
+from jdp.dpsgd.train import train
+from jdp.encoding import em, pca
+from jdp.nn.vae import (
+    Decoder,
+    Encoder,
+    HeadLayout,
+    decode_sample,
+    kl_to_mixture,
+    kl_to_standard_normal,
+    log_likelihood,
+)
+from jdp.random import numpy_rng
+from jdp.synth.base import FittedModel
+from jdp.synth.p3gm.config import P3GMConfig
+from jdp.synth.p3gm.privacy import (
+    calibrate_noise,
+    non_private_ledger,
+    phase_events,
+    single_phase_events,
+)
+from jdp.synth.p3gm.variants import Variant, get_variant
+
+__all__ = [
+    "P3GMConfig",
+    "calibrate_noise",
+    "decoding_phase",
+    "encoding_phase",
+    "example_terms",
+    "fit_arrays",
+    "fit_table",
+    "head_layout",
+    "phase_events",
+    "project",
+    "sample_arrays",
+    "sample_latent",
+    "sample_table",
+    "single_phase_events",
+    "table_encoder",
+]
+
+
+# -- the data layout ---------------------------------------------------------------------------
+
+
+def table_encoder(schema: Schema) -> TableEncoder:
+    """The public encoder: numeric columns min-max to [0, 1], one-hot categoricals (label too)."""
+    return TableEncoder(schema, continuous_range=(0.0, 1.0))
+
+
+def head_layout(encoder: TableEncoder) -> HeadLayout:
+    """Decoder heads from the encoder's spans: a Bernoulli (cross-entropy) head per [0, 1]
+    numeric coordinate (pixels, min-max scaled columns), a softmax head per categorical."""
+    layout: list[tuple[str, int]] = []
+    for span in encoder.spans:
+        kind = "categorical" if span.activation == "softmax" else "bernoulli"
+        if layout and kind == "bernoulli" and layout[-1][0] == "bernoulli":
+            layout[-1] = ("bernoulli", layout[-1][1] + span.size)
+        else:
+            layout.append((kind, span.size))
+    return tuple(layout)
+
+
+# -- the fixed encoder mean and the prior ----------------------------------------------------------
+
+
+def project(params: dict[str, Any], x: jax.Array) -> jax.Array:
+    """The fixed encoder mean ``c_x = (x / b - centre) V`` (the DP-PCA projection)."""
+    proj = params["projection"]
+    return (x / proj["row_norm_bound"] - proj["centre"]) @ proj["components"]
+
+
+def latent_moments(prior: dict[str, Any]) -> dict[str, np.ndarray]:
+    """Mean and std per latent coordinate of the DP mixture (post-processing of DP-EM):
+    ``m = sum_k w_k mu_k``, ``s^2 = sum_k w_k (sigma_k^2 + mu_k^2) - m^2``."""
+    w = np.asarray(prior["weights"])[:, None]
+    means, var = np.asarray(prior["means"]), np.asarray(prior["variances"])
+    m = np.sum(w * means, axis=0)
+    return {"mean": m, "std": np.sqrt(np.sum(w * (var + means**2), axis=0) - m**2)}
+
+
+def standardized_prior(params: dict[str, Any]) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """The DP mixture in standardized coordinates ``u = (z - m) / s``: (weights, means, logvars).
+
+    The latent is handled in these coordinates (the encoder mean ``(c_x - m) / s``, the
+    reparametrised draw, the decoder input): an invertible affine map fixed by released
+    values, under which the KL term is invariant, and which gives the decoder inputs of unit
+    scale whatever the scale of the projection (DP-SGD moves weights slowly).
+    """
+    prior, scale = params["prior"], params["latent_scale"]
+    means = (prior["means"] - scale["mean"]) / scale["std"]
+    return prior["weights"], means, jnp.log(prior["variances"]) - 2 * jnp.log(scale["std"])
+
+
+def standardize(params: dict[str, Any], z: jax.Array) -> jax.Array:
+    """``u = (z - m) / s`` with the DP mixture's moments (:func:`latent_moments`)."""
+    scale = params["latent_scale"]
+    return (z - scale["mean"]) / scale["std"]
+
+
+def encoding_phase(
+    rng: np.random.Generator,
+    x: np.ndarray,
+    row_norm_bound: float,
+    config: P3GMConfig,
+    noise: dict[str, float] | None,
+) -> tuple[dict[str, Any], PrivacyLedger]:
+    """DP-PCA then DP-EM on the projections (``noise=None``: the non-private PGM limit).
+
+    Returns the ``"projection"``, ``"prior"`` and ``"latent_scale"`` parameter groups and the
+    phases' ledger.
+    """
+    scaled = x / row_norm_bound
+    d = x.shape[1]
+    ledger = PrivacyLedger()
+    if config.latent_dim is None:
+        projection = {"components": np.eye(d), "centre": np.zeros(d)}
+    else:
+        z = 0.0 if noise is None else noise["pca"]
+        result, pca_ledger = pca.dp_pca_gaussian(
+            rng,
+            scaled,
+            config.latent_dim,
+            noise_multiplier=z,
+            centre="dp",
+            l2_clip_norm=config.pca_clip_norm,
+        )
+        projection = {"components": result.components, "centre": result.centre}
+        ledger = ledger + pca_ledger
+    projection["row_norm_bound"] = np.asarray(row_norm_bound, dtype=np.float64)
+    latent = (scaled - projection["centre"]) @ projection["components"]
+    fitted, em_ledger = em.dp_em(
+        rng,
+        latent,
+        config.n_components,
+        noise_multiplier=0.0 if noise is None else noise["em"],
+        steps=config.em_iterations,
+        covariance_type="diag",
+        l2_clip_norm=config.em_clip_norm,
+        reg_covar=config.reg_covar,
+    )
+    mix = fitted.mixture
+    prior = {"weights": mix.weights, "means": mix.means, "variances": mix.covariances}
+    fixed = {"projection": projection, "prior": prior, "latent_scale": latent_moments(prior)}
+    return fixed, ledger + em_ledger
+
+
+# -- the decoding phase ----------------------------------------------------------------------------
+
+
+def latent_width(config: P3GMConfig, d: int) -> int:
+    """``d'``, or the data width ``d`` when the reduction is skipped (``latent_dim=None``)."""
+    return d if config.latent_dim is None else config.latent_dim
+
+
+def networks(config: P3GMConfig, variant: Variant, d: int) -> tuple[Encoder | None, Decoder]:
+    """(encoder, or None for a zero encoder variance; decoder) of a variant.
+
+    The encoder has a mean head only when the variant learns its mean; its log-variance head
+    starts at ``config.logvar_init`` beside a fixed mean (DP-VAE keeps the default 0).
+    """
+    latent = latent_width(config, d)
+    if not variant.has_encoder:
+        encoder = None
+    elif variant.fixed_mean:
+        encoder = Encoder(config.hidden, latent, learn_mean=False, logvar_init=config.logvar_init)
+    else:
+        encoder = Encoder(config.hidden, latent, learn_mean=True)
+    return encoder, Decoder(config.hidden, d)
+
+
+def init_networks(key: jax.Array, config: P3GMConfig, variant: Variant, d: int) -> dict[str, Any]:
+    """Initial ``{"encoder"?, "decoder"}`` flax parameters (data-independent)."""
+    encoder, decoder = networks(config, variant, d)
+    k_enc, k_dec = jax.random.split(key)
+    out = {"decoder": decoder.init(k_dec, jnp.zeros((latent_width(config, d),)))}
+    if encoder is not None:
+        out["encoder"] = encoder.init(k_enc, jnp.zeros((d,)))
+    return out
+
+
+def example_terms(
+    trainable: dict[str, Any],
+    fixed: dict[str, Any],
+    x: jax.Array,
+    key: jax.Array,
+    *,
+    config: P3GMConfig,
+    variant: Variant | str,
+    layout: HeadLayout,
+) -> tuple[jax.Array, jax.Array]:
+    """``(log p(x | z), KL)`` of ONE example with one reparametrised ``z`` (eq. (7), L = 1).
+
+    * fixed mean (p3gm, pgm): ``q = N(c_x, diag e^logvar(x))`` with ``c_x`` the fixed
+      projection, in the standardized coordinates of :func:`standardized_prior`; KL to the
+      mixture prior by Hershey & Olsen's approximation.
+    * zero variance (p3gm-ae): ``z = c_x``; the KL term is a constant and is dropped.
+    * learned mean (dp-vae): learned mean and log-variance; KL to ``N(0, I)`` in closed form.
+    """
+    variant = get_variant(variant)
+    encoder, decoder = networks(config, variant, x.shape[0])
+    if encoder is None:
+        z, kl = standardize(fixed, project(fixed, x)), jnp.zeros(())
+    else:
+        mean, logvar = encoder.apply(trainable["encoder"], x)
+        if variant.fixed_mean:
+            mean = standardize(fixed, project(fixed, x))
+            kl = kl_to_mixture(mean, logvar, *standardized_prior(fixed))
+        else:
+            kl = kl_to_standard_normal(mean, logvar)
+        z = mean + jnp.exp(0.5 * logvar) * jax.random.normal(key, mean.shape)
+    return log_likelihood(decoder.apply(trainable["decoder"], z), x, layout), kl
+
+
+def decoding_phase(
+    key: jax.Array,
+    x: np.ndarray,
+    fixed: dict[str, Any],
+    layout: HeadLayout,
+    config: P3GMConfig,
+    variant: Variant | str,
+    noise_multiplier: float | None,
+    *,
+    trainable: dict[str, Any] | None = None,
+    epochs: float | None = None,
+    steps: int | None = None,
+    progress: bool = False,
+) -> tuple[dict[str, Any], PrivacyLedger]:
+    """DP-SGD on the negative ELBO (``noise_multiplier=None``: non-private, no clipping).
+
+    ``trainable`` continues from given parameters and ``epochs`` or ``steps`` (at most one)
+    overrides the config's run length (both for learning curves; a fit trains once from a
+    fresh initialisation).
+    """
+    if epochs is not None and steps is not None:
+        raise ValueError("expected at most one of epochs and steps")
+    variant = get_variant(variant)
+    init_key, train_key = jax.random.split(key)
+    if trainable is None:
+        trainable = init_networks(init_key, config, variant, x.shape[1])
+    fixed_j = jax.tree_util.tree_map(jnp.asarray, fixed)
+
+    def loss_fn(params: dict[str, Any], example: jax.Array, k: jax.Array) -> jax.Array:
+        ll, kl = example_terms(
+            params, fixed_j, example, k, config=config, variant=variant, layout=layout
+        )
+        return kl - ll
+
+    private = noise_multiplier is not None
+    result = train(
+        train_key,
+        loss_fn,
+        trainable,
+        optax.adam(config.learning_rate),
+        jnp.asarray(x, jnp.float32),
+        l2_clip_norm=config.l2_clip_norm if private else math.inf,
+        sampling_prob=config.sampling_prob,
+        expected_batch_size=config.expected_batch_size,
+        epochs=None if steps is not None else (config.epochs if epochs is None else epochs),
+        steps=steps,
+        noise_multiplier=noise_multiplier if private else 0.0,
+        microbatch_size=config.microbatch_size,
+        method=config.dpsgd_method,
+        progress=progress,
+    )
+    return result.params, result.ledger
+
+
+# -- fit and sample on arrays ----------------------------------------------------------------------
+
+
+def fit_arrays(
+    key: jax.Array,
+    x: np.ndarray,
+    layout: HeadLayout,
+    row_norm_bound: float,
+    budget: PrivacyBudget,
+    config: P3GMConfig,
+    variant: Variant | str = "p3gm",
+    *,
+    progress: bool = False,
+) -> tuple[dict[str, Any], PrivacyLedger]:
+    """Fit a variant on an encoded matrix ``x`` (rows in the decoder's data space).
+
+    Returns ``(params, ledger)``: ``params`` holds ``"trainable"`` (flax parameters),
+    ``"projection"``, ``"prior"`` and ``"latent_scale"`` (absent without an encoding phase),
+    all released values or post-processing of them.
+    """
+    variant = get_variant(variant)
+    x = np.asarray(x, dtype=np.float64)
+    enc_key, dec_key = jax.random.split(key)
+    noise = calibrate_noise(config, variant, budget) if variant.private else None
+    fixed: dict[str, Any] = {}
+    ledger = PrivacyLedger()
+    if variant.fixed_mean:
+        fixed, ledger = encoding_phase(numpy_rng(enc_key), x, row_norm_bound, config, noise)
+    trainable, sgd_ledger = decoding_phase(
+        dec_key,
+        x,
+        fixed,
+        layout,
+        config,
+        variant,
+        None if noise is None else noise["sgd"],
+        progress=progress,
+    )
+    ledger = ledger + sgd_ledger if variant.private else non_private_ledger(variant.phases(config))
+    return {"trainable": trainable, **fixed}, ledger
+
+
+def sample_latent(
+    key: jax.Array, params: dict[str, Any], variant: Variant | str, n: int, latent_dim: int
+) -> np.ndarray:
+    """``z ~ r_lambda`` (the DP mixture) with a fixed encoder mean, ``N(0, I)`` without."""
+    rng = numpy_rng(key)
+    if not get_variant(variant).fixed_mean:
+        return rng.standard_normal((n, latent_dim))
+    prior = params["prior"]
+    mixture = em.Mixture(
+        weights=np.asarray(prior["weights"], dtype=np.float64),
+        means=np.asarray(prior["means"], dtype=np.float64),
+        covariances=np.asarray(prior["variances"], dtype=np.float64),
+        covariance_type="diag",
+    )
+    return em.sample(rng, mixture, n)
+
+
+def sample_arrays(
+    key: jax.Array,
+    params: dict[str, Any],
+    layout: HeadLayout,
+    config: P3GMConfig,
+    variant: Variant | str,
+    n: int,
+) -> np.ndarray:
+    """``n`` encoded synthetic rows: latent draw, decoder, head-wise decoding (post-processing)."""
+    variant = get_variant(variant)
+    z_key, x_key = jax.random.split(key)
+    z = sample_latent(z_key, params, variant, n, latent_width(config, sum(w for _, w in layout)))
+    if variant.fixed_mean:
+        z = standardize(params, z)
+    z = jnp.asarray(z, jnp.float32)
+    out = _generate(x_key, params["trainable"]["decoder"], z, layout=layout, hidden=config.hidden)
+    return np.asarray(out, dtype=np.float64)
+
+
+@functools.partial(jax.jit, static_argnames=("layout", "hidden"))
+def _generate(
+    key: jax.Array, decoder_params: Any, z: jax.Array, *, layout: HeadLayout, hidden: int
+) -> jax.Array:
+    raw = Decoder(hidden, sum(w for _, w in layout)).apply(decoder_params, z)
+    return decode_sample(key, raw, layout, stochastic=False)
+
+
+# -- tables: the synthesizer protocol --------------------------------------------------------------
+
+
+def fit_table(
+    key: jax.Array, data: Table, budget: PrivacyBudget, config: P3GMConfig, *, variant: Variant
+) -> FittedModel:
+    """The registry ``fit`` of a variant: Table -> encoded matrix -> :func:`fit_arrays`."""
+    encoder = table_encoder(data.schema)
+    params, ledger = fit_arrays(
+        key,
+        encoder.encode(data),
+        head_layout(encoder),
+        encoder.row_norm_bound,
+        budget,
+        config,
+        variant,
+    )
+    return FittedModel(
+        method=variant.name,
+        params=params,
+        schema=data.schema,
+        config=config,
+        budget=budget,
+        ledger=ledger,
+    )
+
+
+def sample_table(key: jax.Array, model: FittedModel, n: int, *, variant: Variant) -> pd.DataFrame:
+    """The registry ``sample`` of a variant (post-processing of the fitted model)."""
+    encoder = table_encoder(model.schema)
+    x = sample_arrays(key, model.params, head_layout(encoder), model.config, variant, n)
+    return encoder.decode(x)

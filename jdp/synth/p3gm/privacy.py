@@ -1,0 +1,93 @@
+"""P3GM's privacy: the events of its phases and their joint calibration (Theorem 4).
+
+The ledger of a P3GM fit holds ``["dp-mean", "dp-pca", "dp-em" x T_e, "dp-sgd"]``.
+:func:`calibrate_noise` chooses the phases' noise multipliers from ONE ``(epsilon, delta)``:
+each phase first gets the multiplier that alone spends ``split_i * epsilon``, then one common
+factor on all of them is calibrated (:func:`accounting.calibrate.calibrate`) so that the RDP
+composition of all events meets ``epsilon`` exactly (``docs/privacy.md``, "P3GM composition";
+P3GM Theorem 4, computed rather than assumed).
+"""
+
+from __future__ import annotations
+
+from accounting import PrivacyBudget, PrivacyLedger
+from accounting import events as ev
+from accounting.builders import dpsgd_event
+from jdp.synth.p3gm.config import PHASES, P3GMConfig
+from jdp.synth.p3gm.variants import Variant, get_variant
+
+
+def single_phase_events(
+    config: P3GMConfig, phase: str, noise_multiplier: float
+) -> list[tuple[str, ev.DpEvent]]:
+    """The labelled events one phase records at noise multiplier ``z``.
+
+    They mirror what :func:`jdp.encoding.pca.dp_pca_gaussian` (``centre="dp"``: a DP mean,
+    then the scatter release), :func:`jdp.encoding.em.dp_em` (three Gaussian releases per
+    iteration) and :func:`jdp.dpsgd.train.train` record;
+    :func:`jdp.synth.p3gm.model.fit_arrays` checks the fitted ledger against the target, so a
+    mismatch cannot go unnoticed.
+    """
+    z = noise_multiplier
+    if phase == "pca":
+        return [("dp-mean", ev.GaussianDpEvent(z)), ("dp-pca", ev.GaussianDpEvent(z))]
+    if phase == "em":
+        return [("dp-em", ev.ComposedDpEvent([ev.GaussianDpEvent(z)] * 3))] * config.em_iterations
+    if phase == "sgd":
+        return [("dp-sgd", dpsgd_event(z, config.sampling_prob, config.steps))]
+    raise ValueError(f"expected phase in {PHASES}, got {phase!r}")
+
+
+def phase_events(config: P3GMConfig, multipliers: dict[str, float]) -> list[tuple[str, ev.DpEvent]]:
+    """All labelled events of a fit with these per-phase multipliers, in ledger order."""
+    return [
+        e
+        for p in PHASES
+        if p in multipliers
+        for e in single_phase_events(config, p, multipliers[p])
+    ]
+
+
+def calibrate_noise(
+    config: P3GMConfig, variant: Variant | str, budget: PrivacyBudget
+) -> dict[str, float]:
+    """Noise multipliers of the variant's phases for ONE ``(epsilon, delta)`` (Theorem 4).
+
+    Phase ``i`` with share ``s_i`` (renormalised over the phases present:
+    :meth:`Variant.phases`) first gets ``z_i`` with ``eps(phase_i(z_i)) = s_i * epsilon``
+    alone; then one factor ``k`` is calibrated so that the RDP composition of all phases at
+    ``(k z_i)_i`` is ``epsilon``-DP at ``delta`` (``k < 1``: RDP composes better than the sum).
+    """
+    from accounting.calibrate import calibrate
+
+    phases = get_variant(variant).phases(config)
+    shares = {p: config.budget_split[PHASES.index(p)] for p in phases}
+    total = sum(shares.values())
+
+    def composed(z: dict[str, float]) -> ev.DpEvent:
+        return ev.ComposedDpEvent([e for _, e in phase_events(config, z)])
+
+    base = {
+        p: calibrate(
+            lambda s, p=p: composed({p: s}),
+            target_epsilon=budget.epsilon * shares[p] / total,
+            target_delta=budget.delta,
+        )
+        for p in phases
+    }
+    factor = calibrate(
+        lambda k: composed({p: k * z for p, z in base.items()}),
+        target_epsilon=budget.epsilon,
+        target_delta=budget.delta,
+    )
+    return {p: factor * z for p, z in base.items()}
+
+
+def non_private_ledger(phases: tuple[str, ...]) -> PrivacyLedger:
+    """PGM's ledger: one ``NonPrivateDpEvent`` per phase (infinite epsilon, by design)."""
+    ledger = PrivacyLedger()
+    for phase in phases:
+        ledger = ledger.record(
+            f"{phase} (non-private)", ev.NonPrivateDpEvent(), note="PGM: no noise, no clipping"
+        )
+    return ledger

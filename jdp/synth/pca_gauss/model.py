@@ -1,0 +1,290 @@
+"""PCA-Gauss's model: Algorithms 1-3 on box-scaled arrays, and sampling.
+
+* Algorithm 1 (unsupervised): the PCA-induced covariance of the data, made DP, sampled.
+* Algorithm 2 (supervised): the augmented covariance of the PCA features *and* the label,
+  with an independently derived PCA, made DP, sampled; the label is read off the last
+  coordinate of each sample.
+* Algorithm 3 (classification): one Gaussian per class from DP class means and covariances;
+  the classes partition the records, so the per-class releases compose in parallel.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from accounting import events as ev
+from accounting.calibrate import calibrate
+from accounting.ledger import PrivacyLedger
+from accounting.validation import check_count, check_positive
+from jdp.encoding.pca import dp_pca_gaussian, dp_pca_laplace, public_pca
+from jdp.synth.pca_gauss.config import Mode, PCAGaussConfig, PcaSource
+from jdp.synth.pca_gauss.gaussian import (
+    ADD_OR_REMOVE_ONE,
+    Gaussian,
+    release_gaussian,
+    sample_gaussian,
+)
+from jdp.synth.pca_gauss.subspace import Subspace
+
+
+@dataclass(frozen=True)
+class PCAGaussModel:
+    """A fitted PCA-Gauss model: everything in it is public (released or post-processed).
+
+    Attributes:
+      subspace: the independently derived principal subspace and its centre.
+      gaussians: one Gaussian (Algorithms 1, 2) or one per class (Algorithm 3) on the PCA
+        features (Algorithm 2: label last).
+      mode: the algorithm, see :class:`PCAGaussConfig`.
+      ledger: every release the model was built from.
+    """
+
+    subspace: Subspace
+    gaussians: tuple[Gaussian, ...]
+    mode: Mode
+    ledger: PrivacyLedger
+
+
+def fit_components(
+    rng: np.random.Generator,
+    z: np.ndarray,
+    *,
+    k: int,
+    source: PcaSource,
+    epsilon: float,
+    delta: float,
+    public: np.ndarray | None,
+    model_epsilon: float = 0.0,
+) -> tuple[Subspace, PrivacyLedger]:
+    """The independent principal subspace of the box-scaled data ``z`` (via :mod:`jdp.encoding.pca`),
+    with its centre: the box midpoint for the DP sources, the public sample's mean for
+    ``"public"`` (without that centre, a centred public PCA misses the data's mean).
+
+    * ``"lap"``: Lap-PCA on ``z`` in ``[-1, 1]^d``, centred on the box midpoint (public),
+      pure ``epsilon``-DP.
+    * ``"analyze-gauss"``: Analyze Gauss on ``z / sqrt(d)`` (norm <= 1, so the clip at 1 never
+      binds). Its noise multiplier is the smallest for which the Gaussian release composed
+      with a pure ``model_epsilon``-DP model meets ``(epsilon + model_epsilon, delta)`` under
+      the ledger's RDP accountant (:func:`accounting.calibrate.calibrate`; the model's three
+      Laplace releases have RDP at most that of a pure ``model_epsilon`` event).
+    * ``"public"``: PCA of the declared public sample (box-scaled like ``z``), no cost.
+    """
+    d = z.shape[1]
+    if source == "public":
+        if public is None:
+            raise ValueError("expected a public sample for pca_source='public', got None")
+        result, ledger = public_pca(public, k)
+    elif source == "lap":
+        result, ledger = dp_pca_laplace(rng, z, k, epsilon=epsilon, lower=-1.0, upper=1.0)
+    else:
+        if not 0.0 < delta < 1.0:
+            raise ValueError(
+                f"expected delta in (0, 1) for pca_source='analyze-gauss', got {delta}"
+            )
+        noise_multiplier = calibrate(
+            lambda s: ev.ComposedDpEvent([ev.GaussianDpEvent(s), ev.PureDpEvent(model_epsilon)]),
+            target_epsilon=epsilon + model_epsilon,
+            target_delta=delta,
+        )
+        result, ledger = dp_pca_gaussian(
+            rng, z / math.sqrt(d), k, noise_multiplier=noise_multiplier
+        )
+    return Subspace(np.array(result.components), np.array(result.centre)), ledger
+
+
+def fit(
+    rng: np.random.Generator,
+    z: np.ndarray,
+    *,
+    epsilon: float,
+    delta: float = 0.0,
+    config: PCAGaussConfig,
+    label: np.ndarray | None = None,
+    n_classes: int | None = None,
+    public: np.ndarray | None = None,
+) -> PCAGaussModel:
+    """Fit PCA-Gauss (Algorithm 1, 2 or 3 by ``config.mode``) to box-scaled data.
+
+    Args:
+      rng: the noise source of every mechanism.
+      z: ``(n, d)`` private records in ``[-1, 1]^d`` (see :func:`to_unit_box`).
+      epsilon: total epsilon (PCA + model).
+      delta: used only by ``pca_source="analyze-gauss"``.
+      config: the algorithm and the budget split.
+      label: Algorithm 2: ``(n,)`` numeric label in ``[-1, 1]``; Algorithm 3: ``(n,)``
+        integer class codes in ``0 .. n_classes - 1``.
+      n_classes: Algorithm 3: the size of the public label domain.
+      public: ``pca_source="public"``: a declared public sample, box-scaled like ``z``.
+
+    Returns:
+      The fitted model; ``model.ledger`` holds the PCA entries (:mod:`jdp.encoding.pca`) followed by
+      those of :func:`fit_gaussians`.
+
+    Privacy:
+      Add/remove-one neighbours. The PCA (``config.pca_epsilon(epsilon)``, its own ledger
+      entries) and the Gaussian model (the rest) compose sequentially; the subspace is then
+      public to the model's mechanisms (adaptive composition).
+    """
+    epsilon = check_positive("epsilon", epsilon)
+    z = _check_box(z)
+    _check_concrete_mode(config)
+    k = config.n_components
+    if k > z.shape[1]:
+        raise ValueError(f"expected n_components <= number of features {z.shape[1]}, got {k}")
+    eps_pca = config.pca_epsilon(epsilon)
+    subspace, ledger = fit_components(
+        rng,
+        z,
+        k=k,
+        source=config.pca_source,
+        epsilon=eps_pca,
+        delta=delta,
+        public=public,
+        model_epsilon=epsilon - eps_pca,
+    )
+    return fit_gaussians(
+        rng,
+        z,
+        subspace,
+        epsilon=epsilon - eps_pca,
+        config=config,
+        ledger=ledger,
+        label=label,
+        n_classes=n_classes,
+    )
+
+
+def fit_gaussians(
+    rng: np.random.Generator,
+    z: np.ndarray,
+    subspace: Subspace,
+    *,
+    epsilon: float,
+    config: PCAGaussConfig,
+    ledger: PrivacyLedger | None = None,
+    label: np.ndarray | None = None,
+    n_classes: int | None = None,
+) -> PCAGaussModel:
+    """The Gaussian model of PCA-Gauss on a given, data-independent subspace.
+
+    ``subspace`` must not depend on ``z`` except through mechanisms already in ``ledger``
+    (a public or DP PCA, an orthonormalised random projection -- e.g. the Q factor of a
+    Gaussian matrix; :class:`Subspace` refuses non-orthonormal columns, whose features would
+    exceed the calibrated sensitivities -- or the identity: no reduction).
+
+    Returns:
+      The model; its ledger is ``ledger`` followed by ``"pca-gauss/count"``,
+      ``"pca-gauss/mean"``, ``"pca-gauss/covariance"`` (Algorithms 1, 2) or by one
+      ``"pca-gauss/classes"`` entry (Algorithm 3).
+
+    Privacy:
+      Add/remove-one. :func:`release_gaussian` on the Lemma-1 features (plus the label for
+      Algorithm 2): pure ``epsilon``-DP. Algorithm 3 runs it on each class's records at
+      ``epsilon`` each: the classes partition the records and one record touches one class,
+      so they compose in parallel (``ParallelComposedDpEvent``: the maximum over classes,
+      ``epsilon``); the class sizes are released as noisy counts.
+    """
+    epsilon = check_positive("epsilon", epsilon)
+    z = _check_box(z)
+    _check_concrete_mode(config)
+    ledger = PrivacyLedger() if ledger is None else ledger
+    u = subspace.features(z)
+    budget = config.model_budget(epsilon)
+    if config.mode == "mixture":
+        codes = _class_codes(label, z.shape[0], n_classes)
+        gaussians, events = [], []
+        for c in range(n_classes):
+            g, evs = release_gaussian(
+                rng, u[codes == c], budget=budget, relation=ADD_OR_REMOVE_ONE, with_label=False
+            )
+            gaussians.append(g)
+            events.append(ev.ComposedDpEvent(evs))
+        ledger = ledger.record("pca-gauss/classes", ev.ParallelComposedDpEvent(events))
+        return PCAGaussModel(subspace, tuple(gaussians), config.mode, ledger)
+    if config.mode == "supervised":
+        u = np.column_stack([u, _numeric_label(label, z.shape[0])])
+    g, events = release_gaussian(
+        rng, u, budget=budget, relation=ADD_OR_REMOVE_ONE, with_label=config.mode == "supervised"
+    )
+    for name, event in zip(("count", "mean", "covariance"), events, strict=True):
+        ledger = ledger.record(f"pca-gauss/{name}", event)
+    return PCAGaussModel(subspace, (g,), config.mode, ledger)
+
+
+def _check_concrete_mode(config: PCAGaussConfig) -> None:
+    if config.mode == "auto":
+        raise ValueError("mode='auto' is resolved from a table's schema; give an explicit mode")
+
+
+def _check_box(z: np.ndarray) -> np.ndarray:
+    z = np.asarray(z, dtype=np.float64)
+    if z.ndim != 2 or not np.all(np.isfinite(z)) or np.any(np.abs(z) > 1.0):
+        raise ValueError("expected z to be a finite 2-D array inside [-1, 1]^d (use to_unit_box)")
+    return z
+
+
+def _class_codes(label: np.ndarray | None, n: int, n_classes: int | None) -> np.ndarray:
+    if label is None or n_classes is None:
+        raise ValueError("expected label and n_classes for mode='mixture', got None")
+    check_count("n_classes", n_classes, minimum=1)
+    codes = np.asarray(label)
+    if codes.shape != (n,) or not np.issubdtype(codes.dtype, np.integer):
+        raise ValueError(
+            f"expected integer class codes of shape ({n},), got {codes.dtype} {codes.shape}"
+        )
+    if codes.min() < 0 or codes.max() >= n_classes:
+        raise ValueError(
+            f"expected class codes in 0..{n_classes - 1}, got {codes.min()}..{codes.max()}"
+        )
+    return codes
+
+
+def _numeric_label(label: np.ndarray | None, n: int) -> np.ndarray:
+    if label is None:
+        raise ValueError("expected a label for mode='supervised', got None")
+    t = np.asarray(label, dtype=np.float64)
+    if t.shape != (n,) or not np.all(np.isfinite(t)) or np.any(np.abs(t) > 1.0):
+        raise ValueError(f"expected a finite label of shape ({n},) inside [-1, 1] (box-scaled)")
+    return t
+
+
+def class_weights(model: PCAGaussModel) -> np.ndarray:
+    """Mixture weights from the noisy counts: ``max(count, 0)`` normalised; uniform if all
+    counts are <= 0 (post-processing; a class with a noisy count <= 0 is never sampled)."""
+    counts = np.array([max(g.count, 0.0) for g in model.gaussians])
+    if counts.sum() <= 0:
+        return np.full(len(counts), 1.0 / len(counts))
+    return counts / counts.sum()
+
+
+def sample_features(
+    rng: np.random.Generator, model: PCAGaussModel, n: int
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """``n`` synthetic records in PCA-feature space (post-processing, no privacy cost).
+
+    Returns ``(u, label)``: Algorithm 1: label ``None``; Algorithm 2: ``u`` without the
+    label column and the label clipped to ``[-1, 1]``; Algorithm 3: class codes, the class
+    sizes drawn from a multinomial with :func:`class_weights`.
+    """
+    check_count("n", n, minimum=1)
+    if model.mode == "mixture":
+        sizes = rng.multinomial(n, class_weights(model))
+        parts = [sample_gaussian(rng, g, m) for g, m in zip(model.gaussians, sizes, strict=True)]
+        codes = np.repeat(np.arange(len(sizes)), sizes)
+        order = rng.permutation(n)
+        return np.concatenate(parts)[order], codes[order]
+    w = sample_gaussian(rng, model.gaussians[0], n)
+    if model.mode == "supervised":
+        return w[:, :-1], np.clip(w[:, -1], -1.0, 1.0)
+    return w, None
+
+
+def sample(
+    rng: np.random.Generator, model: PCAGaussModel, n: int
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """``n`` synthetic records mapped back to the box ``[-1, 1]^d`` (clipped) and their label."""
+    u, label = sample_features(rng, model, n)
+    return model.subspace.to_box(u), label

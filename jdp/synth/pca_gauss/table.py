@@ -1,0 +1,134 @@
+"""PCA-Gauss on tables: the public layout of the encoded row, and the registry's fit/sample."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import jax
+import numpy as np
+import pandas as pd
+
+from accounting import PrivacyBudget
+from jdp.data.schema import Schema, Table
+from jdp.data.transforms import Span, TableEncoder
+from jdp.random import numpy_rng
+from jdp.synth.base import FittedModel
+from jdp.synth.pca_gauss.config import Mode, PCAGaussConfig
+from jdp.synth.pca_gauss.gaussian import Gaussian
+from jdp.synth.pca_gauss.model import PCAGaussModel, fit, sample
+from jdp.synth.pca_gauss.subspace import Subspace
+
+
+# -- tables: the Synthesizer protocol -------------------------------------------------------------
+@dataclass(frozen=True)
+class _Layout:
+    """Where the label sits in the encoded row (min-max to [-1, 1], one-hot categoricals);
+    a function of the public schema and config only."""
+
+    encoder: TableEncoder
+    mode: Mode
+    label: Span | None
+
+    @classmethod
+    def of(cls, schema: Schema, config: PCAGaussConfig) -> _Layout:
+        mode = config.mode
+        if mode == "auto":
+            mode = "mixture" if schema.target is not None else "unsupervised"
+        encoder = TableEncoder(schema, continuous_range=(-1.0, 1.0))
+        name = config.label_column if config.label_column is not None else schema.target
+        if mode == "unsupervised":
+            return cls(encoder, mode, None)
+        if name is None:
+            raise ValueError(f"mode={mode!r} needs a label: set label_column or a schema target")
+        span = next((s for s in encoder.spans if s.name == name), None)
+        if span is None:
+            raise ValueError(f"label column {name!r} is not in the schema")
+        if mode == "mixture" and span.kind != "categorical":
+            raise ValueError(
+                f"mode='mixture' needs a categorical label, got {name!r} ({span.kind})"
+            )
+        if mode == "supervised" and span.kind == "categorical" and span.size != 2:
+            raise ValueError(
+                f"mode='supervised' needs a numeric or two-category label, {name!r} has {span.size}"
+            )
+        if encoder.width - span.size < 1:
+            raise ValueError("the schema has no feature column besides the label")
+        return cls(encoder, mode, span)
+
+    @property
+    def feature_index(self) -> np.ndarray:
+        index = np.arange(self.encoder.width)
+        if self.label is None:
+            return index
+        return index[(index < self.label.start) | (index >= self.label.stop)]
+
+    def split(self, e: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """Encoded rows -> (box-scaled features, label: tau in [-1, 1] or class codes)."""
+        z = np.clip(e[:, self.feature_index], -1.0, 1.0)
+        if self.label is None:
+            return z, None
+        block = e[:, self.label.start : self.label.stop]
+        if self.mode == "mixture":
+            return z, np.argmax(block, axis=1)
+        return z, block[:, 0] if self.label.size == 1 else block[:, 1] - block[:, 0]
+
+    def join(self, z: np.ndarray, label: np.ndarray | None) -> np.ndarray:
+        """Inverse of :meth:`split` (for ``TableEncoder.decode``)."""
+        e = np.zeros((z.shape[0], self.encoder.width))
+        e[:, self.feature_index] = z
+        if self.label is not None:
+            if self.mode == "mixture":
+                e[np.arange(len(z)), self.label.start + label] = 1.0
+            elif self.label.size == 1:
+                e[:, self.label.start] = label
+            else:
+                e[:, self.label.start : self.label.stop] = np.column_stack([-label, label])
+        return e
+
+
+def fit_table(
+    key: jax.Array, data: Table, budget: PrivacyBudget, config: PCAGaussConfig
+) -> FittedModel:
+    """The Synthesizer-protocol ``fit`` (registered as ``"pca-gauss"``): encode the table
+    with its public schema, run :func:`fit`, keep the released parameters and the ledger."""
+    layout = _Layout.of(data.schema, config)
+    z, label = layout.split(layout.encoder.encode(data))
+    public = None
+    if config.pca_source == "public":
+        if config.public_data is None:
+            raise ValueError("pca_source='public' needs public_data (a CSV of public records)")
+        public = layout.split(layout.encoder.encode(pd.read_csv(config.public_data)))[0]
+    n_classes = len(data.schema[layout.label.name].categories) if layout.mode == "mixture" else None
+    model = fit(
+        numpy_rng(key),
+        z,
+        epsilon=budget.epsilon,
+        delta=budget.delta,
+        config=dataclasses.replace(config, mode=layout.mode),
+        label=label,
+        n_classes=n_classes,
+        public=public,
+    )
+    params = {
+        "components": model.subspace.components,
+        "centre": model.subspace.centre,
+        "counts": np.array([g.count for g in model.gaussians]),
+        "means": np.stack([g.mean for g in model.gaussians]),
+        "covs": np.stack([g.cov for g in model.gaussians]),
+    }
+    return FittedModel("pca-gauss", params, data.schema, config, budget, model.ledger)
+
+
+def sample_table(key: jax.Array, fitted: FittedModel, n: int) -> pd.DataFrame:
+    """The Synthesizer-protocol ``sample``: draw, map back, decode (post-processing)."""
+    layout = _Layout.of(fitted.schema, fitted.config)
+    p = fitted.params
+    gaussians = tuple(
+        Gaussian(count=float(c), mean=np.asarray(m), cov=np.asarray(s))
+        for c, m, s in zip(p["counts"], p["means"], p["covs"], strict=True)
+    )
+    subspace = Subspace(np.asarray(p["components"]), np.asarray(p["centre"]))
+    model = PCAGaussModel(subspace, gaussians, layout.mode, fitted.ledger)
+    z, label = sample(numpy_rng(key), model, n)
+    return layout.encoder.decode(layout.join(z, label))
