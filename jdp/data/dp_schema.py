@@ -45,6 +45,7 @@ from accounting.validation import check_open_unit, check_positive
 from accounting.compose import split_approximate
 from jdp.data.schema import Column, ColumnKind, Schema, write_atomic
 from jdp.mechanisms.noise import laplace_mechanism
+from jdp.mechanisms.selection import gumbel_max
 
 RELEASE_FORMAT = "jdp-schema-release"
 
@@ -83,8 +84,7 @@ def dp_quantile(
     k = np.arange(len(lengths))
     with np.errstate(divide="ignore"):
         logits = np.log(lengths) - epsilon * np.abs(k - q * len(x)) / 2.0
-    gumbel = rng.gumbel(size=len(logits))
-    chosen = int(np.argmax(np.where(np.isfinite(logits), logits + gumbel, -np.inf)))
+    chosen = gumbel_max(rng, logits)
     value = points[chosen] + rng.random() * lengths[chosen]
     return float(value), ev.PureDpEvent(epsilon=float(epsilon))
 

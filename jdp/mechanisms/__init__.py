@@ -7,6 +7,7 @@ ledger entries.
 * :mod:`~jdp.mechanisms.noise` -- Gaussian and Laplace mechanisms (entrywise or symmetric),
   Mironov's snapping mechanism (``secure_noise``), row clipping.
 * :mod:`~jdp.mechanisms.release` -- record a release, iterate noisy steps, calibrate a plan.
+* :mod:`~jdp.mechanisms.selection` -- the exponential mechanism (Gumbel-max).
 * :mod:`~jdp.mechanisms.suffstats` -- sums over records in bounded-memory chunks.
 * :mod:`~jdp.mechanisms.moments` -- bounded moment sums and their sensitivities.
 
@@ -31,6 +32,7 @@ from jdp.mechanisms.release import (
     record_release,
     run_calibrated,
 )
+from jdp.mechanisms.selection import gumbel_max
 from jdp.mechanisms.suffstats import check_data_matrix, chunked_sum, iter_chunks
 
 __all__ = [
@@ -43,6 +45,7 @@ __all__ = [
     "gaussian_iterations_event",
     "gaussian_mechanism",
     "gaussian_releases",
+    "gumbel_max",
     "iter_chunks",
     "iterate_releases",
     "laplace_mechanism",
