@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import pytest
@@ -50,28 +51,49 @@ class Case:
 
     Attributes:
       release: ``(rng, param) -> (arrays, event)``; ``param`` is the noise multiplier
-        (Gaussian) or epsilon (Laplace).
+        (Gaussian family) or epsilon (Laplace family).
       exact: the pre-noise statistic, one array per released array.
       sensitivities: the documented sensitivity of each released array.
-      event: the documented event at ``param``.
+      family: ``"gaussian"`` (noise / sensitivity ~ N(0, param^2); event one
+        ``GaussianDpEvent(param)`` per released array) or ``"laplace"`` (noise / sensitivity
+        ~ Laplace(1 / param); event ``LaplaceDpEvent(1 / param)``).
       param: the privacy parameter of the scale and seed tests.
-      sd: the claimed standard deviation of (noise / sensitivity) at ``param``.
-      kurtosis: ``E[noise^4] / sd^4`` of the noise family (3 Gaussian, 6 Laplace).
+      scale: the Laplace scale in units of the sensitivity when it is not ``1 / param``
+        (snapping calibrates a slightly larger ``lambda``).
       rounding: the largest rounding error (units of sensitivity) the output grid adds.
       symmetric: the arrays are symmetric matrices whose upper triangle is the free part.
-      bad: thunks that must raise, with the exception type and message pattern.
+      bad: calls that must raise ``ValueError``, with the message pattern.
     """
 
     release: Release
     exact: Callable[[], Arrays]
     sensitivities: tuple[float, ...]
-    event: Callable[[float], ev.DpEvent]
+    family: str
     param: float
-    sd: float
-    kurtosis: float
+    scale: float | None = None
     rounding: float = 0.0
     symmetric: bool = False
-    bad: tuple[tuple[Callable[[], object], type[Exception], str], ...] = ()
+    bad: tuple[tuple[Callable[[], object], str], ...] = ()
+
+    @property
+    def sd(self) -> float:
+        """The claimed standard deviation of noise / sensitivity at ``param``."""
+        if self.family == "gaussian":
+            return self.param
+        return math.sqrt(2.0) * (1.0 / self.param if self.scale is None else self.scale)
+
+    @property
+    def kurtosis(self) -> float:
+        """``E[noise^4] / sd^4`` of the family: 3 (Gaussian), 6 (Laplace)."""
+        return 3.0 if self.family == "gaussian" else 6.0
+
+    def event(self, param: float) -> ev.DpEvent:
+        """The documented event at ``param``."""
+        if self.family == "laplace":
+            return ev.LaplaceDpEvent(noise_multiplier=1.0 / param)
+        one = ev.GaussianDpEvent(noise_multiplier=param)
+        count = len(self.sensitivities)
+        return one if count == 1 else ev.ComposedDpEvent([one] * count)
 
     def free(self, array: np.ndarray) -> np.ndarray:
         """The entries that carry independent noise."""
@@ -88,20 +110,9 @@ MIXTURE = initial_mixture(
     np.random.default_rng(2), 3, 20, covariance_type="full", l2_clip_norm=CLIP
 )
 CENTRES = np.random.default_rng(3).normal(size=(4, 6)) * 0.3
-BOX = (-1.5, 1.5)
+BOX = (np.full(6, -1.5), np.full(6, 1.5))
 SNAP = snapping_laplace_parameters(l1_sensitivity=2.0, epsilon=0.5, size=VALUE.size)
-
-
-def _gaussian(param: float) -> ev.DpEvent:
-    return ev.GaussianDpEvent(noise_multiplier=param)
-
-
-def _laplace(param: float) -> ev.DpEvent:
-    return ev.LaplaceDpEvent(noise_multiplier=1.0 / param)
-
-
-def _gaussians(count: int) -> Callable[[float], ev.DpEvent]:
-    return lambda param: ev.ComposedDpEvent([_gaussian(param)] * count)
+RNG = np.random.default_rng  # the bad-input calls raise before drawing
 
 
 def _one(release: Callable[..., tuple[np.ndarray, ev.DpEvent]]) -> Release:
@@ -120,105 +131,56 @@ def _lloyd_release(rng: np.random.Generator, z: float) -> tuple[Arrays, ev.DpEve
     return released, event
 
 
+gauss = partial(gaussian_mechanism, l2_sensitivity=2.0)
+lap = partial(laplace_mechanism, l1_sensitivity=2.0)
 CASES: dict[str, Case] = {
     "gaussian": Case(
-        release=_one(
-            lambda rng, z: gaussian_mechanism(rng, VALUE, l2_sensitivity=2.0, noise_multiplier=z)
-        ),
+        release=_one(lambda rng, z: gauss(rng, VALUE, noise_multiplier=z)),
         exact=lambda: (VALUE,),
         sensitivities=(2.0,),
-        event=_gaussian,
+        family="gaussian",
         param=1.5,
-        sd=1.5,
-        kurtosis=3.0,
         bad=(
             (
-                lambda: gaussian_mechanism(
-                    np.random.default_rng(0), VALUE, l2_sensitivity=0.0, noise_multiplier=1.0
-                ),
-                ValueError,
+                partial(gaussian_mechanism, RNG(0), VALUE, l2_sensitivity=0.0, noise_multiplier=1),
                 "expected l2_sensitivity > 0, got 0.0",
             ),
-            (
-                lambda: gaussian_mechanism(
-                    np.random.default_rng(0), VALUE, l2_sensitivity=1.0, noise_multiplier=-1.0
-                ),
-                ValueError,
-                "expected noise_multiplier >= 0, got -1.0",
-            ),
+            (partial(gauss, RNG(0), VALUE, noise_multiplier=-1.0), "noise_multiplier >= 0, got -1"),
         ),
     ),
     "gaussian-symmetric": Case(
-        release=_one(
-            lambda rng, z: gaussian_mechanism(
-                rng, MATRIX, l2_sensitivity=0.5, noise_multiplier=z, symmetric=True
-            )
-        ),
+        release=_one(lambda rng, z: gauss(rng, MATRIX, noise_multiplier=z, symmetric=True)),
         exact=lambda: (MATRIX,),
-        sensitivities=(0.5,),
-        event=_gaussian,
+        sensitivities=(2.0,),
+        family="gaussian",
         param=2.0,
-        sd=2.0,
-        kurtosis=3.0,
         symmetric=True,
         bad=(
             (
-                lambda: gaussian_mechanism(
-                    np.random.default_rng(0),
-                    np.zeros((2, 3)),
-                    l2_sensitivity=1.0,
-                    noise_multiplier=1.0,
-                    symmetric=True,
-                ),
-                ValueError,
+                partial(gauss, RNG(0), np.zeros((2, 3)), noise_multiplier=1.0, symmetric=True),
                 r"expected a square matrix for symmetric noise, got shape \(2, 3\)",
             ),
         ),
     ),
     "laplace": Case(
-        release=_one(
-            lambda rng, eps: laplace_mechanism(rng, VALUE, l1_sensitivity=2.0, epsilon=eps)
-        ),
+        release=_one(lambda rng, eps: lap(rng, VALUE, epsilon=eps)),
         exact=lambda: (VALUE,),
         sensitivities=(2.0,),
-        event=_laplace,
+        family="laplace",
         param=0.5,
-        sd=math.sqrt(2.0) / 0.5,
-        kurtosis=6.0,
-        bad=(
-            (
-                lambda: laplace_mechanism(
-                    np.random.default_rng(0), VALUE, l1_sensitivity=1.0, epsilon=0.0
-                ),
-                ValueError,
-                "expected epsilon > 0, got 0.0",
-            ),
-        ),
+        bad=((partial(lap, RNG(0), VALUE, epsilon=0.0), "expected epsilon > 0, got 0.0"),),
     ),
     "snapping": Case(
-        release=_one(
-            lambda rng, eps: laplace_mechanism(
-                rng, VALUE, l1_sensitivity=2.0, epsilon=eps, secure_noise=True
-            )
-        ),
+        release=_one(lambda rng, eps: lap(rng, VALUE, epsilon=eps, secure_noise=True)),
         exact=lambda: (VALUE,),
         sensitivities=(2.0,),
-        event=_laplace,
+        family="laplace",
         param=0.5,
-        sd=math.sqrt(2.0) * SNAP.scale / 2.0,  # Laplace(lambda) in units of the sensitivity
-        kurtosis=6.0,
+        scale=SNAP.scale / 2.0,  # the calibrated lambda, in units of the sensitivity
         rounding=SNAP.grid / 2.0 / 2.0,  # half a grid step, in units of the sensitivity
         bad=(
             (
-                lambda: laplace_mechanism(
-                    np.random.default_rng(0),
-                    VALUE,
-                    l1_sensitivity=1.0,
-                    epsilon=1.0,
-                    secure_noise=True,
-                    max_records=0,
-                ),
-                ValueError,
+                partial(lap, RNG(0), VALUE, epsilon=1.0, secure_noise=True, max_records=0),
                 "expected max_records >= 1, got 0",
             ),
         ),
@@ -231,17 +193,19 @@ CASES: dict[str, Case] = {
         ),
         exact=lambda: (scatter_sum(X, np.zeros(6), l2_clip_norm=CLIP),),
         sensitivities=(CLIP**2,),  # Analyze Gauss: ||y y^T||_F over the triangle <= C^2
-        event=_gaussian,
+        family="gaussian",
         param=3.0,
-        sd=3.0,
-        kurtosis=3.0,
         symmetric=True,
         bad=(
             (
-                lambda: noisy_scatter_gaussian(
-                    np.random.default_rng(0), X, np.zeros(6), noise_multiplier=1.0, l2_clip_norm=0
+                partial(
+                    noisy_scatter_gaussian,
+                    RNG(0),
+                    X,
+                    np.zeros(6),
+                    noise_multiplier=1.0,
+                    l2_clip_norm=0,
                 ),
-                ValueError,
                 "expected l2_clip_norm > 0, got 0",
             ),
         ),
@@ -249,33 +213,26 @@ CASES: dict[str, Case] = {
     "dp-pca-laplace": Case(
         release=_one(
             lambda rng, eps: noisy_scatter_laplace(
-                rng,
-                X,
-                np.zeros(6),
-                epsilon=eps,
-                lower=np.full(6, BOX[0]),
-                upper=np.full(6, BOX[1]),
+                rng, X, np.zeros(6), epsilon=eps, lower=BOX[0], upper=BOX[1]
             )
         ),
         exact=lambda: (scatter_sum(X, np.zeros(6), lower=BOX[0], upper=BOX[1]),),
         # Lap-PCA: (||r||_1^2 + ||r||_2^2) / 2 with r = 1.5 in every coordinate
         sensitivities=(lap_pca_l1_sensitivity(np.full(6, 1.5)),),
-        event=_laplace,
+        family="laplace",
         param=2.0,
-        sd=math.sqrt(2.0) / 2.0,
-        kurtosis=6.0,
         symmetric=True,
         bad=(
             (
-                lambda: noisy_scatter_laplace(
-                    np.random.default_rng(0),
+                partial(
+                    noisy_scatter_laplace,
+                    RNG(0),
                     X,
                     np.zeros(6),
                     epsilon=-1.0,
-                    lower=np.full(6, -1.0),
-                    upper=np.full(6, 1.0),
+                    lower=BOX[0],
+                    upper=BOX[1],
                 ),
-                ValueError,
                 "expected epsilon > 0, got -1.0",
             ),
         ),
@@ -286,44 +243,39 @@ CASES: dict[str, Case] = {
         ),
         exact=lambda: em_statistics(X_EM, MIXTURE, l2_clip_norm=CLIP),
         sensitivities=(1.0, CLIP, CLIP**2),  # counts, first moments, second moments
-        event=_gaussians(3),
+        family="gaussian",
         param=2.5,
-        sd=2.5,
-        kurtosis=3.0,
         bad=(
             (
-                lambda: noisy_em_statistics(
-                    np.random.default_rng(0),
+                partial(
+                    noisy_em_statistics,
+                    RNG(0),
                     X_EM,
                     MIXTURE,
                     noise_multiplier=-0.5,
                     l2_clip_norm=CLIP,
                 ),
-                ValueError,
                 "expected noise_multiplier >= 0, got -0.5",
             ),
         ),
     ),
     "dp-kmeans-step": Case(
-        release=lambda rng, z: _lloyd_release(rng, z),
+        release=_lloyd_release,
         exact=lambda: lloyd_statistics(X, CENTRES, l2_clip_norm=CLIP),
         sensitivities=(1.0, CLIP),  # counts, sums of clipped records
-        event=_gaussians(2),
+        family="gaussian",
         param=1.5,
-        sd=1.5,
-        kurtosis=3.0,
         bad=(
             (
-                lambda: noisy_lloyd_step(
-                    np.random.default_rng(0), X, CENTRES, noise_multiplier=1.0, l2_clip_norm=-1.0
+                partial(
+                    noisy_lloyd_step, RNG(0), X, CENTRES, noise_multiplier=1.0, l2_clip_norm=-1.0
                 ),
-                ValueError,
                 "expected l2_clip_norm > 0, got -1.0",
             ),
         ),
     ),
 }
-GAUSSIAN_CASES = [name for name, case in CASES.items() if case.kurtosis == 3.0]
+GAUSSIAN_CASES = [name for name, case in CASES.items() if case.family == "gaussian"]
 
 
 def _normalised_noise(case: Case, rng: np.random.Generator) -> np.ndarray:
@@ -385,6 +337,6 @@ def test_event_is_the_documented_one(name):
 
 @pytest.mark.parametrize("name", [name for name, case in CASES.items() if case.bad])
 def test_bad_input_raises_with_its_message(name):
-    for thunk, error, match in CASES[name].bad:
-        with pytest.raises(error, match=match):
-            thunk()
+    for call, match in CASES[name].bad:
+        with pytest.raises(ValueError, match=match):
+            call()
