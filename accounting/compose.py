@@ -17,21 +17,51 @@ Accountants (``accountant=``):
 
 from __future__ import annotations
 
+import functools
 import math
-from typing import Literal
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 
 from accounting import events as ev
-from accounting.accountants import gdp, pld, pure, rdp, zcdp
+from accounting.accountants import base, gdp, moments, pld, pure, rdp, zcdp
+from accounting.accountants.base import SharedBatch
 from accounting.relations import ADD_OR_REMOVE_ONE, check_relation
-from accounting.validation import check_nonnegative, check_open_unit
+from accounting.validation import check_nonnegative
 
-ACCOUNTANTS = ("rdp", "pld", "gdp", "gdp_clt", "zcdp", "pure", "moments")
-SharedBatch = Literal["exact", "paper"]
+#: The registry: accountant name -> factory (keyword ``shared_batch``). A new accountant is a
+#: module with a :class:`~accounting.accountants.base.Accountant` subclass and one line here.
+ACCOUNTANTS: Mapping[str, Callable[..., base.Accountant]] = MappingProxyType(
+    {
+        "rdp": rdp.RdpAccountant,
+        "pld": pld.PldAccountant,
+        "gdp": gdp.GdpAccountant,
+        "gdp_clt": functools.partial(gdp.GdpAccountant, clt=True),
+        "zcdp": zcdp.ZcdpAccountant,
+        "pure": functools.partial(pure.PureAccountant, strict=True),
+        "moments": moments.MomentsAccountant,
+    }
+)
 
 
-def _check_accountant(accountant: str) -> None:
-    if accountant not in ACCOUNTANTS:
-        raise ValueError(f"expected accountant in {ACCOUNTANTS}, got {accountant!r}")
+def make_accountant(name: str, *, shared_batch: SharedBatch = "exact") -> base.Accountant:
+    """The accountant registered as ``name`` (one of :data:`ACCOUNTANTS`)."""
+    if name not in ACCOUNTANTS:
+        raise ValueError(f"expected accountant in {tuple(ACCOUNTANTS)}, got {name!r}")
+    return ACCOUNTANTS[name](shared_batch=shared_batch)
+
+
+def _prepare(
+    event: ev.DpEvent,
+    accountant: str,
+    neighboring_relation: ev.NeighboringRelation,
+    shared_batch: SharedBatch,
+) -> tuple[base.Accountant, ev.NeighboringRelation, tuple[float, float, ev.DpEvent]]:
+    """The checked accountant and relation, and :func:`split_approximate` of ``event``."""
+    acc = make_accountant(accountant, shared_batch=shared_batch)
+    relation = check_relation(neighboring_relation)
+    if not isinstance(event, ev.DpEvent):
+        raise TypeError(f"expected event to be a DpEvent, got {type(event).__name__}")
+    return acc, relation, split_approximate(event)
 
 
 def compute_epsilon(
@@ -55,40 +85,33 @@ def compute_epsilon(
     Raises:
       ValueError: bad arguments, or an event the accountant cannot analyse.
     """
-    _check_accountant(accountant)
-    relation = check_relation(neighboring_relation)
-    if not isinstance(event, ev.DpEvent):
-        raise TypeError(f"expected event to be a DpEvent, got {type(event).__name__}")
-    check_nonnegative("delta", delta)
-    eps_a, delta_a, rest = split_approximate(event)
-    if rest is not event:
-        remaining = delta - delta_a  # 0 leaves the rest to the pure accountant
-        if remaining < 0:
-            return math.inf
-        kwargs = dict(accountant=accountant, neighboring_relation=relation, shared_batch=shared_batch)
-        return eps_a + compute_epsilon(rest, remaining, **kwargs)
-    if delta == 0:
-        return pure.event_epsilon(event, relation)
-    d = check_open_unit("delta", delta)
-    if accountant == "rdp":
-        curve = rdp.event_rdp(event, neighboring_relation=relation, shared_batch=shared_batch)
-        # A pure eps0-DP event is (eps0, delta)-DP for every delta; the RDP conversion alone
-        # can exceed eps0 (e.g. Lap-PCA + PCA-Gauss Laplace releases: 1.0008 for eps0 = 1).
-        return min(
-            rdp.epsilon_from_rdp(rdp.DEFAULT_ORDERS, curve, d)[0], _pure_or_inf(event, relation)
-        )
-    if accountant == "pld":
-        return pld.epsilon(event, d, relation)
-    if accountant in ("gdp", "gdp_clt"):
-        return gdp.epsilon_for_delta(gdp.event_mu(event, relation, clt=accountant == "gdp_clt"), d)
-    if accountant == "zcdp":
-        xi, rho = zcdp.event_rho(event, relation)
-        return zcdp.epsilon_for_delta(rho, d, xi=xi)
-    if accountant == "pure":
-        return _pure_epsilon(event, relation)
-    from accounting.accountants import moments
+    acc, relation, (eps_a, delta_a, rest) = _prepare(
+        event, accountant, neighboring_relation, shared_batch
+    )
+    remaining = check_nonnegative("delta", delta) - delta_a
+    if remaining < 0:
+        return math.inf
+    if remaining == 0:  # pure DP asked for (or left over): the pure epsilon of the rest
+        return eps_a + pure.event_epsilon(rest, relation)
+    return eps_a + acc.epsilon(rest, remaining, relation)
 
-    return moments.epsilon(event, d, relation)
+
+def compute_delta(
+    event: ev.DpEvent,
+    epsilon: float,
+    *,
+    accountant: str = "rdp",
+    neighboring_relation: ev.NeighboringRelation = ADD_OR_REMOVE_ONE,
+    shared_batch: SharedBatch = "exact",
+) -> float:
+    """Smallest delta such that ``event`` is (epsilon, delta)-DP, per ``accountant``."""
+    acc, relation, (eps_a, delta_a, rest) = _prepare(
+        event, accountant, neighboring_relation, shared_batch
+    )
+    e = check_nonnegative("epsilon", epsilon)
+    if e < eps_a:
+        return 1.0
+    return min(1.0, delta_a + acc.delta(rest, e - eps_a, relation))
 
 
 def split_approximate(event: ev.DpEvent) -> tuple[float, float, ev.DpEvent]:
@@ -127,56 +150,3 @@ def split_approximate(event: ev.DpEvent) -> tuple[float, float, ev.DpEvent]:
 
     eps_a, delta_a, rest = walk(event)
     return eps_a, delta_a, ev.ComposedDpEvent([]) if rest is None else rest
-
-
-def _pure_epsilon(event: ev.DpEvent, relation: ev.NeighboringRelation) -> float:
-    """The pure epsilon of ``event``; raises where some component is not pure DP."""
-    eps0 = pure.event_epsilon(event, relation)
-    if math.isinf(eps0):
-        raise ValueError("the pure accountant needs pure-DP events (Laplace, PureDpEvent, ...)")
-    return eps0
-
-
-def _pure_or_inf(event: ev.DpEvent, relation: ev.NeighboringRelation) -> float:
-    """The pure epsilon of ``event``, or ``inf`` where the pure accountant cannot analyse it."""
-    try:
-        return pure.event_epsilon(event, relation)
-    except ValueError:
-        return math.inf
-
-
-def compute_delta(
-    event: ev.DpEvent,
-    epsilon: float,
-    *,
-    accountant: str = "rdp",
-    neighboring_relation: ev.NeighboringRelation = ADD_OR_REMOVE_ONE,
-    shared_batch: SharedBatch = "exact",
-) -> float:
-    """Smallest delta such that ``event`` is (epsilon, delta)-DP, per ``accountant``."""
-    _check_accountant(accountant)
-    relation = check_relation(neighboring_relation)
-    if not isinstance(event, ev.DpEvent):
-        raise TypeError(f"expected event to be a DpEvent, got {type(event).__name__}")
-    e = check_nonnegative("epsilon", epsilon)
-    eps_a, delta_a, rest = split_approximate(event)
-    if rest is not event:
-        if e < eps_a:
-            return 1.0
-        kwargs = dict(accountant=accountant, neighboring_relation=relation, shared_batch=shared_batch)
-        return min(1.0, delta_a + compute_delta(rest, e - eps_a, **kwargs))
-    if accountant == "rdp":
-        curve = rdp.event_rdp(event, neighboring_relation=relation, shared_batch=shared_batch)
-        return rdp.delta_from_rdp(rdp.DEFAULT_ORDERS, curve, e)[0]
-    if accountant == "pld":
-        return pld.delta(event, e, relation)
-    if accountant in ("gdp", "gdp_clt"):
-        return gdp.delta_for_epsilon(gdp.event_mu(event, relation, clt=accountant == "gdp_clt"), e)
-    if accountant == "zcdp":
-        xi, rho = zcdp.event_rho(event, relation)
-        return zcdp.delta_for_epsilon(rho, e, xi=xi)
-    if accountant == "pure":
-        return pure.delta_for_epsilon(_pure_epsilon(event, relation), e)
-    from accounting.accountants import moments
-
-    return moments.delta(event, e, relation)

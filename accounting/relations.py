@@ -144,8 +144,8 @@ def dpsgd_sensitivity_factor(sampling: str) -> float:
 
 __all__ = [
     "ADD_OR_REMOVE_ONE",
-    "NeighboringRelation",
     "REPLACE_ONE",
+    "NeighboringRelation",
     "check_relation",
     "convert_relation",
     "dpsgd_neighboring_relation",

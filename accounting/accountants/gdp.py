@@ -19,11 +19,11 @@ distinguishing ``N(0,1)`` from ``N(mu,1)``.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 from scipy import optimize, special
 
 from accounting import events as ev
-from accounting import relations
 from accounting.accountants import base
 from accounting.validation import (
     check_count,
@@ -83,56 +83,77 @@ def mu_for_epsilon_delta(epsilon: float, delta: float) -> float:
     )
 
 
+class Mu(NamedTuple):
+    """The GDP accountant's value: ``mu``, and for one Poisson-subsampled Gaussian step under
+    ``clt=True`` its ``(q, z)``, so that ``T`` such steps get the CLT ``mu`` of
+    :func:`clt_mu_approximation` ``(q, z, T)`` exactly."""
+
+    mu: float
+    clt_step: tuple[float, float] | None = None
+
+
+class GdpAccountant(base.Accountant[Mu]):
+    """mu-GDP: ``mu = 1/z`` for a Gaussian, composition adds ``mu^2`` (Dong, Roth & Su 2019,
+    Cor. 3.3), a parallel composition takes the maximum of its cases.
+
+    Args:
+      clt: also accept Poisson-subsampled Gaussians via the CLT approximation (then the
+        result is an approximation, not a guarantee: accountant ``"gdp_clt"``).
+    """
+
+    title = "GDP"
+
+    def __init__(self, *, clt: bool = False, shared_batch: base.SharedBatch = "exact") -> None:
+        super().__init__(shared_batch=shared_batch)
+        self.clt = clt
+
+    def identity(self) -> Mu:
+        return Mu(0.0)
+
+    def non_private(self) -> Mu:
+        return Mu(math.inf)
+
+    def leaf(self, e: ev.DpEvent, relation: ev.NeighboringRelation) -> Mu:
+        if isinstance(e, ev.GaussianDpEvent):
+            return Mu(1.0 / e.noise_multiplier)
+        if isinstance(e, ev.MuGdpEvent):
+            return Mu(check_nonnegative("mu", e.mu))
+        if isinstance(e, ev.PoissonSampledDpEvent):
+            if not self.clt:
+                raise ValueError(
+                    "the GDP accountant has no exact bound for PoissonSampledDpEvent; use "
+                    "accountant='rdp' or 'pld' (or 'gdp_clt' for the CLT approximation)"
+                )
+            q = e.sampling_probability
+            z = base.effective_noise_multiplier(self.sampled_gaussians(e))
+            return Mu(clt_mu_approximation(q, z, 1), clt_step=(q, z))
+        raise self.unsupported(e)
+
+    def compose(self, values: list[Mu]) -> Mu:
+        return Mu(math.sqrt(math.fsum(v.mu**2 for v in values)))
+
+    def self_compose(self, value: Mu, count: int) -> Mu:
+        if value.clt_step is not None:
+            return Mu(clt_mu_approximation(*value.clt_step, count))
+        return Mu(math.sqrt(count) * value.mu)
+
+    def parallel(self, values: list[Mu]) -> Mu:
+        return Mu(max(v.mu for v in values))
+
+    def epsilon_of(self, value: Mu, delta: float) -> float:
+        return epsilon_for_delta(value.mu, delta)
+
+    def delta_of(self, value: Mu, epsilon: float) -> float:
+        return delta_for_epsilon(value.mu, epsilon)
+
+
 def event_mu(
     event: ev.DpEvent,
     neighboring_relation: ev.NeighboringRelation = ev.NeighboringRelation.ADD_OR_REMOVE_ONE,
     *,
     clt: bool = False,
 ) -> float:
-    """mu of a (composite) event; ``clt=True`` also accepts Poisson-subsampled Gaussians via the
-    CLT approximation (then the result is an approximation, not a guarantee)."""
-
-    def subsampled(e: ev.PoissonSampledDpEvent, steps: int) -> float:
-        zs = base.gaussian_multipliers(e.event)
-        if not clt or zs is None:
-            raise ValueError(
-                "the GDP accountant has no exact bound for PoissonSampledDpEvent; use "
-                "accountant='rdp' or 'pld' (or 'gdp_clt' for the CLT approximation)"
-            )
-        if not zs:
-            return 0.0
-        z = base.effective_noise_multiplier(zs)
-        return math.inf if z == 0 else clt_mu_approximation(e.sampling_probability, z, steps)
-
-    def walk(e: ev.DpEvent, add_remove: bool) -> float:
-        if isinstance(e, ev.NoOpDpEvent):
-            return 0.0
-        if isinstance(e, ev.NonPrivateDpEvent):
-            return math.inf
-        if isinstance(e, ev.GaussianDpEvent):
-            z = check_nonnegative("noise_multiplier", e.noise_multiplier)
-            return math.inf if z == 0 else 1.0 / z
-        if isinstance(e, ev.MuGdpEvent):
-            return check_nonnegative("mu", e.mu)
-        if isinstance(e, ev.ComposedDpEvent):
-            return math.sqrt(math.fsum(walk(x, add_remove) ** 2 for x in e.events))
-        if isinstance(e, ev.SelfComposedDpEvent):
-            if isinstance(e.event, ev.PoissonSampledDpEvent):
-                return subsampled(e.event, e.count) if add_remove else walk(e.event, add_remove)
-            return math.sqrt(e.count) * walk(e.event, add_remove)
-        if isinstance(e, ev.ParallelComposedDpEvent):
-            relation = (
-                ev.NeighboringRelation.ADD_OR_REMOVE_ONE
-                if add_remove
-                else ev.NeighboringRelation.REPLACE_ONE
-            )
-            cases = relations.parallel_worst_cases(list(e.events), relation)
-            add_remove_one = ev.NeighboringRelation.ADD_OR_REMOVE_ONE
-            return max((walk(c, r == add_remove_one) for c, r in cases), default=0.0)
-        if isinstance(e, ev.PoissonSampledDpEvent):
-            if not add_remove:
-                raise ValueError("the GDP CLT approximation assumes ADD_OR_REMOVE_ONE")
-            return subsampled(e, 1)
-        raise ValueError(f"the GDP accountant cannot analyse {type(e).__name__}")
-
-    return walk(event, neighboring_relation == ev.NeighboringRelation.ADD_OR_REMOVE_ONE)
+    """mu of a (composite) event (:class:`GdpAccountant`); ``clt=True`` also accepts
+    Poisson-subsampled Gaussians via the CLT approximation (then the result is an
+    approximation, not a guarantee)."""
+    return GdpAccountant(clt=clt).account(event, neighboring_relation).mu

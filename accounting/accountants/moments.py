@@ -28,8 +28,6 @@ from scipy import integrate
 from accounting import events as ev
 from accounting.accountants import base
 from accounting.validation import (
-    check_nonnegative,
-    check_open_unit,
     check_positive,
     check_probability,
 )
@@ -108,53 +106,69 @@ def log_moments(
     return np.array([log_moment(sampling_prob, noise_multiplier, lam) for lam in lams])
 
 
+class MomentsAccountant(base.Accountant[np.ndarray]):
+    """Log moments over ``lambdas``: they add under composition (Abadi et al. 2016,
+    Thm. 2.1). Only (Poisson-subsampled) Gaussian mechanisms, as in the seed papers; no
+    parallel composition."""
+
+    title = "moments"
+    parallel_relations = ()
+
+    def __init__(
+        self, lambdas: object = DEFAULT_LAMBDAS, *, shared_batch: base.SharedBatch = "exact"
+    ) -> None:
+        super().__init__(shared_batch=shared_batch)
+        self.lambdas = np.atleast_1d(np.asarray(lambdas, dtype=np.float64))
+        for lam in self.lambdas:
+            check_positive("lambda", float(lam))
+        self._cache: dict[tuple[float, float], np.ndarray] = {}
+
+    def _gaussian(self, q: float, z: float) -> np.ndarray:
+        if (q, z) not in self._cache:
+            self._cache[(q, z)] = log_moments(q, z, self.lambdas)
+        return self._cache[(q, z)]
+
+    def identity(self) -> np.ndarray:
+        return np.zeros_like(self.lambdas)
+
+    def non_private(self) -> np.ndarray:
+        return np.full_like(self.lambdas, np.inf)
+
+    def leaf(self, e: ev.DpEvent, relation: ev.NeighboringRelation) -> np.ndarray:
+        if isinstance(e, ev.GaussianDpEvent):
+            return self._gaussian(1.0, float(e.noise_multiplier))
+        if isinstance(e, ev.PoissonSampledDpEvent):
+            z = base.effective_noise_multiplier(self.sampled_gaussians(e))
+            return self._gaussian(float(e.sampling_probability), z)
+        raise self.unsupported(e)
+
+    def compose(self, values: list[np.ndarray]) -> np.ndarray:
+        return sum(values, self.identity())
+
+    def self_compose(self, value: np.ndarray, count: int) -> np.ndarray:
+        return count * value
+
+    def epsilon_of(self, value: np.ndarray, delta: float) -> float:
+        """``min_lambda (alpha(lambda) + log(1/delta)) / lambda``."""
+        if np.all(value == 0):  # no privacy loss at all: the infimum over lambda is 0
+            return 0.0
+        return float(max(0.0, np.min((value + math.log(1 / delta)) / self.lambdas)))
+
+    def delta_of(self, value: np.ndarray, epsilon: float) -> float:
+        """``min_lambda exp(alpha(lambda) - lambda eps)`` (capped at 1)."""
+        if np.all(value == 0):
+            return 0.0
+        with np.errstate(over="ignore"):
+            return float(min(1.0, np.exp(np.min(value - self.lambdas * epsilon))))
+
+
 def event_log_moments(
     event: ev.DpEvent,
     lambdas: object = DEFAULT_LAMBDAS,
     neighboring_relation: ev.NeighboringRelation = ev.NeighboringRelation.ADD_OR_REMOVE_ONE,
 ) -> np.ndarray:
     """Composed log moments of an event made of (subsampled) Gaussian mechanisms."""
-    lams = np.atleast_1d(np.asarray(lambdas, dtype=np.float64))
-    for lam in lams:
-        check_positive("lambda", float(lam))
-    cache: dict[tuple[float, float], np.ndarray] = {}
-
-    def gaussian(q: float, z: float) -> np.ndarray:
-        if z == 0:
-            return np.full_like(lams, np.inf)
-        if (q, z) not in cache:
-            cache[(q, z)] = log_moments(q, z, lams)
-        return cache[(q, z)]
-
-    def walk(e: ev.DpEvent) -> np.ndarray:
-        if isinstance(e, ev.NoOpDpEvent):
-            return np.zeros_like(lams)
-        if isinstance(e, ev.NonPrivateDpEvent):
-            return np.full_like(lams, np.inf)
-        if isinstance(e, ev.GaussianDpEvent):
-            return gaussian(1.0, check_nonnegative("noise_multiplier", e.noise_multiplier))
-        if isinstance(e, ev.ComposedDpEvent):
-            return sum((walk(x) for x in e.events), np.zeros_like(lams))
-        if isinstance(e, ev.SelfComposedDpEvent):
-            return np.zeros_like(lams) if e.count == 0 else e.count * walk(e.event)
-        if isinstance(e, ev.PoissonSampledDpEvent):
-            if neighboring_relation != ev.NeighboringRelation.ADD_OR_REMOVE_ONE:
-                raise ValueError(
-                    "the moments accountant analyses Poisson sampling under add/remove"
-                )
-            zs = base.gaussian_multipliers(e.event)
-            if zs is None:
-                raise ValueError(
-                    "the moments accountant supports PoissonSampledDpEvent of Gaussian "
-                    f"mechanisms only, got {type(e.event).__name__}"
-                )
-            if not zs:
-                return np.zeros_like(lams)
-            q = check_probability("sampling_prob", e.sampling_probability)
-            return gaussian(q, base.effective_noise_multiplier(zs))
-        raise ValueError(f"the moments accountant cannot analyse {type(e).__name__}")
-
-    return walk(event)
+    return MomentsAccountant(lambdas).account(event, neighboring_relation)
 
 
 def epsilon(
@@ -163,26 +177,5 @@ def epsilon(
     neighboring_relation: ev.NeighboringRelation = ev.NeighboringRelation.ADD_OR_REMOVE_ONE,
     lambdas: object = DEFAULT_LAMBDAS,
 ) -> float:
-    """``min_lambda (alpha(lambda) + log(1/delta)) / lambda``."""
-    d = check_open_unit("delta", delta)
-    lams = np.atleast_1d(np.asarray(lambdas, dtype=np.float64))
-    alpha = event_log_moments(event, lams, neighboring_relation)
-    if np.all(alpha == 0):  # no privacy loss at all: the infimum over lambda is 0
-        return 0.0
-    return float(max(0.0, np.min((alpha + math.log(1 / d)) / lams)))
-
-
-def delta(
-    event: ev.DpEvent,
-    epsilon: float,
-    neighboring_relation: ev.NeighboringRelation = ev.NeighboringRelation.ADD_OR_REMOVE_ONE,
-    lambdas: object = DEFAULT_LAMBDAS,
-) -> float:
-    """``min_lambda exp(alpha(lambda) - lambda eps)`` (capped at 1)."""
-    e = check_nonnegative("epsilon", epsilon)
-    lams = np.atleast_1d(np.asarray(lambdas, dtype=np.float64))
-    alpha = event_log_moments(event, lams, neighboring_relation)
-    if np.all(alpha == 0):
-        return 0.0
-    with np.errstate(over="ignore"):
-        return float(min(1.0, np.exp(np.min(alpha - lams * e))))
+    """Epsilon at ``delta`` (:meth:`MomentsAccountant.epsilon_of`)."""
+    return MomentsAccountant(lambdas).epsilon(event, delta, neighboring_relation)

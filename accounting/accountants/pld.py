@@ -22,46 +22,23 @@ from dp_accounting.pld import privacy_loss_distribution as pld_lib
 
 from accounting import events as ev
 from accounting.accountants import base
-from accounting.validation import check_nonnegative, check_open_unit, check_positive
+from accounting.relations import ADD_OR_REMOVE_ONE, REPLACE_ONE
+from accounting.validation import check_nonnegative, check_positive
 
 DEFAULT_DISCRETIZATION = 1e-4
 _MAX_CASES = 256
 
 
-def _expand_parallel(e: ev.DpEvent, relation: ev.NeighboringRelation) -> list[ev.DpEvent]:
-    """Rewrite ``e`` as the list of parallel-free events whose maximum epsilon bounds it."""
-    if isinstance(e, ev.ParallelComposedDpEvent):
-        if relation != ev.NeighboringRelation.ADD_OR_REMOVE_ONE:
-            raise ValueError(
-                "the PLD accountant supports ParallelComposedDpEvent under ADD_OR_REMOVE_ONE "
-                "only; use accountant='rdp'"
-            )
-        return [c for x in e.events for c in _expand_parallel(x, relation)] or [ev.NoOpDpEvent()]
-    if isinstance(e, ev.ComposedDpEvent):
-        options = [_expand_parallel(x, relation) for x in e.events]
-        if math.prod(len(o) for o in options) > _MAX_CASES:
-            raise ValueError(
-                "too many parallel-composition cases for the PLD accountant; use 'rdp'"
-            )
-        return [ev.ComposedDpEvent(list(c)) for c in itertools.product(*options)]
-    if isinstance(e, ev.SelfComposedDpEvent):
-        inner = _expand_parallel(e.event, relation)
-        if len(inner) > 1 and e.count > 1:
-            raise ValueError(
-                "a ParallelComposedDpEvent repeated in a SelfComposedDpEvent cannot be analysed "
-                "by the PLD accountant (a record may change partition between rounds); use 'rdp'"
-            )
-        return [ev.SelfComposedDpEvent(inner[0], e.count)]
-    return [e]
+Pld = pld_lib.PrivacyLossDistribution
+#: The PLD accountant's value: the PLDs of the cases whose worst bounds the event (one case
+#: unless it holds parallel compositions); ``None`` is a non-private case.
+Cases = list[Pld | None]
 
 
-def event_pld(
-    event: ev.DpEvent,
-    neighboring_relation: ev.NeighboringRelation = ev.NeighboringRelation.ADD_OR_REMOVE_ONE,
-    *,
-    value_discretization_interval: float = DEFAULT_DISCRETIZATION,
-) -> pld_lib.PrivacyLossDistribution | None:
-    """The PLD of a parallel-free event, or ``None`` when it is not private.
+class PldAccountant(base.Accountant[Cases]):
+    """Privacy loss distributions: composition convolves them (in order, from the identity);
+    a parallel composition (add/remove only) is the list of its cases, which compositions
+    multiply out, and epsilon is the maximum over the cases.
 
     ``GaussianDpEvent(z)`` has noise std ``z`` times the L2 sensitivity *under the relation*
     (the events' convention), so its pair of output distributions is ``N(0, z^2)`` vs
@@ -71,41 +48,58 @@ def event_pld(
     replace-one we pass ``s = 1/2``: means 1 apart, as the multiplier states. The same holds
     for mu-GDP (a Gaussian with ``z = 1/mu``).
     """
-    v = check_positive("value_discretization_interval", value_discretization_interval)
-    add_remove = neighboring_relation == ev.NeighboringRelation.ADD_OR_REMOVE_ONE
 
-    def gaussian(z: float, q: float = 1.0) -> pld_lib.PrivacyLossDistribution | None:
-        if z == 0:
-            return None
-        return pld_lib.from_gaussian_mechanism(
-            standard_deviation=z,
-            sensitivity=1.0 if add_remove else 0.5,
-            value_discretization_interval=v,
-            sampling_prob=q,
-            neighboring_relation=neighboring_relation,
+    title = "PLD"
+    parallel_relations = (ADD_OR_REMOVE_ONE,)
+    poisson_relations = (ADD_OR_REMOVE_ONE, REPLACE_ONE)
+
+    def __init__(
+        self,
+        *,
+        value_discretization_interval: float = DEFAULT_DISCRETIZATION,
+        shared_batch: base.SharedBatch = "exact",
+    ) -> None:
+        super().__init__(shared_batch=shared_batch)
+        self.interval = check_positive(
+            "value_discretization_interval", value_discretization_interval
         )
 
-    def walk(e: ev.DpEvent) -> pld_lib.PrivacyLossDistribution | None:
-        if isinstance(e, ev.NoOpDpEvent):
-            return pld_lib.identity(value_discretization_interval=v)
-        if isinstance(e, ev.NonPrivateDpEvent):
-            return None
+    def _identity(self) -> Pld:
+        return pld_lib.identity(value_discretization_interval=self.interval)
+
+    def _gaussian(self, z: float, relation: ev.NeighboringRelation, q: float = 1.0) -> Pld:
+        return pld_lib.from_gaussian_mechanism(
+            standard_deviation=z,
+            sensitivity=1.0 if relation == ADD_OR_REMOVE_ONE else 0.5,
+            value_discretization_interval=self.interval,
+            sampling_prob=q,
+            neighboring_relation=relation,
+        )
+
+    def identity(self) -> Cases:
+        return [self._identity()]
+
+    def non_private(self) -> Cases:
+        return [None]
+
+    def leaf(self, e: ev.DpEvent, relation: ev.NeighboringRelation) -> Cases:
+        return [self._leaf(e, relation)]
+
+    def _leaf(self, e: ev.DpEvent, relation: ev.NeighboringRelation) -> Pld:
+        v = self.interval
         if isinstance(e, ev.GaussianDpEvent):
-            return gaussian(check_nonnegative("noise_multiplier", e.noise_multiplier))
+            return self._gaussian(e.noise_multiplier, relation)
         if isinstance(e, ev.MuGdpEvent):
             mu = check_nonnegative("mu", e.mu)
-            return (
-                pld_lib.identity(value_discretization_interval=v) if mu == 0 else gaussian(1 / mu)
-            )
+            return self._identity() if mu == 0 else self._gaussian(1 / mu, relation)
         if isinstance(e, ev.LaplaceDpEvent):
-            b = check_nonnegative("noise_multiplier", e.noise_multiplier)
-            if b == 0:
-                return None
-            return pld_lib.from_laplace_mechanism(b, value_discretization_interval=v)
+            return pld_lib.from_laplace_mechanism(
+                e.noise_multiplier, value_discretization_interval=v
+            )
         if isinstance(e, ev.PureDpEvent):
             eps = check_nonnegative("epsilon", e.epsilon)
             if eps == 0:
-                return pld_lib.identity(value_discretization_interval=v)
+                return self._identity()
             return pld_lib.from_privacy_parameters(
                 common.DifferentialPrivacyParameters(eps, 0.0), value_discretization_interval=v
             )
@@ -113,10 +107,8 @@ def event_pld(
             q = e.sampling_probability
             zs = base.gaussian_multipliers(e.event)
             if zs is not None:
-                if not zs:
-                    return pld_lib.identity(value_discretization_interval=v)
-                return gaussian(base.effective_noise_multiplier(zs), q)
-            if isinstance(e.event, ev.LaplaceDpEvent) and add_remove:
+                return self._gaussian(base.effective_noise_multiplier(zs), relation, q)
+            if isinstance(e.event, ev.LaplaceDpEvent) and relation == ADD_OR_REMOVE_ONE:
                 return pld_lib.from_laplace_mechanism(
                     e.event.noise_multiplier, value_discretization_interval=v, sampling_prob=q
                 )
@@ -124,59 +116,54 @@ def event_pld(
                 "the PLD accountant supports PoissonSampledDpEvent of Gaussian (or, under "
                 f"add/remove, Laplace) mechanisms only, got {type(e.event).__name__}"
             )
-        if isinstance(e, ev.ComposedDpEvent):
-            out = pld_lib.identity(value_discretization_interval=v)
-            for x in e.events:
-                p = walk(x)
-                if p is None:
-                    return None
-                out = out.compose(p)
-            return out
-        if isinstance(e, ev.SelfComposedDpEvent):
-            if e.count == 0:
-                return pld_lib.identity(value_discretization_interval=v)
-            p = walk(e.event)
-            return None if p is None else p.self_compose(int(e.count))
-        raise ValueError(f"the PLD accountant cannot analyse {type(e).__name__}")
+        raise self.unsupported(e)
 
-    return walk(event)
+    def compose(self, values: list[Cases]) -> Cases:
+        if math.prod(len(cases) for cases in values) > _MAX_CASES:
+            raise ValueError(
+                "too many parallel-composition cases for the PLD accountant; use 'rdp'"
+            )
+        return [self._compose_case(list(case)) for case in itertools.product(*values)]
+
+    def _compose_case(self, plds: list[Pld | None]) -> Pld | None:
+        out = self._identity()
+        for p in plds:
+            if p is None:
+                return None
+            out = out.compose(p)
+        return out
+
+    def self_compose(self, value: Cases, count: int) -> Cases:
+        if len(value) > 1 and count > 1:
+            raise ValueError(
+                "a ParallelComposedDpEvent repeated in a SelfComposedDpEvent cannot be analysed "
+                "by the PLD accountant (a record may change partition between rounds); use 'rdp'"
+            )
+        return [None if p is None else p.self_compose(count) for p in value]
+
+    def parallel(self, values: list[Cases]) -> Cases:
+        return [p for cases in values for p in cases]
+
+    def epsilon_of(self, value: Cases, delta: float) -> float:
+        """The maximum over the cases."""
+        if any(p is None for p in value):
+            return math.inf
+        return max([0.0] + [float(p.get_epsilon_for_delta(delta)) for p in value])
+
+    def delta_of(self, value: Cases, epsilon: float) -> float:
+        """The maximum over the cases."""
+        if any(p is None for p in value):
+            return 1.0
+        return min(1.0, max([0.0] + [float(p.get_delta_for_epsilon(epsilon)) for p in value]))
 
 
 def epsilon(
     event: ev.DpEvent,
     delta: float,
-    neighboring_relation: ev.NeighboringRelation = ev.NeighboringRelation.ADD_OR_REMOVE_ONE,
+    neighboring_relation: ev.NeighboringRelation = ADD_OR_REMOVE_ONE,
     *,
     value_discretization_interval: float = DEFAULT_DISCRETIZATION,
 ) -> float:
-    """Epsilon at ``delta`` (maximum over parallel-composition cases)."""
-    d = check_open_unit("delta", delta)
-    out = 0.0
-    for case in _expand_parallel(event, neighboring_relation):
-        p = event_pld(
-            case, neighboring_relation, value_discretization_interval=value_discretization_interval
-        )
-        if p is None:
-            return math.inf
-        out = max(out, float(p.get_epsilon_for_delta(d)))
-    return out
-
-
-def delta(
-    event: ev.DpEvent,
-    epsilon: float,
-    neighboring_relation: ev.NeighboringRelation = ev.NeighboringRelation.ADD_OR_REMOVE_ONE,
-    *,
-    value_discretization_interval: float = DEFAULT_DISCRETIZATION,
-) -> float:
-    """Delta at ``epsilon`` (maximum over parallel-composition cases)."""
-    e = check_nonnegative("epsilon", epsilon)
-    out = 0.0
-    for case in _expand_parallel(event, neighboring_relation):
-        p = event_pld(
-            case, neighboring_relation, value_discretization_interval=value_discretization_interval
-        )
-        if p is None:
-            return 1.0
-        out = max(out, float(p.get_delta_for_epsilon(e)))
-    return min(1.0, out)
+    """Epsilon at ``delta`` (maximum over parallel-composition cases; :class:`PldAccountant`)."""
+    accountant = PldAccountant(value_discretization_interval=value_discretization_interval)
+    return accountant.epsilon(event, delta, neighboring_relation)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 
 from accounting import events as ev
-from accounting import relations
+from accounting.accountants import base
 from accounting.validation import check_nonnegative, check_probability
 
 
@@ -29,57 +29,84 @@ def amplify_by_sampling(epsilon: float, sampling_prob: float) -> float:
     return math.log1p(q * math.expm1(eps)) if eps < 700 else eps + math.log(q)
 
 
+class PureAccountant(base.Accountant[float]):
+    """Pure epsilon: composition adds (Dwork et al. 2006), a parallel composition takes the
+    maximum of its cases, sampling amplifies (:func:`amplify_by_sampling`).
+
+    Args:
+      strict: raise on mechanisms that are not pure DP (Gaussian, mu-GDP, zCDP with
+        ``rho > 0``), as the ``"pure"`` accountant does; otherwise they count as ``inf``
+        (the pure epsilon read off any event, e.g. for ``delta = 0``).
+    """
+
+    title = "pure"
+
+    def __init__(self, *, strict: bool = False, shared_batch: base.SharedBatch = "exact") -> None:
+        super().__init__(shared_batch=shared_batch)
+        self.strict = strict
+
+    def identity(self) -> float:
+        return 0.0
+
+    def non_private(self) -> float:
+        return math.inf
+
+    def leaf(self, e: ev.DpEvent, relation: ev.NeighboringRelation) -> float:
+        if isinstance(e, ev.PureDpEvent):
+            return check_nonnegative("epsilon", e.epsilon)
+        if isinstance(e, ev.LaplaceDpEvent):
+            return 1.0 / e.noise_multiplier
+        if isinstance(e, ev.ZCDpEvent) and e.rho == 0 and e.xi == 0:
+            return 0.0
+        if isinstance(e, (ev.GaussianDpEvent, ev.MuGdpEvent, ev.ZCDpEvent)):
+            if self.strict:
+                raise ValueError(
+                    "the pure accountant needs pure-DP events (Laplace, PureDpEvent, ...), "
+                    f"got {type(e).__name__}"
+                )
+            return math.inf
+        if isinstance(e, (ev.PoissonSampledDpEvent, ev.SampledWithoutReplacementDpEvent)):
+            inner = self._walk(e.event, relation)
+            if isinstance(e, ev.PoissonSampledDpEvent):
+                q = e.sampling_probability
+            else:
+                q = e.sample_size / e.source_dataset_size
+            return inner if math.isinf(inner) else amplify_by_sampling(inner, q)
+        raise self.unsupported(e)
+
+    def compose(self, values: list[float]) -> float:
+        return math.fsum(values)
+
+    def self_compose(self, value: float, count: int) -> float:
+        return count * value
+
+    def parallel(self, values: list[float]) -> float:
+        return max(values)
+
+    def epsilon_of(self, value: float, delta: float) -> float:
+        return value
+
+    def delta_of(self, value: float, epsilon: float) -> float:
+        return delta_for_epsilon(value, epsilon)
+
+
 def event_epsilon(
     event: ev.DpEvent,
     neighboring_relation: ev.NeighboringRelation = ev.NeighboringRelation.ADD_OR_REMOVE_ONE,
 ) -> float:
     """The pure epsilon of ``event`` (``inf`` when some component is not pure DP)."""
-    add_remove = neighboring_relation == ev.NeighboringRelation.ADD_OR_REMOVE_ONE
+    return PureAccountant().account(event, neighboring_relation)
 
-    def walk(e: ev.DpEvent, add_remove: bool) -> float:
-        if isinstance(e, ev.NoOpDpEvent):
-            return 0.0
-        if isinstance(e, (ev.NonPrivateDpEvent, ev.GaussianDpEvent, ev.MuGdpEvent)):
-            return math.inf
-        if isinstance(e, ev.ZCDpEvent):
-            return 0.0 if e.rho == 0 and e.xi == 0 else math.inf
-        if isinstance(e, ev.PureDpEvent):
-            return check_nonnegative("epsilon", e.epsilon)
-        if isinstance(e, ev.LaplaceDpEvent):
-            b = check_nonnegative("noise_multiplier", e.noise_multiplier)
-            return math.inf if b == 0 else 1.0 / b
-        if isinstance(e, ev.ComposedDpEvent):
-            return math.fsum(walk(x, add_remove) for x in e.events)
-        if isinstance(e, ev.SelfComposedDpEvent):
-            return 0.0 if e.count == 0 else e.count * walk(e.event, add_remove)
-        if isinstance(e, ev.ParallelComposedDpEvent):
-            relation = (
-                ev.NeighboringRelation.ADD_OR_REMOVE_ONE
-                if add_remove
-                else ev.NeighboringRelation.REPLACE_ONE
-            )
-            cases = relations.parallel_worst_cases(list(e.events), relation)
-            add_remove_one = ev.NeighboringRelation.ADD_OR_REMOVE_ONE
-            return max((walk(c, r == add_remove_one) for c, r in cases), default=0.0)
-        if isinstance(e, ev.PoissonSampledDpEvent):
-            if not add_remove:
-                raise ValueError(
-                    "pure-DP amplification of PoissonSampledDpEvent is implemented for "
-                    "ADD_OR_REMOVE_ONE only"
-                )
-            inner = walk(e.event, add_remove)
-            return (
-                inner if math.isinf(inner) else amplify_by_sampling(inner, e.sampling_probability)
-            )
-        if isinstance(e, ev.SampledWithoutReplacementDpEvent):
-            if add_remove:
-                raise ValueError("SampledWithoutReplacementDpEvent is analysed under REPLACE_ONE")
-            inner = walk(e.event, add_remove)
-            q = e.sample_size / e.source_dataset_size
-            return inner if math.isinf(inner) else amplify_by_sampling(inner, q)
-        raise ValueError(f"the pure accountant cannot analyse {type(e).__name__}")
 
-    return walk(event, add_remove)
+def pure_epsilon_or_inf(
+    event: ev.DpEvent,
+    neighboring_relation: ev.NeighboringRelation = ev.NeighboringRelation.ADD_OR_REMOVE_ONE,
+) -> float:
+    """:func:`event_epsilon`, or ``inf`` where the pure accountant cannot analyse ``event``."""
+    try:
+        return event_epsilon(event, neighboring_relation)
+    except ValueError:
+        return math.inf
 
 
 def delta_for_epsilon(pure_epsilon: float, epsilon: float) -> float:

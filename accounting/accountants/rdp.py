@@ -32,8 +32,7 @@ import numpy as np
 from scipy import special
 
 from accounting import events as ev
-from accounting import relations
-from accounting.accountants import base
+from accounting.accountants import base, pure
 from accounting.validation import (
     check_nonnegative,
     check_open_unit,
@@ -327,109 +326,102 @@ def shared_batch_holder_rdp(
 # --------------------------------------------------------------------------------------------
 # Events
 # --------------------------------------------------------------------------------------------
-def event_rdp(
-    event: ev.DpEvent,
-    orders: object = DEFAULT_ORDERS,
-    *,
-    neighboring_relation: ev.NeighboringRelation = ev.NeighboringRelation.ADD_OR_REMOVE_ONE,
-    shared_batch: Literal["exact", "paper"] = "exact",
-) -> np.ndarray:
-    """RDP curve of a (composite) event; ``inf`` where it is not private.
+class RdpAccountant(base.Accountant[np.ndarray]):
+    """RDP curves over ``orders``: composition adds curves (Mironov 2017, Prop. 1), a parallel
+    composition takes the maximum order by order.
 
     ``shared_batch`` selects how ``PoissonSampledDpEvent(q, ComposedDpEvent([Gaussians]))``
     (several Gaussian releases on one sampled batch) is analysed: ``"exact"`` as one Gaussian
     with the effective multiplier (:func:`accounting.accountants.base.effective_noise_multiplier`),
     ``"paper"`` by DPGM's Hölder bound (:func:`shared_batch_holder_rdp`).
-
-    Raises:
-      ValueError: for events this accountant cannot analyse, naming the event.
     """
-    a = check_orders(orders)
-    add_remove = neighboring_relation == ev.NeighboringRelation.ADD_OR_REMOVE_ONE
 
-    def walk(e: ev.DpEvent, relation_add_remove: bool) -> np.ndarray:
-        if isinstance(e, ev.NoOpDpEvent):
-            return np.zeros_like(a)
-        if isinstance(e, ev.NonPrivateDpEvent):
-            return np.full_like(a, np.inf)
+    title = "RDP"
+
+    def __init__(
+        self, orders: object = DEFAULT_ORDERS, *, shared_batch: base.SharedBatch = "exact"
+    ) -> None:
+        super().__init__(shared_batch=shared_batch)
+        self.orders = check_orders(orders)
+
+    def identity(self) -> np.ndarray:
+        return np.zeros_like(self.orders)
+
+    def non_private(self) -> np.ndarray:
+        return np.full_like(self.orders, np.inf)
+
+    def leaf(self, e: ev.DpEvent, relation: ev.NeighboringRelation) -> np.ndarray:
+        a = self.orders
         if isinstance(e, ev.GaussianDpEvent):
-            z = check_nonnegative("noise_multiplier", e.noise_multiplier)
-            return np.full_like(a, np.inf) if z == 0 else gaussian_rdp(z, a)
+            return gaussian_rdp(e.noise_multiplier, a)
         if isinstance(e, ev.LaplaceDpEvent):
-            b = check_nonnegative("noise_multiplier", e.noise_multiplier)
-            return np.full_like(a, np.inf) if b == 0 else laplace_rdp(b, a)
+            return laplace_rdp(e.noise_multiplier, a)
         if isinstance(e, ev.PureDpEvent):
             return pure_rdp(e.epsilon, a)
         if isinstance(e, ev.MuGdpEvent):
             return a * check_nonnegative("mu", e.mu) ** 2 / 2
         if isinstance(e, ev.ZCDpEvent):
             return zcdp_rdp(e.rho, e.xi, a)
-        if isinstance(e, ev.ComposedDpEvent):
-            return sum((walk(x, relation_add_remove) for x in e.events), np.zeros_like(a))
-        if isinstance(e, ev.SelfComposedDpEvent):
-            count = int(e.count)
-            if count < 0:
-                raise ValueError(f"expected count >= 0, got {count}")
-            return np.zeros_like(a) if count == 0 else count * walk(e.event, relation_add_remove)
-        if isinstance(e, ev.ParallelComposedDpEvent):
-            relation = (
-                ev.NeighboringRelation.ADD_OR_REMOVE_ONE
-                if relation_add_remove
-                else ev.NeighboringRelation.REPLACE_ONE
-            )
-            cases = relations.parallel_worst_cases(list(e.events), relation)
-            add_remove_one = ev.NeighboringRelation.ADD_OR_REMOVE_ONE
-            curves = [walk(c, r == add_remove_one) for c, r in cases]
-            return np.max(curves, axis=0) if curves else np.zeros_like(a)
         if isinstance(e, ev.PoissonSampledDpEvent):
-            if not relation_add_remove:
-                raise ValueError(
-                    "the RDP accountant analyses PoissonSampledDpEvent under ADD_OR_REMOVE_ONE "
-                    "only; use accountant='pld' for REPLACE_ONE"
-                )
-            q = check_probability("sampling_prob", e.sampling_probability)
-            zs = base.gaussian_multipliers(e.event)
-            if zs is None:
-                raise ValueError(
-                    "the RDP accountant supports PoissonSampledDpEvent of Gaussian mechanisms "
-                    f"only, got {type(e.event).__name__}"
-                )
-            for z in zs:
-                check_nonnegative("noise_multiplier", z)
-            if not zs:
-                return np.zeros_like(a)
-            if any(z == 0 for z in zs):
-                return np.full_like(a, np.inf)
-            if shared_batch == "paper" and len(zs) > 1:
+            zs = self.sampled_gaussians(e)
+            q = e.sampling_probability
+            if self.shared_batch == "paper" and len(zs) > 1:
                 return shared_batch_holder_rdp(q, zs, a)
             return poisson_gaussian_rdp(q, base.effective_noise_multiplier(zs), a)
         if isinstance(e, ev.SampledWithoutReplacementDpEvent):
-            if relation_add_remove:
-                raise ValueError(
-                    "SampledWithoutReplacementDpEvent is analysed under REPLACE_ONE; record it "
-                    "with neighboring_relation=REPLACE_ONE"
-                )
-            zs = base.gaussian_multipliers(e.event)
-            if zs is None or len(zs) != 1:
+            zs = self.sampled_gaussians(e)
+            if len(zs) != 1:
                 raise ValueError(
                     "the RDP accountant supports SampledWithoutReplacementDpEvent of one "
-                    f"Gaussian mechanism only, got {type(e.event).__name__}"
+                    f"Gaussian mechanism only, got {len(zs)}"
                 )
-            if zs[0] == 0:
-                return np.full_like(a, np.inf)
             return sampled_without_replacement_gaussian_rdp(
                 e.sample_size, e.source_dataset_size, zs[0], a
             )
-        raise ValueError(f"the RDP accountant cannot analyse {type(e).__name__}")
+        raise self.unsupported(e)
 
-    if shared_batch not in ("exact", "paper"):
-        raise ValueError(f"expected shared_batch in ('exact', 'paper'), got {shared_batch!r}")
-    if neighboring_relation not in (
-        ev.NeighboringRelation.ADD_OR_REMOVE_ONE,
-        ev.NeighboringRelation.REPLACE_ONE,
-    ):
-        raise ValueError(f"unsupported neighboring_relation {neighboring_relation!r}")
-    return walk(event, add_remove)
+    def compose(self, values: list[np.ndarray]) -> np.ndarray:
+        return sum(values, self.identity())
+
+    def self_compose(self, value: np.ndarray, count: int) -> np.ndarray:
+        return count * value
+
+    def parallel(self, values: list[np.ndarray]) -> np.ndarray:
+        return np.max(values, axis=0)
+
+    def epsilon_of(self, value: np.ndarray, delta: float) -> float:
+        return epsilon_from_rdp(self.orders, value, delta)[0]
+
+    def delta_of(self, value: np.ndarray, epsilon: float) -> float:
+        return delta_from_rdp(self.orders, value, epsilon)[0]
+
+    def epsilon(
+        self,
+        event: ev.DpEvent,
+        delta: float,
+        neighboring_relation: ev.NeighboringRelation = ev.NeighboringRelation.ADD_OR_REMOVE_ONE,
+    ) -> float:
+        """The RDP conversion, or the event's pure epsilon where that is smaller: a pure
+        ``eps0``-DP event is (eps0, delta)-DP for every delta, and the RDP conversion alone can
+        exceed ``eps0`` (e.g. Lap-PCA + PCA-Gauss Laplace releases: 1.0008 for eps0 = 1)."""
+        from_rdp = super().epsilon(event, delta, neighboring_relation)
+        return min(from_rdp, pure.pure_epsilon_or_inf(event, neighboring_relation))
+
+
+def event_rdp(
+    event: ev.DpEvent,
+    orders: object = DEFAULT_ORDERS,
+    *,
+    neighboring_relation: ev.NeighboringRelation = ev.NeighboringRelation.ADD_OR_REMOVE_ONE,
+    shared_batch: base.SharedBatch = "exact",
+) -> np.ndarray:
+    """RDP curve of a (composite) event over ``orders``; ``inf`` where it is not private
+    (:class:`RdpAccountant`).
+
+    Raises:
+      ValueError: for events this accountant cannot analyse, naming the event.
+    """
+    return RdpAccountant(orders, shared_batch=shared_batch).account(event, neighboring_relation)
 
 
 # --------------------------------------------------------------------------------------------

@@ -21,55 +21,57 @@ from typing import Literal
 from scipy import optimize
 
 from accounting import events as ev
-from accounting import relations
+from accounting.accountants import base
 from accounting.validation import check_nonnegative, check_open_unit
+
+XiRho = tuple[float, float]
+
+
+class ZcdpAccountant(base.Accountant[XiRho]):
+    """``(xi, rho)``-zCDP: composition adds both (Bun & Steinke 2016, Lemma 2.3); a parallel
+    composition takes the maximum of each over its cases. No amplification by subsampling."""
+
+    title = "zCDP"
+
+    def identity(self) -> XiRho:
+        return 0.0, 0.0
+
+    def non_private(self) -> XiRho:
+        return 0.0, math.inf
+
+    def leaf(self, e: ev.DpEvent, relation: ev.NeighboringRelation) -> XiRho:
+        if isinstance(e, (ev.GaussianDpEvent, ev.LaplaceDpEvent)):
+            return 0.0, 0.5 / e.noise_multiplier**2
+        if isinstance(e, ev.MuGdpEvent):
+            return 0.0, check_nonnegative("mu", e.mu) ** 2 / 2
+        if isinstance(e, ev.PureDpEvent):
+            return 0.0, check_nonnegative("epsilon", e.epsilon) ** 2 / 2
+        if isinstance(e, ev.ZCDpEvent):
+            return check_nonnegative("xi", e.xi), check_nonnegative("rho", e.rho)
+        raise self.unsupported(e, "zCDP has no amplification by subsampling; use accountant='rdp'")
+
+    def compose(self, values: list[XiRho]) -> XiRho:
+        return math.fsum(v[0] for v in values), math.fsum(v[1] for v in values)
+
+    def self_compose(self, value: XiRho, count: int) -> XiRho:
+        return count * value[0], count * value[1]
+
+    def parallel(self, values: list[XiRho]) -> XiRho:
+        return max(v[0] for v in values), max(v[1] for v in values)
+
+    def epsilon_of(self, value: XiRho, delta: float) -> float:
+        return epsilon_for_delta(value[1], delta, xi=value[0])
+
+    def delta_of(self, value: XiRho, epsilon: float) -> float:
+        return delta_for_epsilon(value[1], epsilon, xi=value[0])
 
 
 def event_rho(
     event: ev.DpEvent,
     neighboring_relation: ev.NeighboringRelation = ev.NeighboringRelation.ADD_OR_REMOVE_ONE,
-) -> tuple[float, float]:
-    """``(xi, rho)`` of a (composite) event."""
-
-    def walk(e: ev.DpEvent, add_remove: bool) -> tuple[float, float]:
-        if isinstance(e, ev.NoOpDpEvent):
-            return 0.0, 0.0
-        if isinstance(e, ev.NonPrivateDpEvent):
-            return 0.0, math.inf
-        if isinstance(e, ev.GaussianDpEvent):
-            z = check_nonnegative("noise_multiplier", e.noise_multiplier)
-            return 0.0, (math.inf if z == 0 else 0.5 / z**2)
-        if isinstance(e, ev.MuGdpEvent):
-            return 0.0, check_nonnegative("mu", e.mu) ** 2 / 2
-        if isinstance(e, ev.PureDpEvent):
-            return 0.0, check_nonnegative("epsilon", e.epsilon) ** 2 / 2
-        if isinstance(e, ev.LaplaceDpEvent):
-            b = check_nonnegative("noise_multiplier", e.noise_multiplier)
-            return 0.0, (math.inf if b == 0 else 0.5 / b**2)
-        if isinstance(e, ev.ZCDpEvent):
-            return check_nonnegative("xi", e.xi), check_nonnegative("rho", e.rho)
-        if isinstance(e, ev.ComposedDpEvent):
-            parts = [walk(x, add_remove) for x in e.events]
-            return math.fsum(p[0] for p in parts), math.fsum(p[1] for p in parts)
-        if isinstance(e, ev.SelfComposedDpEvent):
-            xi, rho = walk(e.event, add_remove) if e.count else (0.0, 0.0)
-            return e.count * xi, e.count * rho
-        if isinstance(e, ev.ParallelComposedDpEvent):
-            relation = (
-                ev.NeighboringRelation.ADD_OR_REMOVE_ONE
-                if add_remove
-                else ev.NeighboringRelation.REPLACE_ONE
-            )
-            cases = relations.parallel_worst_cases(list(e.events), relation)
-            add_remove_one = ev.NeighboringRelation.ADD_OR_REMOVE_ONE
-            parts = [walk(c, r == add_remove_one) for c, r in cases]
-            return max((p[0] for p in parts), default=0.0), max((p[1] for p in parts), default=0.0)
-        raise ValueError(
-            f"the zCDP accountant cannot analyse {type(e).__name__} (zCDP has no amplification "
-            "by subsampling; use accountant='rdp')"
-        )
-
-    return walk(event, neighboring_relation == ev.NeighboringRelation.ADD_OR_REMOVE_ONE)
+) -> XiRho:
+    """``(xi, rho)`` of a (composite) event (:class:`ZcdpAccountant`)."""
+    return ZcdpAccountant().account(event, neighboring_relation)
 
 
 def _check(xi: float, rho: float, conversion: str) -> None:
