@@ -1,9 +1,55 @@
-"""Privacy accounting: events, accountants, the ledger and calibration.
+"""Privacy accounting: events, neighbouring relations, accountants, the ledger and calibration.
 
-numpy/scipy only: this package never sees data, keys or arrays of records.
+numpy/scipy (and ``dp_accounting``) only: this package never sees data, keys or arrays of
+records, and imports nothing of ``jdp``, ``kip`` or JAX.
+
+* :mod:`accounting.events` -- the vocabulary of privacy events.
+* :mod:`accounting.relations` -- neighbouring relations and the one conversion between them.
+* :mod:`accounting.builders` -- the events of multi-step mechanisms (:func:`dpsgd_event`).
+* :mod:`accounting.accountants` -- the accountant protocol, its one composition walker, and
+  the accountants (RDP, PLD, GDP, zCDP, pure, moments).
+* :func:`compute_epsilon` / :func:`compute_delta` -- any event, any registered accountant.
+* :func:`calibrate` / :func:`calibrate_noise_multiplier` -- the smallest noise meeting a target.
+* :class:`PrivacyLedger` -- what a fitted model spent; :class:`PrivacyBudget` -- what a user
+  allows.
+* :mod:`accounting.validation` -- the argument checks every layer shares.
 """
 
+from accounting import events, relations, validation
+from accounting.accountants.base import Accountant
 from accounting.budget import PrivacyBudget
+from accounting.builders import dpsgd_event
+from accounting.calibrate import calibrate, calibrate_noise_multiplier
+from accounting.compose import ACCOUNTANTS, compute_delta, compute_epsilon, make_accountant
 from accounting.ledger import LedgerEntry, PrivacyLedger
+from accounting.relations import (
+    ADD_OR_REMOVE_ONE,
+    REPLACE_ONE,
+    NeighboringRelation,
+    convert_relation,
+    dpsgd_neighboring_relation,
+    dpsgd_sensitivity_factor,
+)
 
-__all__ = ["LedgerEntry", "PrivacyBudget", "PrivacyLedger"]
+__all__ = [
+    "ACCOUNTANTS",
+    "ADD_OR_REMOVE_ONE",
+    "REPLACE_ONE",
+    "Accountant",
+    "LedgerEntry",
+    "NeighboringRelation",
+    "PrivacyBudget",
+    "PrivacyLedger",
+    "calibrate",
+    "calibrate_noise_multiplier",
+    "compute_delta",
+    "compute_epsilon",
+    "convert_relation",
+    "dpsgd_event",
+    "dpsgd_neighboring_relation",
+    "dpsgd_sensitivity_factor",
+    "events",
+    "make_accountant",
+    "relations",
+    "validation",
+]

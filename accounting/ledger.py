@@ -15,12 +15,14 @@ explicitly first (:func:`accounting.relations.convert_relation`).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import attr
 
 from accounting import events as ev
+from accounting.compose import compute_delta, compute_epsilon
 from accounting.relations import ADD_OR_REMOVE_ONE
 from accounting.validation import check_nonnegative, check_open_unit
 
@@ -68,7 +70,9 @@ def event_from_dict(data: dict[str, Any]) -> ev.DpEvent:
         if isinstance(value, dict) and "type" in value:
             value = event_from_dict(value)
         elif isinstance(value, list):
-            value = [event_from_dict(v) if isinstance(v, dict) and "type" in v else v for v in value]
+            value = [
+                event_from_dict(v) if isinstance(v, dict) and "type" in v else v for v in value
+            ]
         kwargs[key] = value
     return classes[name](**kwargs)
 
@@ -146,7 +150,9 @@ class PrivacyLedger:
         note: str = "",
     ) -> PrivacyLedger:
         """Return a new ledger with one more entry (the ledger itself is never mutated)."""
-        relation = self.neighboring_relation if neighboring_relation is None else neighboring_relation
+        relation = (
+            self.neighboring_relation if neighboring_relation is None else neighboring_relation
+        )
         entry = LedgerEntry(label, event, relation, mode, note)
         return PrivacyLedger(self.entries + (entry,), self.neighboring_relation)
 
@@ -182,24 +188,22 @@ class PrivacyLedger:
         """
         if delta != 0:
             check_open_unit("delta", delta)
-        key = ("eps", float(delta), accountant)
-        if key not in self._cache:
-            from accounting.compose import compute_epsilon
-
-            self._cache[key] = compute_epsilon(
-                self.event, delta, accountant=accountant, neighboring_relation=self.neighboring_relation
-            )
-        return self._cache[key]
+        return self._account(compute_epsilon, delta, accountant)
 
     def delta(self, epsilon: float, accountant: str = "rdp") -> float:
         """Smallest delta such that the composed ledger is (epsilon, delta)-DP."""
         check_nonnegative("epsilon", epsilon)
-        key = ("delta", float(epsilon), accountant)
-        if key not in self._cache:
-            from accounting.compose import compute_delta
+        return self._account(compute_delta, epsilon, accountant)
 
-            self._cache[key] = compute_delta(
-                self.event, epsilon, accountant=accountant, neighboring_relation=self.neighboring_relation
+    def _account(self, compute: Callable[..., float], value: float, accountant: str) -> float:
+        """``compute(self.event, value, ...)`` under this ledger's relation, cached."""
+        key = (compute.__name__, float(value), accountant)
+        if key not in self._cache:
+            self._cache[key] = compute(
+                self.event,
+                value,
+                accountant=accountant,
+                neighboring_relation=self.neighboring_relation,
             )
         return self._cache[key]
 
@@ -245,10 +249,16 @@ class PrivacyLedger:
             self.neighboring_relation.name, self.neighboring_relation.name
         )
         lines = [
-            f"Privacy: ({eps:.4g}, {delta:.3g})-DP under {relation} neighbours "
-            f"({accountant} accountant, {len(self.entries)} ledger entries)",
+            (
+                f"Privacy: ({eps:.4g}, {delta:.3g})-DP under {relation} neighbours "
+                f"({accountant} accountant, {len(self.entries)} ledger entries)"
+            ),
         ]
         for row in self.breakdown(delta, accountant):
-            flag = "  [paper mode: relies on the paper's own argument]" if row["mode"] == "paper" else ""
+            flag = (
+                "  [paper mode: relies on the paper's own argument]"
+                if row["mode"] == "paper"
+                else ""
+            )
             lines.append(f"  - {row['label']}: epsilon alone {row['epsilon_alone']:.4g}{flag}")
         return "\n".join(lines)

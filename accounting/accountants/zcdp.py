@@ -16,6 +16,7 @@ This is the baseline the P3GM paper compares against in its Fig. 9 (zCDP for DP-
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Literal
 
 from scipy import optimize
@@ -74,6 +75,18 @@ def event_rho(
     return ZcdpAccountant().account(event, neighboring_relation)
 
 
+def _min_over_orders(f: Callable[[float], float]) -> float:
+    """``min_{alpha > 1} f(alpha)``, searched over ``log(alpha - 1)`` in [-12, 12] (the RDP
+    conversion of Canonne, Kamath & Steinke 2020, Prop. 12, at continuous orders)."""
+    res = optimize.minimize_scalar(
+        lambda log_am1: f(1 + math.exp(log_am1)),
+        bounds=(-12.0, 12.0),
+        method="bounded",
+        options={"xatol": 1e-10},
+    )
+    return float(res.fun)
+
+
 def _check(xi: float, rho: float, conversion: str) -> None:
     check_nonnegative("xi", xi)
     if not (isinstance(rho, float) and math.isinf(rho)):
@@ -100,14 +113,10 @@ def epsilon_for_delta(
     if conversion == "classic":
         return classic
 
-    def eps(log_am1: float) -> float:
-        a = 1 + math.exp(log_am1)
+    def eps(a: float) -> float:
         return xi + rho * a + math.log1p(-1 / a) - (math.log(d) + math.log(a)) / (a - 1)
 
-    res = optimize.minimize_scalar(
-        eps, bounds=(-12.0, 12.0), method="bounded", options={"xatol": 1e-10}
-    )
-    return float(max(0.0, min(classic, res.fun)))
+    return float(max(0.0, min(classic, _min_over_orders(eps))))
 
 
 def delta_for_epsilon(
@@ -131,11 +140,7 @@ def delta_for_epsilon(
     if conversion == "classic":
         return classic
 
-    def log_delta(log_am1: float) -> float:
-        a = 1 + math.exp(log_am1)
+    def log_delta(a: float) -> float:
         return (a - 1) * (xi + rho * a - e + math.log1p(-1 / a)) - math.log(a)
 
-    res = optimize.minimize_scalar(
-        log_delta, bounds=(-12.0, 12.0), method="bounded", options={"xatol": 1e-10}
-    )
-    return float(min(classic, 1.0, math.exp(min(0.0, res.fun))))
+    return float(min(classic, 1.0, math.exp(min(0.0, _min_over_orders(log_delta)))))
