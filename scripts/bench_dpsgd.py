@@ -3,7 +3,7 @@
 Cases: an MLP 784-1000-10 with softmax cross-entropy (batch 256), and the P3GM decoder shape
 d'=10 -> 1000 -> 784 with a squared-error reconstruction loss. Paths: non-private, ghost
 (fast), ghost without the Gaussian draw (to separate clipping from noise cost), ghost with
-``secure_noise=True`` (:func:`jdp.dpsgd.clipping.secure_gaussian_sum`: integer Box-Muller noise
+``secure_noise=True`` (:func:`jdp.dpsgd.noise.secure_gaussian_sum`: integer Box-Muller noise
 rounded to a power-of-two grid, the floating-point mitigation), general (``vmap`` in
 micro-batches of ``--chunk``), naive full-batch ``vmap``, and
 Opacus hooks / ghost clipping on the same model and batch when ``torch`` and ``opacus`` are
@@ -74,7 +74,7 @@ def build_jax(case: str, path: str, batch: int, chunk: int):
     import jax.numpy as jnp
     import optax
 
-    from jdp.dpsgd.clipping import dp_aggregate, make_dp_step
+    from jdp.dpsgd import dp_aggregate, make_dp_step
     from jdp.nn.mlp import MLP
 
     d_in, widths = CASES[case]

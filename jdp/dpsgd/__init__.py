@@ -1,2 +1,64 @@
 """DP-SGD: batch selection, per-example clipping (general and ghost paths), noise, multi-device
-sums, clip schedules and the training loop (:func:`jdp.dpsgd.train.train`)."""
+sums, clip schedules, the optax-style step and the training loop.
+
+The public face::
+
+    from jdp.dpsgd import DPSGDConfig, train
+    result = train(key, loss_fn, params, optax.adam(1e-3), data,
+                   DPSGDConfig(l2_clip_norm=1.0, sampling_prob=0.01, expected_batch_size=200,
+                               epochs=5, noise_multiplier=1.1))
+
+Modules (each imports only those above it): :mod:`~jdp.dpsgd.batch_selection` (Poisson and
+fixed-size strategies, their relation and event), :mod:`~jdp.dpsgd.clipping` (per-example
+gradients, clip factors, the general path), :mod:`~jdp.dpsgd.ghost_clipping` (the ghost path),
+:mod:`~jdp.dpsgd.noise` (every noise draw; the optax privatizer :func:`dp_aggregate`),
+:mod:`~jdp.dpsgd.clip_schedules`, :mod:`~jdp.dpsgd.parallel`, :mod:`~jdp.dpsgd.step` (path
+choice, :func:`make_dp_step`, :func:`dp_sgd`), :mod:`~jdp.dpsgd.train`.
+"""
+
+from jdp.dpsgd.batch_selection import (
+    BatchSelection,
+    FixedSizeSampling,
+    PoissonSampling,
+    as_batch_selection,
+)
+from jdp.dpsgd.clip_schedules import AdaptiveClip, clipping_decay
+from jdp.dpsgd.clipping import ClippedSum, StepInfo, per_example_grads, per_layer_clip_norms
+from jdp.dpsgd.noise import dp_aggregate, gaussian_noise
+from jdp.dpsgd.parallel import data_mesh
+from jdp.dpsgd.step import (
+    DPSGDState,
+    StepKeys,
+    choose_method,
+    clipped_grad_sum,
+    dp_sgd,
+    make_clipped_sum_fn,
+    make_dp_step,
+)
+from jdp.dpsgd.train import DPSGDConfig, TrainResult, train
+
+__all__ = [
+    "AdaptiveClip",
+    "BatchSelection",
+    "ClippedSum",
+    "DPSGDConfig",
+    "DPSGDState",
+    "FixedSizeSampling",
+    "PoissonSampling",
+    "StepInfo",
+    "StepKeys",
+    "TrainResult",
+    "as_batch_selection",
+    "choose_method",
+    "clipped_grad_sum",
+    "clipping_decay",
+    "data_mesh",
+    "dp_aggregate",
+    "dp_sgd",
+    "gaussian_noise",
+    "make_clipped_sum_fn",
+    "make_dp_step",
+    "per_example_grads",
+    "per_layer_clip_norms",
+    "train",
+]

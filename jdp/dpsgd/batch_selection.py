@@ -27,17 +27,25 @@ distribution the accountant assumed). The policy is explicit:
 
 The padded length is a function of ``n`` and ``q`` only; it changes compute, never the
 output distribution.
+
+Each scheme is also a strategy object (:class:`PoissonSampling`, :class:`FixedSizeSampling`;
+jax_privacy's ``batch_selection`` is the anchor) that knows its neighbouring relation, the
+clipped sum's sensitivity factor and the event of a run, all three taken from the one copy in
+:mod:`accounting` (``accounting.relations``, ``accounting.builders.dpsgd_event``).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from typing import Literal, NamedTuple
+from typing import ClassVar, Literal, NamedTuple
 
 import numpy as np
 from scipy import stats
 
+from accounting.builders import dpsgd_event
+from accounting.events import DpEvent, NeighboringRelation
+from accounting.relations import dpsgd_neighboring_relation, dpsgd_sensitivity_factor
 from accounting.validation import check_count, check_open_unit, check_probability
 
 Sampling = Literal["poisson", "without_replacement"]
@@ -145,33 +153,173 @@ def fixed_size_batch(rng: np.random.Generator, dataset_size: int, batch_size: in
     return PaddedBatch(np.sort(rng.choice(n, size=size, replace=False)), np.ones(size, dtype=bool))
 
 
+class BatchSelection:
+    """A batch-selection scheme and what its accounting needs (jax_privacy's
+    ``batch_selection`` strategies): the batches, the neighbouring relation, the clipped
+    sum's sensitivity factor and the event of a run, the last three from the ONE copy in
+    :mod:`accounting` (:func:`accounting.relations.dpsgd_neighboring_relation`,
+    :func:`accounting.relations.dpsgd_sensitivity_factor`,
+    :func:`accounting.builders.dpsgd_event`).
+
+    Subclasses set :attr:`name` and implement :meth:`natural_padded_size` and :meth:`batch`.
+    Instances have no fields and compare equal by type.
+    """
+
+    name: ClassVar[Sampling]
+
+    def __eq__(self, other: object) -> bool:
+        return type(self) is type(other)
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+    @property
+    def neighboring_relation(self) -> NeighboringRelation:
+        """Add/remove-one for Poisson sampling, replace-one for fixed-size batches."""
+        return dpsgd_neighboring_relation(self.name)
+
+    @property
+    def sensitivity_factor(self) -> float:
+        """The clipped sum's L2 sensitivity in units of ``C`` under :attr:`neighboring_relation`
+        (1 under add/remove, 2 under replace-one)."""
+        return dpsgd_sensitivity_factor(self.name)
+
+    def event(
+        self, noise_multiplier: float, sampling_prob: float, steps: int, dataset_size: int
+    ) -> DpEvent:
+        """The event of ``steps`` DP-SGD steps with noise std ``noise_multiplier * C``
+        (:func:`accounting.builders.dpsgd_event`; ``dataset_size`` is read by fixed-size
+        sampling only, whose replace-one analysis makes ``n`` public)."""
+        return dpsgd_event(
+            noise_multiplier, sampling_prob, steps, sampling=self.name, dataset_size=dataset_size
+        )
+
+    def natural_padded_size(
+        self, dataset_size: int, sampling_prob: float, multiple_of: int
+    ) -> int | None:
+        """The scheme's fixed chunk length (``None``: every batch is one exact-size chunk)."""
+        raise NotImplementedError
+
+    def batch(
+        self,
+        rng: np.random.Generator,
+        dataset_size: int,
+        sampling_prob: float,
+        padded_size: int | None,
+        overflow: OverflowPolicy,
+    ) -> list[PaddedBatch]:
+        """One logical batch as a list of padded chunks."""
+        raise NotImplementedError
+
+    def padded_size(
+        self,
+        dataset_size: int,
+        sampling_prob: float,
+        *,
+        multiple_of: int = 1,
+        chunk_size: int | None = None,
+    ) -> int | None:
+        """The chunk length of the jitted step: :meth:`natural_padded_size`, capped at
+        ``chunk_size`` (a logical batch larger than a chunk is then accumulated over several
+        chunks before one noise draw; Poisson only)."""
+        padded = self.natural_padded_size(dataset_size, sampling_prob, multiple_of)
+        if chunk_size is None:
+            return padded
+        if padded is None:
+            raise ValueError("expected chunk_size only with sampling='poisson'")
+        chunk = check_count("chunk_size", chunk_size, minimum=1)
+        if chunk % multiple_of:
+            raise ValueError(f"expected chunk_size to be a multiple of {multiple_of}, got {chunk}")
+        return min(padded, chunk)
+
+    def batches(
+        self,
+        rng: np.random.Generator,
+        dataset_size: int,
+        *,
+        sampling_prob: float,
+        steps: int,
+        padded_size: int | None = None,
+        overflow: OverflowPolicy = "accumulate",
+    ) -> Iterator[list[PaddedBatch]]:
+        """Yield ``steps`` logical batches (:meth:`batch`), each a list of padded chunks."""
+        n = check_count("dataset_size", dataset_size, minimum=1)
+        q = check_probability("sampling_prob", sampling_prob)
+        steps = check_count("steps", steps, minimum=1)
+        padded = self.natural_padded_size(n, q, 1) if padded_size is None else padded_size
+        for _ in range(steps):
+            yield self.batch(rng, n, q, padded, overflow)
+
+
+class PoissonSampling(BatchSelection):
+    """Every record joins each batch independently with probability ``q`` (add/remove-one;
+    ``PoissonSampledDpEvent``): :func:`poisson_batch` per step, in chunks of
+    :func:`padded_batch_size`."""
+
+    name: ClassVar[Sampling] = "poisson"
+
+    def natural_padded_size(self, dataset_size: int, sampling_prob: float, multiple_of: int) -> int:
+        return padded_batch_size(dataset_size, sampling_prob, multiple_of=multiple_of)
+
+    def batch(self, rng, dataset_size, sampling_prob, padded_size, overflow) -> list[PaddedBatch]:
+        return poisson_batch(rng, dataset_size, sampling_prob, padded_size, overflow=overflow)
+
+
+class FixedSizeSampling(BatchSelection):
+    """A uniformly random subset of exactly ``round(q n)`` records per step, without
+    replacement (replace-one; ``SampledWithoutReplacementDpEvent``): :func:`fixed_size_batch`."""
+
+    name: ClassVar[Sampling] = "without_replacement"
+
+    def natural_padded_size(
+        self, dataset_size: int, sampling_prob: float, multiple_of: int
+    ) -> None:
+        del dataset_size, sampling_prob, multiple_of
+
+    def batch(self, rng, dataset_size, sampling_prob, padded_size, overflow) -> list[PaddedBatch]:
+        del padded_size, overflow
+        return [fixed_size_batch(rng, dataset_size, max(1, round(sampling_prob * dataset_size)))]
+
+
+SELECTIONS: dict[str, BatchSelection] = {
+    s.name: s for s in (PoissonSampling(), FixedSizeSampling())
+}
+
+
+def as_batch_selection(sampling: Sampling | BatchSelection) -> BatchSelection:
+    """The strategy object for a scheme's name (a :class:`BatchSelection` is returned as is)."""
+    if isinstance(sampling, BatchSelection):
+        return sampling
+    if sampling not in SELECTIONS:
+        raise ValueError(
+            f"expected sampling in ('poisson', 'without_replacement'), got {sampling!r}"
+        )
+    return SELECTIONS[sampling]
+
+
 def batches(
     rng: np.random.Generator,
     dataset_size: int,
     *,
     sampling_prob: float,
     steps: int,
-    sampling: Sampling = "poisson",
+    sampling: Sampling | BatchSelection = "poisson",
     padded_size: int | None = None,
     overflow: OverflowPolicy = "accumulate",
 ) -> Iterator[list[PaddedBatch]]:
-    """Yield ``steps`` logical batches, each a list of padded chunks.
+    """Yield ``steps`` logical batches of the scheme ``sampling``, each a list of padded chunks.
 
     For ``sampling="without_replacement"`` the batch size is ``round(q * n)`` and every
     logical batch is a single chunk.
     """
-    n = check_count("dataset_size", dataset_size, minimum=1)
-    q = check_probability("sampling_prob", sampling_prob)
-    steps = check_count("steps", steps, minimum=1)
-    if sampling == "poisson":
-        b = padded_batch_size(n, q) if padded_size is None else padded_size
-        for _ in range(steps):
-            yield poisson_batch(rng, n, q, b, overflow=overflow)
-    elif sampling == "without_replacement":
-        size = max(1, round(q * n))
-        for _ in range(steps):
-            yield [fixed_size_batch(rng, n, size)]
-    else:
-        raise ValueError(
-            f"expected sampling in ('poisson', 'without_replacement'), got {sampling!r}"
-        )
+    return as_batch_selection(sampling).batches(
+        rng,
+        dataset_size,
+        sampling_prob=sampling_prob,
+        steps=steps,
+        padded_size=padded_size,
+        overflow=overflow,
+    )

@@ -28,7 +28,6 @@ from dataclasses import dataclass
 import jax
 import jax.numpy as jnp
 
-from accounting.validation import check_count, check_positive, check_probability
 from accounting.events import (
     ComposedDpEvent,
     DpEvent,
@@ -36,6 +35,8 @@ from accounting.events import (
     PoissonSampledDpEvent,
     SelfComposedDpEvent,
 )
+from accounting.validation import check_count, check_positive, check_probability
+from jdp.dpsgd.noise import gaussian_noise
 
 
 def clipping_decay(l2_clip_norm: float, decay: float, every: int = 1) -> Callable[[int], float]:
@@ -89,10 +90,11 @@ def dpnorm(key: jax.Array, norms: jax.Array, mask: jax.Array, config: AdaptiveCl
 
     Privacy:
         Gaussian mechanism on a histogram of L2 sensitivity 1 (add/remove one) with noise
-        std ``config.noise_multiplier``: ``GaussianDpEvent(config.noise_multiplier)``.
+        std ``config.noise_multiplier`` (drawn by :func:`jdp.dpsgd.noise.gaussian_noise`):
+        ``GaussianDpEvent(config.noise_multiplier)``.
     """
     counts = norm_histogram(norms, mask, config.max_norm, config.bins)
-    noisy = counts + config.noise_multiplier * jax.random.normal(key, counts.shape)
+    noisy = counts + gaussian_noise(key, config.noise_multiplier, counts.shape)
     return (jnp.argmax(noisy) + 1).astype(jnp.float32) * (config.max_norm / config.bins)
 
 

@@ -1,4 +1,4 @@
-"""DP-SGD in JAX: per-example clipping, one Gaussian noise draw, optax composition.
+"""DP-SGD's per-example clipping: per-example gradients, clip factors, the general path.
 
 **Loss signature.** Losses are written for ONE example (DESIGN.md §3)::
 
@@ -8,7 +8,7 @@
 ``example`` is one row of the data pytree (the batch axis removed) and ``key`` is a
 per-example PRNG key (for a VAE's reparameterisation, dropout, ...). Models with state that
 is NOT computed from private data (an RBM's persistent chains) pass it as a fourth argument
-through :func:`make_dp_step` / :func:`jdp.dpsgd.train.train`.
+through :func:`jdp.dpsgd.step.make_dp_step` / :func:`jdp.dpsgd.train.train`.
 
 **The step** (Abadi et al. 2016; P3GM II-D; dp-GAN Alg. 1; DPGM Alg. 4) on a padded batch
 ``x_1..x_B`` with mask ``m_i``::
@@ -19,10 +19,12 @@ through :func:`make_dp_step` / :func:`jdp.dpsgd.train.train`.
     S     = sum_i m_i ĝ_i                                padded rows contribute exactly 0
     ḡ     = (S + N(0, (z C)^2 I)) / B̄                   noise once; B̄ a declared public constant
 
-Two ways to ``S`` give the same result (tested): the **general** path, ``vmap(grad)`` over
-memory-bounded micro-batches in ``lax.scan`` (any loss: LSTMs, gradient penalties, RBMs), and
-the **ghost** path of :mod:`jdp.dpsgd.ghost_clipping` (dense/embedding/conv layers: per-example
-norms without per-example gradients). ``method="auto"`` picks ghost when it applies.
+This module computes ``S``; the noise is :mod:`jdp.dpsgd.noise`'s. Two ways to ``S`` give the
+same result (tested): the **general** path here, ``vmap(grad)`` over memory-bounded
+micro-batches in ``lax.scan`` (any loss: LSTMs, gradient penalties, RBMs), and the **ghost**
+path of :mod:`jdp.dpsgd.ghost_clipping` (dense/embedding/conv layers: per-example norms without
+per-example gradients), which builds on the clip factors here. :mod:`jdp.dpsgd.step` chooses
+the path (``method="auto"`` picks ghost where it is exact).
 
 **Per-layer clipping.** ``l2_clip_norm`` may be a pytree of per-leaf bounds ``C_l`` (see
 :func:`per_layer_clip_norms`); each leaf is clipped to its own bound and the sum's L2
@@ -52,9 +54,8 @@ from typing import Any, Literal, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import optax
 
-from accounting.validation import check_nonnegative, check_positive
+from accounting.validation import check_positive
 
 Params = Any
 LossFn = Callable[..., Any]
@@ -262,252 +263,11 @@ def clipped_sum_general(
     )
 
 
-def clipped_grad_sum(
-    loss_fn: LossFn,
-    params: Params,
-    batch: Any,
-    mask: jax.Array,
-    keys: jax.Array,
-    *,
-    l2_clip_norm: Any,
-    has_aux: bool = False,
-    microbatch_size: int | None = None,
-    method: Method = "general",
-) -> tuple[ClippedSum, StepInfo]:
-    """Sum of per-example clipped gradients over the unmasked rows, by either path.
-
-    ``method="ghost"`` requires a loss accepted by :func:`jdp.dpsgd.ghost_clipping.supports`;
-    ``"auto"`` must be resolved beforehand with :func:`jdp.dpsgd.ghost_clipping.choose_method`
-    (it needs example shapes, which :func:`make_dp_step` has).
-    """
-    if method == "ghost":
-        from jdp.dpsgd.ghost_clipping import clipped_sum_ghost
-
-        return clipped_sum_ghost(
-            loss_fn, params, batch, mask, keys, l2_clip_norm=l2_clip_norm, has_aux=has_aux
-        )
-    if method != "general":
-        raise ValueError(f"expected method in ('general', 'ghost') here, got {method!r}")
-    return clipped_sum_general(
-        loss_fn,
-        params,
-        batch,
-        mask,
-        keys,
-        l2_clip_norm=l2_clip_norm,
-        has_aux=has_aux,
-        microbatch_size=microbatch_size,
-    )
-
-
-# -- noise: the optax transformation ---------------------------------------------------------
-class DPAggregateState(NamedTuple):
-    """State of :func:`dp_aggregate`: the noise key (split on every update) and a step count."""
-
-    key: jax.Array
-    count: jax.Array
-
-
-def gaussian_noise_like(key: jax.Array, tree: Params, std: jax.Array) -> Params:
-    """Independent ``N(0, std^2)`` for every coordinate of ``tree``."""
-    leaves, treedef = jax.tree_util.tree_flatten(tree)
-    keys = jax.random.split(key, len(leaves))
-    return treedef.unflatten(
-        [std * jax.random.normal(k, x.shape, x.dtype) for k, x in zip(keys, leaves, strict=True)]
-    )
-
-
-SECURE_GRID_BITS = 8
-
-
-def secure_noise_grid(std: jax.Array) -> jax.Array:
-    """``Λ = 2^ceil(log2(std · 2^-8))``: the smallest power of two ``>= std / 256``
-    (exact: computed with ``frexp``, not a rounded ``log2``)."""
-    mantissa, exponent = jnp.frexp(jnp.asarray(std, jnp.float32) * 2.0**-SECURE_GRID_BITS)
-    return jnp.ldexp(jnp.float32(1.0), jnp.where(mantissa == 0.5, exponent - 1, exponent))
-
-
-def secure_standard_normal(key: jax.Array, shape: tuple[int, ...]) -> jax.Array:
-    """``N(0, 1)`` in float32 without the resolution gaps of an inverse-CDF sampler.
-
-    Box-Muller on integers: per pair of outputs, three 24-bit integers ``b0, b1, b2`` give
-    ``u = (b0 + (b1 + 1) 2^-24) 2^-24`` in ``(0, 1]`` (relative resolution ``2^-24`` down to
-    ``2^-48``, so the tail is not cut near 5.2-5.3 as ``jax.random.normal``'s float32
-    uniform cuts it), ``r = sqrt(-2 log u) <= 8.16`` and ``θ = 2π (b2 + 1/2) 2^-24``; the
-    outputs are ``r cos θ, r sin θ``. Within ``|x| <= 7.4`` neighbouring attainable values
-    are closer than ``4e-4`` (the radius near 0 moves in steps of ``sqrt(2^-23)``), ten
-    times finer than the grid :func:`secure_noise_grid` rounds to; beyond ``r = 7.4``
-    (probability ``1.3e-12`` per pair) ``u < 312 · 2^-48`` and the radius coarsens up to
-    the cut at 8.16.
-    """
-    size = math.prod(shape)
-    half = (size + 1) // 2
-    b = (jax.random.bits(key, (3, half), jnp.uint32) >> 8).astype(jnp.float32)
-    u = (b[0] + (b[1] + 1.0) * 2.0**-24) * 2.0**-24
-    r = jnp.sqrt(-2.0 * jnp.log(u))
-    theta = (2.0 * math.pi * 2.0**-24) * (b[2] + 0.5)
-    return jnp.concatenate([r * jnp.cos(theta), r * jnp.sin(theta)])[:size].reshape(shape)
-
-
-def secure_gaussian_sum(key: jax.Array, tree: Params, std: jax.Array) -> Params:
-    """``round((S + std · N(0, I)) / Λ) Λ`` per coordinate, ``Λ = secure_noise_grid(std)``.
-
-    A mitigation of the floating-point attack of Mironov (2012) on textbook samplers: the
-    release lies on the grid ``Λ Z`` whatever ``S`` is, and since the noise of
-    :func:`secure_standard_normal` has no gaps wider than ``Λ / 10`` within ``7.4 std``,
-    every grid point within that range is attainable from every ``S``: the low-order bits
-    of the output carry no trace of ``S``'s own bits. In exact arithmetic the rounding is
-    post-processing of the Gaussian mechanism, so the accounted event is unchanged.
-
-    What it does NOT guarantee: it is neither Mironov's snapping mechanism (proved for
-    Laplace noise with a clamp and exactly rounded float64 arithmetic) nor a discrete
-    Gaussian (Canonne, Kamath & Steinke 2020). The probabilities of the grid points are
-    float32 approximations of the rounded Gaussian's; the noise is truncated at ``8.16 std``
-    (a tail of probability ``~3e-16`` per coordinate) and coarse beyond ``7.4 std``; and ``S + noise`` is formed in float32
-    before rounding, so the grid is coarser than that sum's resolution only while
-    ``|S_j| < 2^15 std`` (``|S_j| <= B C`` for a batch of ``B``: true for ``B < 2^15 z``).
-    """
-    leaves, treedef = jax.tree_util.tree_flatten(tree)
-    keys = jax.random.split(key, len(leaves))
-    lam = secure_noise_grid(std)
-    return treedef.unflatten(
-        [
-            (jnp.round((s + std * secure_standard_normal(k, s.shape)) / lam) * lam).astype(s.dtype)
-            for k, s in zip(keys, leaves, strict=True)
-        ]
-    )
-
-
-def dp_aggregate(
-    key: jax.Array,
-    *,
-    noise_multiplier: float,
-    expected_batch_size: float,
-    secure_noise: bool = False,
-) -> optax.GradientTransformation:
-    """Gaussian mechanism on a :class:`ClippedSum`, then division by a public constant.
-
-    ``update(ClippedSum(S, Δ), state) -> (S + N(0, (z Δ)^2 I)) / expected_batch_size``.
-    Put it first in ``optax.chain(dp_aggregate(...), optax.adam(...))``; the chain's
-    ``update`` then takes the clipped sum in place of a gradient.
-
-    Args:
-        key: PRNG key kept in the state and split at every update (never reused).
-        noise_multiplier: ``z >= 0``; the noise std is ``z`` times the sum's sensitivity.
-        expected_batch_size: a declared public constant ``B̄`` (typically the expected
-            batch size ``q n`` with a public ``n``, or ``L`` for fixed-size batches); never
-            a value computed from the private data.
-        secure_noise: draw the noise with :func:`secure_standard_normal` and round the
-            noisy sum to the grid :func:`secure_noise_grid` (see :func:`secure_gaussian_sum`
-            for what this mitigates and what it does not guarantee).
-
-    Privacy:
-        Gaussian mechanism with noise multiplier ``z`` on a sum of L2 sensitivity ``Δ``
-        (add/remove one): ``GaussianDpEvent(z)`` per application, before subsampling. The
-        division by ``B̄`` (and the rounding of ``secure_noise``) is post-processing.
-
-    References:
-        Mironov, "On significance of the least significant bits for differential privacy",
-        CCS 2012 (the floating-point attack and snapping).
-    """
-    z = check_nonnegative("noise_multiplier", noise_multiplier)
-    n = check_positive("expected_batch_size", expected_batch_size)
-
-    def init(params: Params) -> DPAggregateState:
-        del params
-        return DPAggregateState(key, jnp.zeros((), jnp.int32))
-
-    def update(updates: ClippedSum, state: DPAggregateState, params: Params = None) -> tuple:
-        del params
-        if not isinstance(updates, ClippedSum):
-            raise TypeError(f"expected a ClippedSum, got {type(updates).__name__}")
-        next_key, noise_key = jax.random.split(state.key)
-        if z == 0:  # non-private limit (also with an infinite clip bound, where z * C is NaN)
-            out = jax.tree_util.tree_map(lambda s: s / n, updates.grads)
-        elif secure_noise:
-            noisy = secure_gaussian_sum(noise_key, updates.grads, z * updates.l2_sensitivity)
-            out = jax.tree_util.tree_map(lambda s: s / n, noisy)
-        else:
-            noise = gaussian_noise_like(noise_key, updates.grads, z * updates.l2_sensitivity)
-            out = jax.tree_util.tree_map(lambda s, e: (s + e) / n, updates.grads, noise)
-        return out, DPAggregateState(next_key, state.count + 1)
-
-    return optax.GradientTransformation(init, update)
-
-
-# -- the jitted step -------------------------------------------------------------------------
 def bind_model_state(loss_fn: LossFn, model_state: Any) -> LossFn:
     """The three-argument loss ``(params, example, key)`` for a model with (non-private) state."""
     if model_state is None:
         return loss_fn
     return lambda p, x, k: loss_fn(p, x, k, model_state)
-
-
-def make_dp_step(
-    loss_fn: LossFn,
-    optimizer: optax.GradientTransformation,
-    *,
-    l2_clip_norm: Any,
-    has_aux: bool = False,
-    microbatch_size: int | None = None,
-    method: Method = "general",
-    with_model_state: bool = False,
-) -> Callable:
-    """A jitted DP-SGD step ``step(params, opt_state, batch, mask, key[, model_state])``.
-
-    ``optimizer`` must start with :func:`dp_aggregate` (it receives a :class:`ClippedSum`).
-    Returns ``(params, opt_state, info)``. ``method`` is ``"general"`` or ``"ghost"``
-    (resolve ``"auto"`` with :func:`jdp.dpsgd.ghost_clipping.choose_method`). ``l2_clip_norm``
-    is static here; for schedules pass it per call through :func:`make_clipped_sum_fn`.
-    """
-    check_clip_norm(l2_clip_norm)
-
-    def step(params, opt_state, batch, mask, key, model_state=None):
-        keys = jax.random.split(key, mask.shape[0])
-        clipped, info = clipped_grad_sum(
-            bind_model_state(loss_fn, model_state),
-            params,
-            batch,
-            mask,
-            keys,
-            l2_clip_norm=l2_clip_norm,
-            has_aux=has_aux,
-            microbatch_size=microbatch_size,
-            method=method,
-        )
-        updates, opt_state = optimizer.update(clipped, opt_state, params)
-        return optax.apply_updates(params, updates), opt_state, info
-
-    if not with_model_state:
-        return jax.jit(lambda p, o, b, m, k: step(p, o, b, m, k))
-    return jax.jit(step)
-
-
-def make_clipped_sum_fn(
-    loss_fn: LossFn,
-    *,
-    has_aux: bool = False,
-    microbatch_size: int | None = None,
-    method: Method = "general",
-) -> Callable:
-    """Jitted ``f(params, batch, mask, key, l2_clip_norm, model_state) -> (ClippedSum, info)``
-    with the clip norm as a traced argument (schedules, overflow accumulation)."""
-
-    def f(params, batch, mask, key, l2_clip_norm, model_state=None):
-        keys = jax.random.split(key, mask.shape[0])
-        return clipped_grad_sum(
-            bind_model_state(loss_fn, model_state),
-            params,
-            batch,
-            mask,
-            keys,
-            l2_clip_norm=l2_clip_norm,
-            has_aux=has_aux,
-            microbatch_size=microbatch_size,
-            method=method,
-        )
-
-    return jax.jit(f)
 
 
 def add_clipped_sums(a: ClippedSum, b: ClippedSum) -> ClippedSum:

@@ -23,11 +23,12 @@ with different biases): its per-example gradient is the sum over all those calls
 norm is computed jointly over all their tokens. A loss that also differentiates the network
 (WGAN-GP's gradient penalty), regularises parameters directly, or uses other parameterised
 layers is not covered. Every ghost entry point (:func:`clipped_sum_ghost`, hence
-``clipped_grad_sum``, ``make_dp_step``, ``make_clipped_sum_fn`` and the parallel step with
-``method="ghost"``) runs the structural check :func:`discover` when it is traced and raises
-:class:`GhostUnsupported` for such a loss; :func:`choose_method` additionally compares both
-paths on synthetic, data-independent inputs; anything that fails goes to the general
-``vmap`` path. Embedding ids outside ``[0, num_embeddings)`` raise at run time on the ghost
+``clipped_grad_sum``, ``make_dp_step`` and ``make_clipped_sum_fn`` of :mod:`jdp.dpsgd.step`,
+with or without a mesh, and ``method="ghost"``) runs the structural check :func:`discover` when
+it is traced and raises :class:`GhostUnsupported` for such a loss; :func:`ghost_support`
+additionally compares both paths on synthetic, data-independent inputs, and the path choice
+(:func:`jdp.dpsgd.step.choose_method`) sends anything that fails to the general ``vmap``
+path. This module imports :mod:`jdp.dpsgd.clipping` only. Embedding ids outside ``[0, num_embeddings)`` raise at run time on the ghost
 path (a negative id reads row ``id + num_embeddings``, which the id-equality Gram would miss).
 """
 
@@ -464,13 +465,3 @@ def ghost_support(
         if not np.allclose(a, b, rtol=1e-3, atol=1e-3 * clip):
             return "ghost clipped sum differs from the general path"
     return None
-
-
-def choose_method(loss_fn: LossFn, params: Any, example: Any, *, has_aux: bool = False) -> str:
-    """``"ghost"`` where :func:`ghost_support` finds it exact, else ``"general"``.
-
-    ``example`` is a batch of at least one example (the leading axis is kept).
-    """
-    return (
-        "ghost" if ghost_support(loss_fn, params, example, has_aux=has_aux) is None else "general"
-    )

@@ -1,14 +1,20 @@
-"""A DP-SGD training loop: calibrate, sample, clip, noise, update, account.
+"""A DP-SGD training loop: calibrate, sample, step, account (one ledger entry).
 
 Usage (a loss written for ONE example, see :mod:`jdp.dpsgd.clipping`)::
 
     def loss_fn(params, example, key):            # or -> (loss, aux) with has_aux=True
         return jnp.sum((model.apply(params, example["x"]) - example["y"]) ** 2)
 
-    result = train(key, loss_fn, params, optax.adam(1e-3), data,
-                   l2_clip_norm=1.0, sampling_prob=0.01, expected_batch_size=200,
-                   epochs=5, target_epsilon=1.0, target_delta=1e-5)
+    config = DPSGDConfig(l2_clip_norm=1.0, sampling_prob=0.01, expected_batch_size=200,
+                         epochs=5, target_epsilon=1.0, target_delta=1e-5)
+    result = train(key, loss_fn, params, optax.adam(1e-3), data, config)
     result.params, result.ledger      # trained parameters, PrivacyLedger with one "dp-sgd" entry
+
+The privacy parameters are :class:`DPSGDConfig` (clip rule, ``q``, the declared normaliser,
+run length, noise or target, batch selection, accountant, secure noise); :func:`train`'s
+keywords are the rest: the loss's form (``has_aux``, model state) and performance flags
+(clipping path, micro-batch, chunk size, mesh, progress), which change compute, never the
+output distribution or the ledger.
 
 ``data`` is a pytree of arrays whose leaves share the leading (record) axis. The update is
 normalised by ``expected_batch_size``, a public constant the caller declares (typically
@@ -29,12 +35,13 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import optax
 from jax.sharding import Mesh
 from tqdm.auto import tqdm
 
+from accounting.events import DpEvent, NeighboringRelation, NonPrivateDpEvent
+from accounting.ledger import PrivacyLedger
 from accounting.validation import (
     check_count,
     check_nonnegative,
@@ -42,28 +49,12 @@ from accounting.validation import (
     check_positive,
     check_probability,
 )
-from accounting.builders import dpsgd_event
-from accounting.events import DpEvent, NeighboringRelation, NonPrivateDpEvent
-from accounting.relations import dpsgd_neighboring_relation
-from accounting.ledger import PrivacyLedger
 from jdp.dpsgd import batch_selection as smp
-from jdp.dpsgd.clip_schedules import AdaptiveClip, adaptive_clip_event, dpnorm
-from jdp.dpsgd.clipping import (
-    ClippedSum,
-    LossFn,
-    Method,
-    add_clipped_sums,
-    bind_model_state,
-    check_batch,
-    check_clip_norm,
-    dp_aggregate,
-    make_clipped_sum_fn,
-)
-from jdp.dpsgd.ghost_clipping import ghost_support
-from jdp.dpsgd.parallel import sharded_clipped_sum
+from jdp.dpsgd.clip_schedules import AdaptiveClip, adaptive_clip_event
+from jdp.dpsgd.clipping import LossFn, Method, check_batch
+from jdp.dpsgd.noise import dp_aggregate
+from jdp.dpsgd.step import ClipRule, StepKeys, check_clip_rule, choose_method, dp_sgd
 from jdp.random import numpy_rng
-
-ClipSchedule = Callable[[int], Any]
 
 
 class TrainResult(NamedTuple):
@@ -86,32 +77,61 @@ class TrainResult(NamedTuple):
 
 @dataclass(frozen=True, kw_only=True)
 class DPSGDConfig:
-    """Privacy parameters of one DP-SGD run (performance flags live in :func:`train`'s kwargs).
+    """The privacy parameters of one DP-SGD run (performance flags are :func:`train`'s).
 
-    Exactly one of ``steps``/``epochs`` and one of ``noise_multiplier``/``target_epsilon``.
-    ``epochs`` means ``steps = ceil(epochs / q)``.
+    Exactly one of ``steps``/``epochs`` (``epochs`` means ``steps = ceil(epochs / q)``) and
+    one of ``noise_multiplier``/``target_epsilon``.
+
+    Attributes:
+        l2_clip_norm: global bound ``C``, a pytree of per-leaf bounds, a schedule
+            ``step -> bound`` (e.g. :func:`jdp.dpsgd.clip_schedules.clipping_decay`), or a
+            :class:`jdp.dpsgd.clip_schedules.AdaptiveClip` (DPGM's noisy-histogram bound, one
+            extra Gaussian mechanism per step, accounted; needs ``noise_multiplier``).
+        sampling_prob: ``q``.
+        expected_batch_size: the public constant ``B̄`` the noisy sum is divided by: ``q N``
+            for a declared public dataset size ``N``, or the fixed batch size ``L`` with
+            fixed-size sampling. A step-size scale only (any positive constant is private);
+            it must not be computed from the private data.
+        steps, epochs: run length (exactly one).
+        noise_multiplier: ``z`` = noise std / ``C`` (units of
+            :func:`accounting.builders.dpsgd_event`), or
+        target_epsilon, target_delta: a target to calibrate ``z`` for
+            (:func:`accounting.calibrate.calibrate_noise_multiplier`).
+        sampling: the batch selection: a :class:`jdp.dpsgd.batch_selection.BatchSelection` or
+            its name (``"poisson"``, ``"without_replacement"``: batches of ``round(q n)``);
+            stored as the strategy object.
+        accountant: the accountant that calibrates ``z`` for a target.
+        secure_noise: the floating-point mitigation of
+            :func:`jdp.dpsgd.noise.secure_gaussian_sum` (noise from 24-bit integers, noisy
+            sum rounded to a power-of-two grid near ``z C / 256``); off by default, like the
+            papers reimplemented.
     """
 
-    l2_clip_norm: Any
+    l2_clip_norm: ClipRule
     sampling_prob: float
+    expected_batch_size: float
     steps: int | None = None
     epochs: float | None = None
     noise_multiplier: float | None = None
     target_epsilon: float | None = None
     target_delta: float | None = None
-    sampling: smp.Sampling = "poisson"
+    sampling: smp.BatchSelection | smp.Sampling = "poisson"
     accountant: str = "rdp"
+    secure_noise: bool = False
 
     def __post_init__(self) -> None:
-        if isinstance(self.l2_clip_norm, AdaptiveClip):
-            if self.noise_multiplier is None or self.sampling != "poisson":
-                raise ValueError(
-                    "expected noise_multiplier (not target_epsilon) and sampling='poisson' with "
-                    "AdaptiveClip; its two-mechanism step is calibrated by hand"
-                )
-        elif not callable(self.l2_clip_norm):
-            check_clip_norm(self.l2_clip_norm)
+        # the strategy object, whether given by name or as itself (frozen: set once, here)
+        object.__setattr__(self, "sampling", smp.as_batch_selection(self.sampling))
+        if isinstance(self.l2_clip_norm, AdaptiveClip) and (
+            self.noise_multiplier is None or self.sampling != smp.PoissonSampling()
+        ):
+            raise ValueError(
+                "expected noise_multiplier (not target_epsilon) and sampling='poisson' with "
+                "AdaptiveClip; its two-mechanism step is calibrated by hand"
+            )
+        check_clip_rule(self.l2_clip_norm)
         check_probability("sampling_prob", self.sampling_prob)
+        check_positive("expected_batch_size", self.expected_batch_size)
         if (self.steps is None) == (self.epochs is None):
             raise ValueError("expected exactly one of steps or epochs")
         if self.steps is not None:
@@ -128,13 +148,10 @@ class DPSGDConfig:
                 raise ValueError("expected target_delta with target_epsilon")
         if self.target_delta is not None:
             check_open_unit("target_delta", self.target_delta)
-        if self.sampling not in ("poisson", "without_replacement"):
-            raise ValueError(
-                f"expected sampling in ('poisson', 'without_replacement'), got {self.sampling!r}"
-            )
 
     @property
     def num_steps(self) -> int:
+        """``steps``, or ``ceil(epochs / q)`` (at least 1)."""
         if self.steps is not None:
             return int(self.steps)
         return max(1, math.ceil(self.epochs / self.sampling_prob))
@@ -152,7 +169,7 @@ class DPSGDConfig:
                 target_delta=self.target_delta,
                 sampling_prob=self.sampling_prob,
                 steps=self.num_steps,
-                sampling=self.sampling,
+                sampling=self.sampling.name,
                 dataset_size=dataset_size,
                 accountant=self.accountant,
             )
@@ -160,28 +177,24 @@ class DPSGDConfig:
 
     @property
     def neighboring_relation(self) -> NeighboringRelation:
-        """Add/remove-one for Poisson sampling, replace-one for fixed-size batches
-        (:func:`accounting.relations.dpsgd_neighboring_relation`)."""
-        return dpsgd_neighboring_relation(self.sampling)
+        """The batch selection's relation: add/remove-one for Poisson sampling, replace-one
+        for fixed-size batches."""
+        return self.sampling.neighboring_relation
 
     def event(self, noise_multiplier: float, dataset_size: int) -> DpEvent:
         """The accounted event of the whole run (``NonPrivateDpEvent`` when ``z = 0``).
 
-        ``noise_multiplier`` is ``z`` = noise std / ``C``;
-        :func:`accounting.builders.dpsgd_event` accounts for the clipped sum's sensitivity under
-        the relation (``C`` under add/remove, ``2C`` under replace-one)."""
+        ``noise_multiplier`` is ``z`` = noise std / ``C``; the batch selection's event
+        (:func:`accounting.builders.dpsgd_event`) accounts for the clipped sum's sensitivity
+        under its relation (``C`` under add/remove, ``2C`` under replace-one)."""
         if noise_multiplier == 0:
             return NonPrivateDpEvent()
         if isinstance(self.l2_clip_norm, AdaptiveClip):
             return adaptive_clip_event(
                 self.l2_clip_norm, noise_multiplier, self.sampling_prob, self.num_steps
             )
-        return dpsgd_event(
-            noise_multiplier,
-            self.sampling_prob,
-            self.num_steps,
-            sampling=self.sampling,
-            dataset_size=dataset_size if self.sampling == "without_replacement" else None,
+        return self.sampling.event(
+            noise_multiplier, self.sampling_prob, self.num_steps, dataset_size
         )
 
 
@@ -190,9 +203,21 @@ def take(data: Any, indices: np.ndarray) -> Any:
     return jax.tree_util.tree_map(lambda x: x[indices], data)
 
 
-def clip_at(l2_clip_norm: Any, step: int) -> Any:
-    """The clip bound at ``step``: a constant, or a schedule evaluated on the host."""
-    return l2_clip_norm(step) if callable(l2_clip_norm) else l2_clip_norm
+def _chunk_multiple(microbatch_size: int | None, mesh: Mesh | None) -> int:
+    """What every padded chunk length must be a multiple of: the micro-batch and device count."""
+    m = 1 if microbatch_size is None else check_count("microbatch_size", microbatch_size, minimum=1)
+    return m if mesh is None else math.lcm(m, mesh.size)
+
+
+def _warn_nonfinite(num_nonfinite: jax.Array) -> None:
+    if int(num_nonfinite) > 0:
+        warnings.warn(
+            "train: the loss gave non-finite per-example gradients on some sampled records; "
+            "they were dropped from their steps (clip weight zero). This message is derived "
+            "from the private data and is not covered by the ledger.",
+            RuntimeWarning,
+            stacklevel=3,
+        )
 
 
 def train(
@@ -201,18 +226,8 @@ def train(
     params: Any,
     optimizer: optax.GradientTransformation,
     data: Any,
+    config: DPSGDConfig,
     *,
-    l2_clip_norm: float | Any | ClipSchedule | AdaptiveClip,
-    sampling_prob: float,
-    expected_batch_size: float,
-    steps: int | None = None,
-    epochs: float | None = None,
-    noise_multiplier: float | None = None,
-    target_epsilon: float | None = None,
-    target_delta: float | None = None,
-    sampling: smp.Sampling = "poisson",
-    accountant: str = "rdp",
-    secure_noise: bool = False,
     has_aux: bool = False,
     model_state: Any = None,
     state_update_fn: Callable | None = None,
@@ -228,36 +243,22 @@ def train(
     """Train ``params`` with DP-SGD and return them with the run's ledger entry.
 
     Args:
-        key: PRNG key (sampling, per-example keys, noise; split, never reused).
+        key: PRNG key, split once into the batch-selection, noise, per-example, model-state
+            and clip-histogram streams (never reused).
         loss_fn: loss for ONE example (see :mod:`jdp.dpsgd.clipping`).
         params: initial parameters (a pytree).
         optimizer: any optax optimiser; DP aggregation is chained in front of it.
         data: pytree of arrays with a shared leading axis of ``n`` records.
-        l2_clip_norm: global bound ``C``, a pytree of per-leaf bounds, a schedule
-            ``step -> bound`` (e.g. :func:`jdp.dpsgd.clip_schedules.clipping_decay`), or a
-            :class:`jdp.dpsgd.clip_schedules.AdaptiveClip` (DPGM's noisy-histogram bound, one
-            extra Gaussian mechanism per step, accounted; needs ``noise_multiplier``).
-        sampling_prob: ``q``.
-        expected_batch_size: the public constant ``B̄`` the noisy sum is divided by
-            (required): ``q N`` for a declared public dataset size ``N``, or the fixed batch
-            size ``L`` with ``"without_replacement"``. It is a step-size scale only (any
-            positive constant is private); it must not be computed from the private data.
-        steps, epochs: run length (exactly one).
-        noise_multiplier, target_epsilon, target_delta: either ``z`` or a target to
-            calibrate it for (:func:`accounting.calibrate.calibrate_noise_multiplier`).
-        sampling: ``"poisson"`` or ``"without_replacement"`` (batch ``round(q n)``).
-        secure_noise: the floating-point mitigation of :func:`jdp.dpsgd.clipping.secure_gaussian_sum`
-            (noise from 24-bit integers, noisy sum rounded to a power-of-two grid near
-            ``z C / 256``); default off, like the papers reimplemented.
+        config: the privacy parameters (:class:`DPSGDConfig`).
         has_aux: the loss returns ``(loss, aux)``; aux is computed but not returned (it is
             derived from private data).
         model_state, state_update_fn: non-private model state (see module docstring).
         method: ``"auto"`` (ghost clipping where it is exact), ``"general"``, ``"ghost"``.
         microbatch_size: per-example gradients held at once on the general path.
         overflow: Poisson overflow policy (:mod:`jdp.dpsgd.batch_selection`).
-        chunk_size: cap on the padded chunk length. A logical (Poisson) batch larger than it
-            is processed as several chunks whose clipped sums are accumulated before ONE
-            noise draw (gradient accumulation: logical batches larger than memory).
+        chunk_size: cap on the padded chunk length (Poisson only). A logical batch larger
+            than it is processed as several chunks whose clipped sums are accumulated before
+            ONE noise draw (gradient accumulation: logical batches larger than memory).
         mesh: a 1-D device mesh (:func:`jdp.dpsgd.parallel.data_mesh`) to shard each batch over;
             the noise is still drawn once per step.
         ledger: an existing ledger to extend.
@@ -273,146 +274,67 @@ def train(
             but it is derived from the private data and not covered by the ledger.
 
     Privacy:
-        Add/remove-one neighbours (replace-one for ``without_replacement``). Each step is
-        the Gaussian mechanism with std ``z C_t`` on a clipped sum of sensitivity ``C_t``,
-        subsampled; the ledger records ``dpsgd_event(z, q, T, sampling=...)``. A clip
-        schedule changes ``C_t`` only, never ``z``, so the cost is unchanged. Dividing by
-        the declared ``expected_batch_size`` is post-processing.
+        The batch selection's relation (add/remove-one for Poisson, replace-one for fixed
+        size). Each step is the Gaussian mechanism with std ``z C_t`` on a clipped sum of
+        sensitivity ``C_t``, subsampled; the ledger records the selection's
+        ``dpsgd_event(z, q, T, sampling=...)`` (:meth:`DPSGDConfig.event`). A clip schedule
+        changes ``C_t`` only, never ``z``, so the cost is unchanged. Dividing by the declared
+        ``expected_batch_size`` is post-processing.
     """
-    config = DPSGDConfig(
-        l2_clip_norm=l2_clip_norm,
-        sampling_prob=sampling_prob,
-        steps=steps,
-        epochs=epochs,
-        noise_multiplier=noise_multiplier,
-        target_epsilon=target_epsilon,
-        target_delta=target_delta,
-        sampling=sampling,
-        accountant=accountant,
-    )
+    if not isinstance(config, DPSGDConfig):
+        raise TypeError(f"expected config to be a DPSGDConfig, got {type(config).__name__}")
     host_data = jax.tree_util.tree_map(np.asarray, data)
     n = check_batch(host_data)
     z = config.calibrated_noise_multiplier(n)
-    num_steps = config.num_steps
-    normaliser = check_positive("expected_batch_size", expected_batch_size)
-    multiple = (
-        1 if microbatch_size is None else check_count("microbatch_size", microbatch_size, minimum=1)
+    selection, q, num_steps = config.sampling, config.sampling_prob, config.num_steps
+    padded = selection.padded_size(
+        n, q, multiple_of=_chunk_multiple(microbatch_size, mesh), chunk_size=chunk_size
     )
-    multiple = multiple if mesh is None else math.lcm(multiple, mesh.size)
-    padded = (
-        smp.padded_batch_size(n, sampling_prob, multiple_of=multiple)
-        if sampling == "poisson"
-        else None
-    )
-    if chunk_size is not None:
-        if sampling != "poisson":
-            raise ValueError("expected chunk_size only with sampling='poisson'")
-        chunk = check_count("chunk_size", chunk_size, minimum=1)
-        if chunk % multiple:
-            raise ValueError(f"expected chunk_size to be a multiple of {multiple}, got {chunk}")
-        padded = min(padded, chunk)
-
-    sample_key, noise_key, step_key, state_key, hist_key = jax.random.split(key, 5)
+    sample_key, noise_key, example_key, state_key, clip_key = jax.random.split(key, 5)
     chain = optax.chain(
         dp_aggregate(
             noise_key,
             noise_multiplier=z,
-            expected_batch_size=normaliser,
-            secure_noise=secure_noise,
+            expected_batch_size=config.expected_batch_size,
+            secure_noise=config.secure_noise,
         ),
         optimizer,
     )
-    opt_state = chain.init(params)
     example = take(host_data, np.zeros(1, dtype=np.int64))
-    resolved = _resolve_method(method, loss_fn, params, example, has_aux, model_state)
-    if mesh is None:
-        sum_fn = make_clipped_sum_fn(
-            loss_fn, has_aux=has_aux, microbatch_size=microbatch_size, method=resolved
-        )
-    else:
-        sum_fn = jax.jit(
-            sharded_clipped_sum(
-                loss_fn, mesh, has_aux=has_aux, microbatch_size=microbatch_size, method=resolved
-            )
-        )
-    apply_fn = jax.jit(_apply_update(chain))
-    update_state = None if state_update_fn is None else jax.jit(state_update_fn)
-
-    batches = smp.batches(
+    resolved = choose_method(
+        loss_fn, params, example, has_aux=has_aux, method=method, model_state=model_state
+    )
+    sgd = dp_sgd(
+        StepKeys(example_key, state_key, clip_key),
+        loss_fn,
+        chain,
+        l2_clip_norm=config.l2_clip_norm,
+        has_aux=has_aux,
+        method=resolved,
+        microbatch_size=microbatch_size,
+        mesh=mesh,
+        state_update_fn=state_update_fn,
+    )
+    state = sgd.init(params, model_state)
+    batches = selection.batches(
         numpy_rng(sample_key),
         n,
-        sampling_prob=sampling_prob,
+        sampling_prob=q,
         steps=num_steps,
-        sampling=sampling,
         padded_size=padded,
         overflow=overflow,
     )
-    hist_fn = jax.jit(dpnorm, static_argnums=3)
-    nonfinite = jnp.zeros((), jnp.int32)  # summed on the device: no per-step host sync
-    for t, chunks in enumerate(tqdm(batches, total=num_steps, disable=not progress, desc=label)):
-        t_key = jax.random.fold_in(step_key, t)
-        parts = [
-            (take(host_data, c.indices), c.mask, jax.random.fold_in(t_key, j))
-            for j, c in enumerate(chunks)
-        ]
-        if isinstance(l2_clip_norm, AdaptiveClip):
-            # DPGM Alg. 4: norms on the whole logical batch, noisy histogram, then clip to C_s.
-            infos = [sum_fn(params, x, m, k, np.inf, model_state)[1] for x, m, k in parts]
-            norms = jnp.concatenate([i.norms for i in infos])
-            masks = jnp.concatenate([jnp.asarray(m) for _, m, _ in parts])
-            clip = hist_fn(jax.random.fold_in(hist_key, t), norms, masks, l2_clip_norm)
-        else:
-            clip = clip_at(l2_clip_norm, t)
-        total: ClippedSum | None = None
-        for x, m, k in parts:
-            part, info = sum_fn(params, x, m, k, clip, model_state)
-            total = part if total is None else add_clipped_sums(total, part)
-            nonfinite = nonfinite + info.num_nonfinite
-        params, opt_state = apply_fn(params, opt_state, total)
-        if update_state is not None:
-            model_state = update_state(jax.random.fold_in(state_key, t), params, model_state)
+    for chunks in tqdm(batches, total=num_steps, disable=not progress, desc=label):
+        state = sgd.step(state, [(take(host_data, c.indices), c.mask) for c in chunks])
+    _warn_nonfinite(state.num_nonfinite)
 
-    if int(nonfinite) > 0:
-        warnings.warn(
-            "train: the loss gave non-finite per-example gradients on some sampled records; "
-            "they were dropped from their steps (clip weight zero). This message is derived "
-            "from the private data and is not covered by the ledger.",
-            RuntimeWarning,
-            stacklevel=2,
-        )
     base = (
         PrivacyLedger(neighboring_relation=config.neighboring_relation)
         if ledger is None
         else ledger
     )
-    note = (
-        f"z={z:.6g}, q={sampling_prob:.6g}, steps={num_steps}, sampling={sampling}, "
-        f"method={resolved}"
-    )
+    note = f"z={z:.6g}, q={q:.6g}, steps={num_steps}, sampling={selection.name}, method={resolved}"
     out_ledger = base.record(
         label, config.event(z, n), neighboring_relation=config.neighboring_relation, note=note
     )
-    return TrainResult(params, out_ledger, model_state, z, num_steps)
-
-
-def _apply_update(chain: optax.GradientTransformation) -> Callable:
-    def apply(params: Any, opt_state: Any, clipped: ClippedSum) -> tuple[Any, Any]:
-        updates, opt_state = chain.update(clipped, opt_state, params)
-        return optax.apply_updates(params, updates), opt_state
-
-    return apply
-
-
-def _resolve_method(
-    method: Method, loss_fn: LossFn, params: Any, example: Any, has_aux: bool, model_state: Any
-) -> str:
-    """``"general"`` as asked; ``"ghost"`` only where :func:`ghost_support` finds it exact
-    (a wrong ghost norm would void the sensitivity bound), ``"auto"`` picks."""
-    if method == "general":
-        return method
-    if method not in ("auto", "ghost"):
-        raise ValueError(f"expected method in ('auto', 'general', 'ghost'), got {method!r}")
-    reason = ghost_support(bind_model_state(loss_fn, model_state), params, example, has_aux=has_aux)
-    if reason is not None and method == "ghost":
-        raise ValueError(f"method='ghost' is not exact for this loss: {reason}")
-    return "general" if reason is not None else "ghost"
+    return TrainResult(state.params, out_ledger, state.model_state, z, num_steps)

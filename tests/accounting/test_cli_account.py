@@ -147,7 +147,7 @@ def _tiny_train(sampling: str, **noise):
     import jax.numpy as jnp
     import optax
 
-    from jdp.dpsgd.train import train
+    from jdp.dpsgd import DPSGDConfig, train
 
     x = np.linspace(-1.0, 1.0, PLAN["dataset_size"], dtype=np.float32)[:, None]
     return train(
@@ -156,13 +156,15 @@ def _tiny_train(sampling: str, **noise):
         jnp.zeros(1),
         optax.sgd(0.1),
         {"x": x},
-        l2_clip_norm=1.0,
-        sampling_prob=PLAN["sampling_prob"],
-        expected_batch_size=PLAN["sampling_prob"] * PLAN["dataset_size"],
-        steps=PLAN["steps"],
-        sampling=sampling,
+        DPSGDConfig(
+            l2_clip_norm=1.0,
+            sampling_prob=PLAN["sampling_prob"],
+            expected_batch_size=PLAN["sampling_prob"] * PLAN["dataset_size"],
+            steps=PLAN["steps"],
+            sampling=sampling,
+            **noise,
+        ),
         progress=False,
-        **noise,
     )
 
 

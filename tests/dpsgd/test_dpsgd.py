@@ -10,7 +10,9 @@ import pytest
 from dpsgd_problems import mlp_problem
 from scipy import stats
 
-from jdp.dpsgd import clipping as dpsgd
+from jdp.dpsgd import clipping
+from jdp.dpsgd import noise as dpnoise
+from jdp.dpsgd import step as dpstep
 from jdp.nn.mlp import MLP
 
 B = 8
@@ -21,10 +23,12 @@ def test_no_privacy_limit_is_the_mean_gradient_step(method):
     loss_fn, params, data = mlp_problem(B)
     lr = 0.1
     chain = optax.chain(
-        dpsgd.dp_aggregate(jax.random.key(0), noise_multiplier=0.0, expected_batch_size=B),
+        dpnoise.dp_aggregate(jax.random.key(0), noise_multiplier=0.0, expected_batch_size=B),
         optax.sgd(lr),
     )
-    step = dpsgd.make_dp_step(loss_fn, chain, l2_clip_norm=np.inf, method=method, microbatch_size=4)
+    step = dpstep.make_dp_step(
+        loss_fn, chain, l2_clip_norm=np.inf, method=method, microbatch_size=4
+    )
     got, _, _ = step(params, chain.init(params), data, jnp.ones(B, bool), jax.random.key(1))
     mean_grad = jax.grad(lambda p: jnp.mean(jax.vmap(lambda e: loss_fn(p, e, None))(data)))(params)
     want = jax.tree_util.tree_map(lambda p, g: p - lr * g, params, mean_grad)
@@ -35,8 +39,8 @@ def test_no_privacy_limit_is_the_mean_gradient_step(method):
 def test_noise_std_is_noise_multiplier_times_clip():
     z, clip, n = 1.7, 0.3, 40_000
     tree = {"a": jnp.zeros((100, 200)), "b": jnp.zeros(20_000)}
-    agg = dpsgd.dp_aggregate(jax.random.key(3), noise_multiplier=z, expected_batch_size=1.0)
-    out, state = agg.update(dpsgd.ClippedSum(tree, jnp.float32(clip)), agg.init(tree))
+    agg = dpnoise.dp_aggregate(jax.random.key(3), noise_multiplier=z, expected_batch_size=1.0)
+    out, state = agg.update(clipping.ClippedSum(tree, jnp.float32(clip)), agg.init(tree))
     noise = np.concatenate([np.ravel(x) for x in jax.tree_util.tree_leaves(out)]).astype(np.float64)
     assert noise.size == n
     sigma = z * clip
@@ -47,16 +51,16 @@ def test_noise_std_is_noise_multiplier_times_clip():
     # the mean is N(0, sigma^2 / n)
     assert abs(noise.mean()) < stats.norm.ppf(1 - 0.5e-6) * sigma / np.sqrt(n)
     # the key is split at each update: the next draw is new, and the same key repeats
-    out2, _ = agg.update(dpsgd.ClippedSum(tree, jnp.float32(clip)), state)
+    out2, _ = agg.update(clipping.ClippedSum(tree, jnp.float32(clip)), state)
     assert not np.allclose(out2["b"], out["b"])
-    again, _ = agg.update(dpsgd.ClippedSum(tree, jnp.float32(clip)), agg.init(tree))
+    again, _ = agg.update(clipping.ClippedSum(tree, jnp.float32(clip)), agg.init(tree))
     np.testing.assert_array_equal(again["b"], out["b"])
 
 
 def test_normalises_by_expected_batch_size():
     tree = {"w": jnp.full(3, 6.0)}
-    agg = dpsgd.dp_aggregate(jax.random.key(0), noise_multiplier=0.0, expected_batch_size=4.0)
-    out, _ = agg.update(dpsgd.ClippedSum(tree, jnp.float32(1.0)), agg.init(tree))
+    agg = dpnoise.dp_aggregate(jax.random.key(0), noise_multiplier=0.0, expected_batch_size=4.0)
+    out, _ = agg.update(clipping.ClippedSum(tree, jnp.float32(1.0)), agg.init(tree))
     np.testing.assert_allclose(out["w"], 1.5)
 
 
@@ -66,7 +70,7 @@ def test_padded_rows_change_nothing(method):
     keys = jax.random.split(jax.random.key(2), B)
     mask = jnp.arange(B) < 5
     f = jax.jit(
-        lambda d: dpsgd.clipped_grad_sum(
+        lambda d: dpstep.clipped_grad_sum(
             loss_fn, params, d, mask, keys, l2_clip_norm=0.5, method=method
         )[0]
     )
@@ -78,7 +82,7 @@ def test_padded_rows_change_nothing(method):
     ):
         np.testing.assert_array_equal(u, v)
     real = jax.tree_util.tree_map(lambda x: x[:5], data)
-    c, _ = dpsgd.clipped_grad_sum(
+    c, _ = dpstep.clipped_grad_sum(
         loss_fn, params, real, jnp.ones(5, bool), keys[:5], l2_clip_norm=0.5, method=method
     )
     for u, v in zip(
@@ -90,17 +94,17 @@ def test_padded_rows_change_nothing(method):
 def test_accumulated_chunks_equal_one_batch():
     loss_fn, params, data = mlp_problem(B)
     keys = jax.random.split(jax.random.key(2), B)
-    whole, _ = dpsgd.clipped_sum_general(
+    whole, _ = clipping.clipped_sum_general(
         loss_fn, params, data, jnp.ones(B, bool), keys, l2_clip_norm=0.5
     )
     half = lambda s: jax.tree_util.tree_map(lambda x: x[s], data)
     parts = [
-        dpsgd.clipped_sum_general(
+        clipping.clipped_sum_general(
             loss_fn, params, half(s), jnp.ones(B // 2, bool), keys[s], l2_clip_norm=0.5
         )[0]
         for s in (slice(0, B // 2), slice(B // 2, B))
     ]
-    acc = dpsgd.add_clipped_sums(*parts)
+    acc = clipping.add_clipped_sums(*parts)
     assert float(acc.l2_sensitivity) == 0.5
     for u, v in zip(
         jax.tree_util.tree_leaves(acc.grads), jax.tree_util.tree_leaves(whole.grads), strict=True
@@ -111,10 +115,10 @@ def test_accumulated_chunks_equal_one_batch():
 def test_no_recompilation_on_second_call():
     loss_fn, params, data = mlp_problem(B)
     chain = optax.chain(
-        dpsgd.dp_aggregate(jax.random.key(0), noise_multiplier=1.0, expected_batch_size=B),
+        dpnoise.dp_aggregate(jax.random.key(0), noise_multiplier=1.0, expected_batch_size=B),
         optax.adam(1e-3),
     )
-    step = dpsgd.make_dp_step(loss_fn, chain, l2_clip_norm=1.0, method="ghost")
+    step = dpstep.make_dp_step(loss_fn, chain, l2_clip_norm=1.0, method="ghost")
     opt_state = chain.init(params)
     p1, o1, _ = step(params, opt_state, data, jnp.ones(B, bool), jax.random.key(1))
     other = {"x": data["x"] + 1.0, "y": data["y"][::-1]}
@@ -125,20 +129,20 @@ def test_no_recompilation_on_second_call():
 def test_invalid_settings_raise_clear_errors():
     loss_fn, params, _ = mlp_problem(B)
     with pytest.raises(ValueError, match="expected l2_clip_norm > 0, got 0"):
-        dpsgd.make_dp_step(loss_fn, optax.sgd(1.0), l2_clip_norm=0.0)
+        dpstep.make_dp_step(loss_fn, optax.sgd(1.0), l2_clip_norm=0.0)
     with pytest.raises(ValueError, match="expected l2_clip_norm > 0, got -1"):
-        dpsgd.check_clip_norm({"a": 1.0, "b": -1.0})
+        clipping.check_clip_norm({"a": 1.0, "b": -1.0})
     with pytest.raises(ValueError, match="expected noise_multiplier >= 0, got -0.5"):
-        dpsgd.dp_aggregate(jax.random.key(0), noise_multiplier=-0.5, expected_batch_size=4)
+        dpnoise.dp_aggregate(jax.random.key(0), noise_multiplier=-0.5, expected_batch_size=4)
     with pytest.raises(ValueError, match="expected expected_batch_size > 0"):
-        dpsgd.dp_aggregate(jax.random.key(0), noise_multiplier=1.0, expected_batch_size=0)
+        dpnoise.dp_aggregate(jax.random.key(0), noise_multiplier=1.0, expected_batch_size=0)
     with pytest.raises(ValueError, match="leading batch axis"):
-        dpsgd.check_batch({"x": jnp.float32(1.0)})
+        clipping.check_batch({"x": jnp.float32(1.0)})
     with pytest.raises(ValueError, match="share one batch size"):
-        dpsgd.check_batch({"x": jnp.zeros((3, 2)), "y": jnp.zeros(4)})
+        clipping.check_batch({"x": jnp.zeros((3, 2)), "y": jnp.zeros(4)})
     with pytest.raises(ValueError, match=r"expected mask of shape \(3,\)"):
-        dpsgd.check_batch(jnp.zeros((3, 2)), jnp.ones(4, bool))
-    agg = dpsgd.dp_aggregate(jax.random.key(0), noise_multiplier=1.0, expected_batch_size=4)
+        clipping.check_batch(jnp.zeros((3, 2)), jnp.ones(4, bool))
+    agg = dpnoise.dp_aggregate(jax.random.key(0), noise_multiplier=1.0, expected_batch_size=4)
     with pytest.raises(TypeError, match="expected a ClippedSum"):
         agg.update(params, agg.init(params))
 
@@ -146,8 +150,8 @@ def test_invalid_settings_raise_clear_errors():
 # -- non-finite per-example gradients (issue 10, item 2) --------------------------------------
 def test_clip_factor_is_zero_for_non_finite_norms():
     norms = jnp.array([0.0, 0.5, 2.0, jnp.inf, jnp.nan])
-    np.testing.assert_array_equal(dpsgd.clip_factor(norms, 1.0), [1.0, 1.0, 0.5, 0.0, 0.0])
-    np.testing.assert_array_equal(dpsgd.clip_factor(norms, jnp.inf), [1.0, 1.0, 1.0, 0.0, 0.0])
+    np.testing.assert_array_equal(clipping.clip_factor(norms, 1.0), [1.0, 1.0, 0.5, 0.0, 0.0])
+    np.testing.assert_array_equal(clipping.clip_factor(norms, jnp.inf), [1.0, 1.0, 1.0, 0.0, 0.0])
 
 
 def _log_zero_problem():
@@ -170,10 +174,10 @@ def test_non_finite_example_is_dropped_from_the_clipped_sum(method, per_layer):
     """Record 3's loss has log(0): its gradient is NaN. The clipped sum must be finite and
     equal to the sum without record 3, and the step diagnostics count it once."""
     loss_fn, params, data = _log_zero_problem()
-    clip = dpsgd.per_layer_clip_norms(params, 0.5) if per_layer else 0.5
+    clip = clipping.per_layer_clip_norms(params, 0.5) if per_layer else 0.5
     keys = jax.random.split(jax.random.key(2), B)
     f = jax.jit(
-        lambda m: dpsgd.clipped_grad_sum(
+        lambda m: dpstep.clipped_grad_sum(
             loss_fn, params, data, m, keys, l2_clip_norm=clip, method=method
         )
     )
@@ -194,11 +198,11 @@ def test_secure_noise_lies_on_the_grid_has_the_claimed_std_and_repeats_with_the_
     z, clip, n = 1.7, 0.3, 40_000
     sigma = z * clip
     tree = {"a": jnp.full((100, 200), 0.123456), "b": jnp.linspace(-5.0, 5.0, 20_000)}
-    agg = dpsgd.dp_aggregate(
+    agg = dpnoise.dp_aggregate(
         jax.random.key(3), noise_multiplier=z, expected_batch_size=1.0, secure_noise=True
     )
-    out, state = agg.update(dpsgd.ClippedSum(tree, jnp.float32(clip)), agg.init(tree))
-    lam = float(dpsgd.secure_noise_grid(jnp.float32(sigma)))
+    out, state = agg.update(clipping.ClippedSum(tree, jnp.float32(clip)), agg.init(tree))
+    lam = float(dpnoise.secure_noise_grid(jnp.float32(sigma)))
     assert lam == 2.0 ** np.ceil(np.log2(sigma / 256))  # the smallest power of two >= sigma/256
     for leaf in jax.tree_util.tree_leaves(out):
         steps = np.asarray(leaf, np.float64) / lam
@@ -217,17 +221,17 @@ def test_secure_noise_lies_on_the_grid_has_the_claimed_std_and_repeats_with_the_
     assert stat < stats.chi2.ppf(1 - 0.5e-6, n - 1) * (sigma + lam / 2) ** 2
     assert abs(noise.mean()) < stats.norm.ppf(1 - 0.5e-6) * (sigma + lam / 2) / np.sqrt(n)
     # same key, same output; the next update draws new noise
-    again, _ = agg.update(dpsgd.ClippedSum(tree, jnp.float32(clip)), agg.init(tree))
+    again, _ = agg.update(clipping.ClippedSum(tree, jnp.float32(clip)), agg.init(tree))
     for a, b in zip(jax.tree_util.tree_leaves(again), jax.tree_util.tree_leaves(out), strict=True):
         np.testing.assert_array_equal(a, b)
-    out2, _ = agg.update(dpsgd.ClippedSum(tree, jnp.float32(clip)), state)
+    out2, _ = agg.update(clipping.ClippedSum(tree, jnp.float32(clip)), state)
     assert not np.allclose(out2["b"], out["b"])
 
 
 def test_secure_noise_without_noise_is_the_plain_mean():
     tree = {"w": jnp.full(3, 6.1)}
-    agg = dpsgd.dp_aggregate(
+    agg = dpnoise.dp_aggregate(
         jax.random.key(0), noise_multiplier=0.0, expected_batch_size=4.0, secure_noise=True
     )
-    out, _ = agg.update(dpsgd.ClippedSum(tree, jnp.float32(1.0)), agg.init(tree))
+    out, _ = agg.update(clipping.ClippedSum(tree, jnp.float32(1.0)), agg.init(tree))
     np.testing.assert_allclose(out["w"], 6.1 / 4.0, rtol=1e-7)

@@ -17,31 +17,31 @@ import json, sys
 import jax, jax.numpy as jnp, numpy as np, optax
 sys.path.insert(0, sys.argv[1])
 from dpsgd_problems import mlp_problem
-from jdp.dpsgd import clipping as dpsgd, parallel
+from jdp.dpsgd import DPSGDConfig, data_mesh, dp_aggregate, make_dp_step, train
 
 assert jax.device_count() == 4, jax.devices()
 loss_fn, params, data = mlp_problem(8)
 mask = jnp.arange(8) < 7
-mesh = parallel.data_mesh()
+mesh = data_mesh()
 out = {}
 for method in ("general", "ghost"):
     chain = optax.chain(
-        dpsgd.dp_aggregate(jax.random.key(0), noise_multiplier=1.3, expected_batch_size=8.0), optax.sgd(0.5)
+        dp_aggregate(jax.random.key(0), noise_multiplier=1.3, expected_batch_size=8.0), optax.sgd(0.5)
     )
     state = chain.init(params)
-    one = dpsgd.make_dp_step(loss_fn, chain, l2_clip_norm=0.4, method=method)
-    four = parallel.make_parallel_dp_step(loss_fn, chain, mesh, l2_clip_norm=0.4, method=method)
+    one = make_dp_step(loss_fn, chain, l2_clip_norm=0.4, method=method)
+    four = make_dp_step(loss_fn, chain, l2_clip_norm=0.4, method=method, mesh=mesh)
     p1, s1, _ = one(params, state, data, mask, jax.random.key(9))
     p4, s4, _ = four(params, state, data, mask, jax.random.key(9))
     diff = max(float(jnp.max(jnp.abs(a - b))) for a, b in zip(jax.tree.leaves(p1), jax.tree.leaves(p4)))
     moved = max(float(jnp.max(jnp.abs(a - b))) for a, b in zip(jax.tree.leaves(p1), jax.tree.leaves(params)))
     out[method] = {"diff": diff, "moved": moved}
 
-from jdp.dpsgd.train import train
 host = jax.tree.map(np.asarray, data)
-kw = dict(l2_clip_norm=0.4, sampling_prob=0.5, expected_batch_size=4.0, steps=3, noise_multiplier=1.3, method="general", progress=False)
-r1 = train(jax.random.key(3), loss_fn, params, optax.sgd(0.5), host, **kw)
-r4 = train(jax.random.key(3), loss_fn, params, optax.sgd(0.5), host, mesh=mesh, **kw)
+config = DPSGDConfig(l2_clip_norm=0.4, sampling_prob=0.5, expected_batch_size=4.0, steps=3, noise_multiplier=1.3)
+kw = dict(method="general", progress=False)
+r1 = train(jax.random.key(3), loss_fn, params, optax.sgd(0.5), host, config, **kw)
+r4 = train(jax.random.key(3), loss_fn, params, optax.sgd(0.5), host, config, mesh=mesh, **kw)
 diff = max(float(jnp.max(jnp.abs(a - b))) for a, b in zip(jax.tree.leaves(r1.params), jax.tree.leaves(r4.params)))
 moved = max(float(jnp.max(jnp.abs(a - b))) for a, b in zip(jax.tree.leaves(r1.params), jax.tree.leaves(params)))
 out["train"] = {"diff": diff, "moved": moved}

@@ -10,8 +10,10 @@ import optax
 import pytest
 from dpsgd_problems import mlp_problem
 
-from jdp.dpsgd import clipping as dpsgd
+from jdp.dpsgd import clipping
 from jdp.dpsgd import ghost_clipping as gc
+from jdp.dpsgd import noise as dpnoise
+from jdp.dpsgd import step as dpstep
 from jdp.nn.lstm import LSTM
 from jdp.nn.mlp import MLP
 
@@ -93,7 +95,7 @@ def _loop_grads(loss_fn, params, batch):
 @pytest.mark.parametrize("problem", [lambda: _dense_problem(True), _lstm_problem, _wgan_gp_problem])
 def test_per_example_grads_equal_python_loop(problem):
     loss_fn, params, batch = problem()
-    got, _ = jax.jit(lambda p, b: dpsgd.per_example_grads(loss_fn, p, b, KEYS))(params, batch)
+    got, _ = jax.jit(lambda p, b: clipping.per_example_grads(loss_fn, p, b, KEYS))(params, batch)
     want = _loop_grads(loss_fn, params, batch)
     for g, w in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want), strict=True):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
@@ -121,7 +123,7 @@ def test_ghost_clipped_sum_equals_general(name, clip):
         lambda p, b: gc.clipped_sum_ghost(loss_fn, p, b, mask, KEYS, l2_clip_norm=clip)
     )(params, batch)
     slow, slow_info = jax.jit(
-        lambda p, b: dpsgd.clipped_sum_general(
+        lambda p, b: clipping.clipped_sum_general(
             loss_fn, p, b, mask, KEYS, l2_clip_norm=clip, microbatch_size=3
         )
     )(params, batch)
@@ -132,7 +134,7 @@ def test_ghost_clipped_sum_equals_general(name, clip):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5 * min(clip, 1.0))
     if np.isfinite(clip):
         example = jax.tree_util.tree_map(lambda x: x[:1], batch)
-        assert gc.choose_method(loss_fn, params, example) == "ghost"
+        assert dpstep.choose_method(loss_fn, params, example) == "ghost"
 
 
 def test_gradient_penalty_is_routed_to_general_path():
@@ -140,7 +142,7 @@ def test_gradient_penalty_is_routed_to_general_path():
     reason = gc.ghost_support(loss_fn, params, jax.tree_util.tree_map(lambda x: x[:1], batch))
     assert reason is not None
     assert (
-        gc.choose_method(loss_fn, params, jax.tree_util.tree_map(lambda x: x[:1], batch))
+        dpstep.choose_method(loss_fn, params, jax.tree_util.tree_map(lambda x: x[:1], batch))
         == "general"
     )
 
@@ -151,7 +153,7 @@ def test_parameters_outside_supported_layers_use_general_path():
         loss_fn(p, ex, k) + sum(jnp.sum(x**2) for x in jax.tree_util.tree_leaves(p))
     )
     example = jax.tree_util.tree_map(lambda x: x[:1], batch)
-    assert gc.choose_method(regularised, params, example) == "general"
+    assert dpstep.choose_method(regularised, params, example) == "general"
 
     class Norm(nn.Module):
         @nn.compact
@@ -169,11 +171,11 @@ def test_parameters_outside_supported_layers_use_general_path():
 @pytest.mark.parametrize("method", ["general", "ghost"])
 def test_every_clipped_norm_within_bound(name, method):
     loss_fn, params, batch = PROBLEMS[name]()
-    grads, _ = dpsgd.per_example_grads(loss_fn, params, batch, KEYS)
-    norms = np.sqrt(sum(np.asarray(s) for s in dpsgd.leaf_sq_norms(grads)))
+    grads, _ = clipping.per_example_grads(loss_fn, params, batch, KEYS)
+    norms = np.sqrt(sum(np.asarray(s) for s in clipping.leaf_sq_norms(grads)))
     clip = float(np.median(norms))
     one = jax.jit(
-        lambda m: dpsgd.clipped_grad_sum(
+        lambda m: dpstep.clipped_grad_sum(
             loss_fn, params, batch, m, KEYS, l2_clip_norm=clip, method=method
         )
     )
@@ -187,11 +189,11 @@ def test_every_clipped_norm_within_bound(name, method):
 
 def test_per_layer_clipping_bounds_each_leaf():
     loss_fn, params, batch = _dense_problem(True)
-    bounds = dpsgd.per_layer_clip_norms(params, 0.1)
-    assert float(dpsgd.l2_sensitivity(bounds)) == pytest.approx(0.1)
+    bounds = clipping.per_layer_clip_norms(params, 0.1)
+    assert float(clipping.l2_sensitivity(bounds)) == pytest.approx(0.1)
     for method in ("general", "ghost"):
         one = jax.jit(
-            lambda m, method=method: dpsgd.clipped_grad_sum(
+            lambda m, method=method: dpstep.clipped_grad_sum(
                 loss_fn, params, batch, m, KEYS, l2_clip_norm=bounds, method=method
             )
         )
@@ -208,12 +210,12 @@ def test_per_layer_clipping_bounds_each_leaf():
 def test_add_remove_sensitivity_random_and_adversarial(method, per_layer):
     """||S(D + x) - S(D)|| <= sensitivity for random and extreme added records."""
     loss_fn, params, batch = _dense_problem(True)
-    clip = dpsgd.per_layer_clip_norms(params, 0.3) if per_layer else 0.3
-    bound = float(dpsgd.l2_sensitivity(clip))
+    clip = clipping.per_layer_clip_norms(params, 0.3) if per_layer else 0.3
+    bound = float(clipping.l2_sensitivity(clip))
     extreme = {"x": batch["x"].at[0].set(1e4).at[1].set(-1e4), "y": batch["y"]}
     f = jax.jit(
         lambda b, m: (
-            dpsgd.clipped_grad_sum(loss_fn, params, b, m, KEYS, l2_clip_norm=clip, method=method)[
+            dpstep.clipped_grad_sum(loss_fn, params, b, m, KEYS, l2_clip_norm=clip, method=method)[
                 0
             ].grads
         )
@@ -274,20 +276,20 @@ def _ghost_entry_points(loss_fn, params, batch, mask, clip):
     mesh = parallel.data_mesh(jax.devices()[:1])
     key = jax.random.key(5)
     keys = jax.random.split(key, mask.shape[0])
-    sum_fn = dpsgd.make_clipped_sum_fn(loss_fn, method="ghost")
-    sharded = jax.jit(parallel.sharded_clipped_sum(loss_fn, mesh, method="ghost"))
-    general = dpsgd.make_clipped_sum_fn(loss_fn, method="general")
+    sum_fn = dpstep.make_clipped_sum_fn(loss_fn, method="ghost")
+    sharded = dpstep.make_clipped_sum_fn(loss_fn, method="ghost", mesh=mesh)
+    general = dpstep.make_clipped_sum_fn(loss_fn, method="general")
     return {
         "clipped_sum_ghost": jax.jit(
             lambda p, b: gc.clipped_sum_ghost(loss_fn, p, b, mask, keys, l2_clip_norm=clip)
         )(params, batch),
         "clipped_grad_sum": jax.jit(
-            lambda p, b: dpsgd.clipped_grad_sum(
+            lambda p, b: dpstep.clipped_grad_sum(
                 loss_fn, p, b, mask, keys, l2_clip_norm=clip, method="ghost"
             )
         )(params, batch),
         "make_clipped_sum_fn": sum_fn(params, batch, mask, key, clip),
-        "sharded_clipped_sum": sharded(params, batch, mask, key, clip),
+        "make_clipped_sum_fn(mesh=)": sharded(params, batch, mask, key, clip),
     }, general(params, batch, mask, key, clip)
 
 
@@ -314,7 +316,7 @@ def test_shared_kernel_is_exact_on_every_ghost_entry_point(separate_biases):
     # each example alone: its clipped contribution has norm min(||g_i||, C) <= C
     one = jax.jit(
         lambda m: (
-            dpsgd.clipped_grad_sum(
+            dpstep.clipped_grad_sum(
                 loss_fn, params, batch, m, KEYS, l2_clip_norm=clip, method="ghost"
             )[0].grads
         )
@@ -327,18 +329,18 @@ def test_shared_kernel_is_exact_on_every_ghost_entry_point(separate_biases):
     from jdp.dpsgd import parallel
 
     chain = optax.chain(
-        dpsgd.dp_aggregate(jax.random.key(0), noise_multiplier=1.0, expected_batch_size=4.0),
+        dpnoise.dp_aggregate(jax.random.key(0), noise_multiplier=1.0, expected_batch_size=4.0),
         optax.sgd(1.0),
     )
     state = chain.init(params)
     mesh = parallel.data_mesh(jax.devices()[:1])
     steps = {
-        "make_dp_step": dpsgd.make_dp_step(loss_fn, chain, l2_clip_norm=clip, method="ghost"),
-        "make_parallel_dp_step": parallel.make_parallel_dp_step(
-            loss_fn, chain, mesh, l2_clip_norm=clip, method="ghost"
+        "make_dp_step": dpstep.make_dp_step(loss_fn, chain, l2_clip_norm=clip, method="ghost"),
+        "make_dp_step(mesh=)": dpstep.make_dp_step(
+            loss_fn, chain, l2_clip_norm=clip, method="ghost", mesh=mesh
         ),
     }
-    want = dpsgd.make_dp_step(loss_fn, chain, l2_clip_norm=clip, method="general")(
+    want = dpstep.make_dp_step(loss_fn, chain, l2_clip_norm=clip, method="general")(
         params, state, batch, mask, jax.random.key(9)
     )[0]
     for name, step in steps.items():
@@ -362,11 +364,11 @@ def test_parameters_outside_layers_are_refused_on_every_ghost_entry_point():
             regularised, params, batch, mask, KEYS, l2_clip_norm=0.1
         ),
         "clipped_grad_sum": lambda: jax.jit(
-            lambda b: dpsgd.clipped_grad_sum(
+            lambda b: dpstep.clipped_grad_sum(
                 regularised, params, b, mask, KEYS, l2_clip_norm=0.1, method="ghost"
             )
         )(batch),
-        "make_clipped_sum_fn": lambda: dpsgd.make_clipped_sum_fn(regularised, method="ghost")(
+        "make_clipped_sum_fn": lambda: dpstep.make_clipped_sum_fn(regularised, method="ghost")(
             params, batch, mask, jax.random.key(0), 0.1
         ),
     }.items():
@@ -381,7 +383,7 @@ def test_embedding_ids_outside_the_table_raise_on_the_ghost_path(bad_id):
     loss_fn, params, ids = _embed_problem(True)
     ids = ids.at[2, 0].set(bad_id).at[2, 1].set(6)
     f = jax.jit(
-        lambda b: dpsgd.clipped_grad_sum(
+        lambda b: dpstep.clipped_grad_sum(
             loss_fn, params, b, jnp.ones(B, bool), KEYS, l2_clip_norm=0.05, method="ghost"
         )
     )

@@ -11,9 +11,9 @@ from scipy import stats
 
 from accounting import events as ev
 from accounting.builders import dpsgd_event
+from jdp.dpsgd import DPSGDConfig, train
 from jdp.dpsgd import clip_schedules as cs
 from jdp.nn.mlp import MLP
-from jdp.dpsgd.train import train
 
 N = 128
 
@@ -42,11 +42,13 @@ def test_train_learns_and_records_its_event():
         params,
         optax.adam(0.05),
         data,
-        l2_clip_norm=1.0,
-        sampling_prob=0.25,
-        expected_batch_size=0.25 * N,
-        steps=40,
-        noise_multiplier=0.8,
+        DPSGDConfig(
+            l2_clip_norm=1.0,
+            sampling_prob=0.25,
+            expected_batch_size=0.25 * N,
+            steps=40,
+            noise_multiplier=0.8,
+        ),
         has_aux=True,
         progress=False,
     )
@@ -60,11 +62,13 @@ def test_train_learns_and_records_its_event():
         params,
         optax.adam(0.05),
         data,
-        l2_clip_norm=1.0,
-        sampling_prob=0.25,
-        expected_batch_size=0.25 * N,
-        steps=40,
-        noise_multiplier=0.8,
+        DPSGDConfig(
+            l2_clip_norm=1.0,
+            sampling_prob=0.25,
+            expected_batch_size=0.25 * N,
+            steps=40,
+            noise_multiplier=0.8,
+        ),
         has_aux=True,
         progress=False,
     )
@@ -81,12 +85,14 @@ def test_target_epsilon_is_met():
         params,
         optax.sgd(0.1),
         data,
-        l2_clip_norm=1.0,
-        sampling_prob=0.1,
-        expected_batch_size=0.1 * N,
-        epochs=2,
-        target_epsilon=2.0,
-        target_delta=1e-5,
+        DPSGDConfig(
+            l2_clip_norm=1.0,
+            sampling_prob=0.1,
+            expected_batch_size=0.1 * N,
+            epochs=2,
+            target_epsilon=2.0,
+            target_delta=1e-5,
+        ),
         has_aux=True,
         progress=False,
     )
@@ -107,11 +113,13 @@ def test_model_state_is_threaded_and_never_sees_data():
         params,
         optax.sgd(1.0),
         data,
-        l2_clip_norm=np.inf,
-        sampling_prob=1.0,
-        expected_batch_size=16.0,
-        steps=3,
-        noise_multiplier=0.0,
+        DPSGDConfig(
+            l2_clip_norm=np.inf,
+            sampling_prob=1.0,
+            expected_batch_size=16.0,
+            steps=3,
+            noise_multiplier=0.0,
+        ),
         model_state=jnp.zeros(3),
         state_update_fn=update,
         progress=False,
@@ -132,11 +140,13 @@ def test_clipping_decay_keeps_the_noise_multiplier():
         params,
         optax.sgd(0.1),
         data,
-        l2_clip_norm=schedule,
-        sampling_prob=0.2,
-        expected_batch_size=0.2 * N,
-        steps=6,
-        noise_multiplier=1.1,
+        DPSGDConfig(
+            l2_clip_norm=schedule,
+            sampling_prob=0.2,
+            expected_batch_size=0.2 * N,
+            steps=6,
+            noise_multiplier=1.1,
+        ),
         has_aux=True,
         progress=False,
     )
@@ -161,11 +171,13 @@ def test_adaptive_clip_training_is_accounted_as_two_gaussians_on_one_batch():
         params,
         optax.sgd(0.1),
         data,
-        l2_clip_norm=config,
-        sampling_prob=0.2,
-        expected_batch_size=0.2 * N,
-        steps=4,
-        noise_multiplier=1.0,
+        DPSGDConfig(
+            l2_clip_norm=config,
+            sampling_prob=0.2,
+            expected_batch_size=0.2 * N,
+            steps=4,
+            noise_multiplier=1.0,
+        ),
         has_aux=True,
         progress=False,
     )
@@ -180,12 +192,14 @@ def test_adaptive_clip_training_is_accounted_as_two_gaussians_on_one_batch():
             params,
             optax.sgd(0.1),
             data,
-            l2_clip_norm=config,
-            sampling_prob=0.2,
-            expected_batch_size=0.2 * N,
-            steps=4,
-            target_epsilon=1.0,
-            target_delta=1e-5,
+            DPSGDConfig(
+                l2_clip_norm=config,
+                sampling_prob=0.2,
+                expected_batch_size=0.2 * N,
+                steps=4,
+                target_epsilon=1.0,
+                target_delta=1e-5,
+            ),
             progress=False,
         )
 
@@ -198,12 +212,14 @@ def test_without_replacement_is_recorded_under_replace_one():
         params,
         optax.sgd(0.1),
         data,
-        l2_clip_norm=1.0,
-        sampling_prob=0.25,
-        expected_batch_size=0.25 * N,
-        steps=2,
-        noise_multiplier=1.0,
-        sampling="without_replacement",
+        DPSGDConfig(
+            l2_clip_norm=1.0,
+            sampling_prob=0.25,
+            expected_batch_size=0.25 * N,
+            steps=2,
+            noise_multiplier=1.0,
+            sampling="without_replacement",
+        ),
         has_aux=True,
         progress=False,
     )
@@ -236,7 +252,7 @@ def test_invalid_settings_raise(kwargs, message):
         "noise_multiplier": 1.0,
     } | kwargs
     with pytest.raises(ValueError, match=message):
-        train(jax.random.key(0), loss_fn, params, optax.sgd(0.1), data, progress=False, **args)
+        train(jax.random.key(0), loss_fn, params, optax.sgd(0.1), data, DPSGDConfig(**args))
 
 
 def test_data_without_batch_axis_raises():
@@ -248,11 +264,13 @@ def test_data_without_batch_axis_raises():
             params,
             optax.sgd(0.1),
             {"x": np.float32(1.0)},
-            l2_clip_norm=1.0,
-            sampling_prob=0.1,
-            expected_batch_size=0.1 * N,
-            steps=2,
-            noise_multiplier=1.0,
+            DPSGDConfig(
+                l2_clip_norm=1.0,
+                sampling_prob=0.1,
+                expected_batch_size=0.1 * N,
+                steps=2,
+                noise_multiplier=1.0,
+            ),
             progress=False,
         )
 
@@ -269,11 +287,13 @@ def test_forcing_ghost_on_a_loss_it_cannot_handle_raises():
             params,
             optax.sgd(0.1),
             data,
-            l2_clip_norm=1.0,
-            sampling_prob=0.1,
-            expected_batch_size=0.1 * N,
-            steps=1,
-            noise_multiplier=1.0,
+            DPSGDConfig(
+                l2_clip_norm=1.0,
+                sampling_prob=0.1,
+                expected_batch_size=0.1 * N,
+                steps=1,
+                noise_multiplier=1.0,
+            ),
             method="ghost",
             progress=False,
         )
@@ -281,19 +301,17 @@ def test_forcing_ghost_on_a_loss_it_cannot_handle_raises():
 
 def test_gradient_accumulation_over_small_chunks_equals_one_chunk():
     loss_fn, params, data, _ = _problem()
-    kwargs = {
-        "l2_clip_norm": 0.5,
-        "sampling_prob": 0.3,
-        "expected_batch_size": 0.3 * N,
-        "steps": 3,
-        "noise_multiplier": 1.0,
-        "has_aux": True,
-        "method": "general",
-        "progress": False,
-    }
-    whole = train(jax.random.key(6), loss_fn, params, optax.sgd(0.5), data, **kwargs)
+    config = DPSGDConfig(
+        l2_clip_norm=0.5,
+        sampling_prob=0.3,
+        expected_batch_size=0.3 * N,
+        steps=3,
+        noise_multiplier=1.0,
+    )
+    kwargs = {"has_aux": True, "method": "general", "progress": False}
+    whole = train(jax.random.key(6), loss_fn, params, optax.sgd(0.5), data, config, **kwargs)
     chunked = train(
-        jax.random.key(6), loss_fn, params, optax.sgd(0.5), data, chunk_size=8, **kwargs
+        jax.random.key(6), loss_fn, params, optax.sgd(0.5), data, config, chunk_size=8, **kwargs
     )
     # ~38 records per step in chunks of 8: same Poisson batches, same single noise draw
     for a, b in zip(
@@ -321,11 +339,13 @@ def test_update_is_normalised_by_the_declared_constant_not_by_len_data():
             params,
             optax.sgd(1.0),
             {"x": np.ones((n, 1), np.float32)},
-            l2_clip_norm=clip,
-            sampling_prob=0.1,
-            steps=1,
-            noise_multiplier=z,
-            expected_batch_size=declared,
+            DPSGDConfig(
+                l2_clip_norm=clip,
+                sampling_prob=0.1,
+                steps=1,
+                noise_multiplier=z,
+                expected_batch_size=declared,
+            ),
             method="general",
             progress=False,
         )
@@ -341,17 +361,17 @@ def test_expected_batch_size_is_required_and_validated():
     loss_fn, params, data, _ = _problem()
     args = {"l2_clip_norm": 1.0, "sampling_prob": 0.1, "steps": 1, "noise_multiplier": 1.0}
     with pytest.raises(TypeError, match="expected_batch_size"):
-        train(jax.random.key(0), loss_fn, params, optax.sgd(0.1), data, progress=False, **args)
+        DPSGDConfig(**args)
     with pytest.raises(ValueError, match="expected expected_batch_size > 0, got 0"):
+        DPSGDConfig(expected_batch_size=0.0, **args)
+    with pytest.raises(TypeError, match="expected config to be a DPSGDConfig, got dict"):
         train(
             jax.random.key(0),
             loss_fn,
             params,
             optax.sgd(0.1),
             data,
-            expected_batch_size=0.0,
-            progress=False,
-            **args,
+            args | {"expected_batch_size": 1.0},
         )
 
 
@@ -372,21 +392,24 @@ def test_non_finite_record_is_dropped_by_train_with_a_warning_that_counts_nothin
         out = model.apply(p, ex["x"])
         return jnp.sum(out**2) - jnp.log(jnp.abs(ex["w"]) * jnp.sum(jnp.square(out)))
 
-    kwargs = {
-        "l2_clip_norm": 0.5,
-        "sampling_prob": 1.0,
-        "steps": 2,
-        "noise_multiplier": 1.0,
-        "expected_batch_size": 16.0,
-        "method": method,
-        "progress": False,
-    }
+    config = DPSGDConfig(
+        l2_clip_norm=0.5, sampling_prob=1.0, steps=2, noise_multiplier=1.0, expected_batch_size=16.0
+    )
+    kwargs = {"method": method, "progress": False}
     with pytest.warns(RuntimeWarning, match="non-finite") as record:
-        bad = train(jax.random.key(2), loss_fn, params, optax.sgd(0.1), {"x": x, "w": w}, **kwargs)
+        bad = train(
+            jax.random.key(2), loss_fn, params, optax.sgd(0.1), {"x": x, "w": w}, config, **kwargs
+        )
     (message,) = [str(r.message) for r in record if "non-finite" in str(r.message)]
     assert not any(ch.isdigit() for ch in message)
     clean = train(
-        jax.random.key(2), loss_fn, params, optax.sgd(0.1), {"x": x[1:], "w": w[1:]}, **kwargs
+        jax.random.key(2),
+        loss_fn,
+        params,
+        optax.sgd(0.1),
+        {"x": x[1:], "w": w[1:]},
+        config,
+        **kwargs,
     )
     for a, b in zip(
         jax.tree_util.tree_leaves(bad.params), jax.tree_util.tree_leaves(clean.params), strict=True
@@ -398,7 +421,7 @@ def test_non_finite_record_is_dropped_by_train_with_a_warning_that_counts_nothin
 def test_train_with_secure_noise_releases_values_on_the_grid():
     """Zero gradients, SGD with rate 1 and normaliser 1: the update is minus the rounded
     noisy sum, which lies on the grid secure_noise_grid(z C)."""
-    from jdp.dpsgd.clipping import secure_noise_grid
+    from jdp.dpsgd.noise import secure_noise_grid
 
     z, clip = 1.1, 0.6
     params = {"w": jnp.zeros(5_000)}
@@ -409,12 +432,14 @@ def test_train_with_secure_noise_releases_values_on_the_grid():
         params,
         optax.sgd(1.0),
         {"x": np.ones((50, 1), np.float32)},
-        l2_clip_norm=clip,
-        sampling_prob=0.1,
-        expected_batch_size=1.0,
-        steps=1,
-        noise_multiplier=z,
-        secure_noise=True,
+        DPSGDConfig(
+            l2_clip_norm=clip,
+            sampling_prob=0.1,
+            expected_batch_size=1.0,
+            steps=1,
+            noise_multiplier=z,
+            secure_noise=True,
+        ),
         method="general",
         progress=False,
     )

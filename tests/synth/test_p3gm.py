@@ -303,7 +303,7 @@ def test_dpsgd_normaliser_is_the_configs_public_constant_not_the_row_count(array
         pass
 
     def fake_train(*args, **kwargs):
-        seen.append(kwargs["expected_batch_size"])
+        seen.append(args[5].expected_batch_size)  # train(key, loss, params, opt, data, config)
         raise Stop
 
     monkeypatch.setattr(P, "train", fake_train)

@@ -39,7 +39,7 @@ import pandas as pd
 from accounting import PrivacyBudget, PrivacyLedger
 from jdp.data.schema import Schema, Table
 from jdp.data.transforms import TableEncoder
-from jdp.dpsgd.train import train
+from jdp.dpsgd import DPSGDConfig, train
 from jdp.encoding import em, pca
 from jdp.nn.vae import (
     Decoder,
@@ -293,12 +293,14 @@ def decoding_phase(
         trainable,
         optax.adam(config.learning_rate),
         jnp.asarray(x, jnp.float32),
-        l2_clip_norm=config.l2_clip_norm if private else math.inf,
-        sampling_prob=config.sampling_prob,
-        expected_batch_size=config.expected_batch_size,
-        epochs=None if steps is not None else (config.epochs if epochs is None else epochs),
-        steps=steps,
-        noise_multiplier=noise_multiplier if private else 0.0,
+        DPSGDConfig(
+            l2_clip_norm=config.l2_clip_norm if private else math.inf,
+            sampling_prob=config.sampling_prob,
+            expected_batch_size=config.expected_batch_size,
+            epochs=None if steps is not None else (config.epochs if epochs is None else epochs),
+            steps=steps,
+            noise_multiplier=noise_multiplier if private else 0.0,
+        ),
         microbatch_size=config.microbatch_size,
         method=config.dpsgd_method,
         progress=progress,
