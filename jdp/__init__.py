@@ -32,16 +32,20 @@ _EXPORTS: dict[str, str] = {
     "TableEncoder": "jdp.data.transforms",
     "datasets": "jdp.data.datasets",
     "FittedModel": "jdp.synth.base",
-    "Synthesizer": "jdp.synth.base",
+    "Synthesizer": "jdp.synth.estimator",
     "available_methods": "jdp.synth.base",
     "fit_model": "jdp.synth.base",
     "sample_model": "jdp.synth.base",
     "key_from_seed": "jdp.random",
     "numpy_rng": "jdp.random",
-    "save": "jdp.synth.base",
-    "load": "jdp.synth.base",
+    "save": "jdp.synth.io",
+    "load": "jdp.synth.io",
     "Marginals": "jdp.synth.marginals",
     "PCAGauss": "jdp.synth.pca_gauss",
+    "P3GM": "jdp.synth.p3gm",
+    "P3GMAE": "jdp.synth.p3gm",
+    "DPVAE": "jdp.synth.p3gm",
+    "PGM": "jdp.synth.p3gm",
 }
 
 __all__ = list(_EXPORTS)

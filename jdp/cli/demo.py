@@ -90,7 +90,8 @@ def run(args: argparse.Namespace) -> int:
     from jdp.eval.report import format_table
     from jdp.eval.utility import tstr_table
     from jdp.random import key_from_seed
-    from jdp.synth.base import fit_model, sample_model, save
+    from jdp.synth.base import fit_model, sample_model
+    from jdp.synth.io import save
     from jdp.synth.marginals import noisy_row_count
 
     budget = PrivacyBudget(epsilon=args.epsilon, delta=args.delta)

@@ -159,7 +159,8 @@ def check_output_directory(path: Path, *, force: bool) -> None:
 def run(args: argparse.Namespace) -> int:
     from accounting import PrivacyBudget
     from jdp.cli._args import command_key
-    from jdp.synth.base import fit_model, save
+    from jdp.synth.base import fit_model
+    from jdp.synth.io import save
 
     check_output_directory(Path(args.out), force=args.force)
     budget = PrivacyBudget(epsilon=args.epsilon, delta=args.delta)

@@ -53,7 +53,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from jdp.synth.base import load
+    from jdp.synth.io import load
 
     model = load(args.model_dir)
     synthetic = read_csv(args.synthetic, "synthetic")

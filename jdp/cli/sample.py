@@ -29,7 +29,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from jdp.cli._args import command_key
-    from jdp.synth.base import load, sample_model
+    from jdp.synth.base import sample_model
+    from jdp.synth.io import load
 
     model = load(args.model)
     frame = sample_model(command_key(args.seed, "sample"), model, args.rows)

@@ -11,7 +11,7 @@ Layout of an encoded row (``TableEncoder.spans``), one span per column in schema
   declared bounds; values outside were clipped by :meth:`Schema.conform`, with a counted
   warning);
 * categorical column with ``K`` categories -> ``K`` coordinates, the one-hot vector of its
-  category (a softmax head in a generator: :func:`apply_output_activations`).
+  category (a softmax head in a generator: :func:`jdp.nn.heads.heads_for_spans`).
 
 With ``unit_norm=True`` each row is divided by the public constant
 ``row_norm_bound = sqrt(sum_numeric max(a^2, b^2) + n_categorical)``, the largest L2 norm an
@@ -34,7 +34,6 @@ from functools import cached_property
 from typing import Any, Literal
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
@@ -212,26 +211,6 @@ class TableEncoder:
                 raise ValueError(f"expected {len(x)} target codes, got shape {codes.shape}")
             decoded[target.name] = category_labels(target, codes)
         return pd.DataFrame({name: decoded[name] for name in self.schema.names})
-
-
-def apply_output_activations(z: jax.Array, spans: tuple[Span, ...]) -> jax.Array:
-    """A generator's output head: each span's activation on raw outputs ``z`` of shape (..., width).
-
-    ``softmax`` over each categorical span, ``sigmoid``/``tanh``/identity on numeric ones
-    (the dp-GAN layout: Frigerio et al. 2019, Section 3.1). Pure and jit-able (``spans`` is
-    static).
-    """
-    parts = []
-    for span in spans:
-        piece = z[..., span.start : span.stop]
-        if span.activation == "softmax":
-            piece = jax.nn.softmax(piece, axis=-1)
-        elif span.activation == "sigmoid":
-            piece = jax.nn.sigmoid(piece)
-        elif span.activation == "tanh":
-            piece = jnp.tanh(piece)
-        parts.append(piece)
-    return jnp.concatenate(parts, axis=-1)
 
 
 # -- discretisation (histogram-based methods) -----------------------------------------------

@@ -1,20 +1,14 @@
-"""Variational auto-encoder pieces for P3GM and DP-VAE (flax.linen modules + their likelihoods).
+"""Variational auto-encoder pieces for P3GM and DP-VAE (flax.linen modules + KL terms).
 
 Architecture (P3GM, Takagi et al., Sec. VI "Implementations of Generative Models"): encoder
 ``[d, 1000, d']`` and decoder ``[d', 1000, d]`` with ReLU. In P3GM the encoder *mean* is not a
 network output: it is the fixed DP-PCA projection ``c_x`` (Sec. IV-B, V-A), computed outside
 this module and passed in; only the log-variance head is learned. DP-VAE learns both heads.
 
-The decoder emits one raw vector of width ``d``; a :data:`HeadLayout` says how its segments
-are read (Sec. IV-C: "a Bernoulli or Gaussian MLP depending on the type of data"):
-
-* ``"bernoulli"`` -- values in ``[0, 1]`` (pixels, binary or min-max scaled columns); raw
-  outputs are logits, the log-likelihood is the cross entropy
-  ``x log p + (1 - x) log(1 - p)``.
-* ``"gaussian"`` -- real values; raw outputs are means, unit variance:
-  ``log N(x; m, 1) = -(x - m)^2 / 2 - log(2 pi) / 2`` per coordinate.
-* ``"categorical"`` -- a one-hot block; raw outputs are logits of a softmax:
-  ``sum_k x_k log softmax(l)_k``.
+The decoder emits one raw vector of width ``d``, read by the output heads of
+:mod:`jdp.nn.heads` (its log-likelihood :func:`jdp.nn.heads.log_likelihood`, its samples
+:func:`jdp.nn.heads.decode_sample`; Sec. IV-C: "a Bernoulli or Gaussian MLP depending on the
+type of data").
 
 Everything here is a pure function of parameters and inputs; losses are written for ONE
 example (batched by ``jax.vmap``), as DP-SGD's per-example clipping needs.
@@ -22,36 +16,9 @@ example (batched by ``jax.vmap``), as DP-SGD's per-example clipping needs.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
-from typing import Literal
-
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
-
-HeadKind = Literal["bernoulli", "gaussian", "categorical"]
-HeadLayout = tuple[tuple[HeadKind, int], ...]
-_KINDS = ("bernoulli", "gaussian", "categorical")
-
-
-def check_layout(layout: Sequence[tuple[str, int]]) -> HeadLayout:
-    """Validate a head layout and return it as a tuple of ``(kind, width)`` pairs."""
-    out = []
-    for kind, width in layout:
-        if kind not in _KINDS:
-            raise ValueError(f"expected head kind in {_KINDS}, got {kind!r}")
-        if int(width) < 1:
-            raise ValueError(f"expected head width >= 1, got {width}")
-        out.append((kind, int(width)))
-    if not out:
-        raise ValueError("expected a non-empty head layout, got ()")
-    return tuple(out)
-
-
-def layout_width(layout: HeadLayout) -> int:
-    """Total width ``d`` of the decoded vector."""
-    return sum(w for _, w in layout)
 
 
 class Encoder(nn.Module):
@@ -86,48 +53,6 @@ class Decoder(nn.Module):
     def __call__(self, z: jax.Array) -> jax.Array:
         h = nn.relu(nn.Dense(self.hidden, name="hidden")(z))
         return nn.Dense(self.out_dim, name="out")(h)
-
-
-def log_likelihood(raw: jax.Array, x: jax.Array, layout: HeadLayout) -> jax.Array:
-    """``log p(x | z)`` of ONE example whose decoder output is ``raw`` (see module doc)."""
-    total = jnp.zeros((), raw.dtype)
-    start = 0
-    for kind, width in layout:
-        r, v = raw[start : start + width], x[start : start + width]
-        if kind == "bernoulli":
-            total += jnp.sum(v * jax.nn.log_sigmoid(r) + (1.0 - v) * jax.nn.log_sigmoid(-r))
-        elif kind == "gaussian":
-            total += jnp.sum(-0.5 * (v - r) ** 2 - 0.5 * math.log(2 * math.pi))
-        else:
-            total += jnp.sum(v * jax.nn.log_softmax(r))
-        start += width
-    return total
-
-
-def decode_sample(
-    key: jax.Array, raw: jax.Array, layout: HeadLayout, *, stochastic: bool
-) -> jax.Array:
-    """Turn decoder outputs (any leading batch shape) into data-space values.
-
-    ``categorical`` heads are always a one-hot draw from the decoded softmax (so a label
-    column's distribution is the model's, never a copied ratio). ``bernoulli`` heads give the
-    mean ``sigmoid(raw)`` and ``gaussian`` heads the mean ``raw``; with ``stochastic`` they
-    give a 0/1 draw and mean + N(0, 1) instead.
-    """
-    parts = []
-    start = 0
-    for kind, width in layout:
-        key, sub = jax.random.split(key)
-        r = raw[..., start : start + width]
-        if kind == "bernoulli":
-            p = jax.nn.sigmoid(r)
-            parts.append(jax.random.bernoulli(sub, p).astype(raw.dtype) if stochastic else p)
-        elif kind == "gaussian":
-            parts.append(r + jax.random.normal(sub, r.shape, raw.dtype) if stochastic else r)
-        else:
-            parts.append(jax.nn.one_hot(jax.random.categorical(sub, r), width, dtype=raw.dtype))
-        start += width
-    return jnp.concatenate(parts, axis=-1)
 
 
 def kl_diag_gaussians(

@@ -1,4 +1,4 @@
-"""The synthesizer protocol, the fitted model, the registry, save/load and the estimator layer.
+"""The synthesizer protocol: the fitted model, the registry, and ``fit_model``/``sample_model``.
 
 How a method plugs in
 =====================
@@ -20,8 +20,9 @@ A method lives in the module ``jdp/synth/<name>.py`` or the package ``jdp/synth/
     register(Method(name="my-method", config_cls=MyConfig, fit=fit, sample=sample,
                     description="one line for `jdp fit --help`"))
 
-    class MyMethod(Synthesizer):       # the scikit-learn-style class; export it by adding
-        method = "my-method"           # "MyMethod": "jdp.synth.my_method" to jdp._EXPORTS
+    class MyMethod(Synthesizer):       # jdp.synth.estimator's scikit-learn-style class; export
+        method = "my-method"           # it by adding "MyMethod": "jdp.synth.my_method" to
+                                       # jdp._EXPORTS
 
 A module may register several names (variants: ``jdp.synth.p3gm`` registers ``p3gm``,
 ``p3gm-ae``, ``dp-vae`` and ``pgm``); :func:`get_method` finds them by importing every
@@ -54,37 +55,28 @@ inputs -- whose ``ledger`` records every event spent, and whose ``schema``, ``co
 and must return a DataFrame with the schema's columns, decoded to the user's labels
 (``TableEncoder.decode`` does this).
 
-Saving writes ``params.npz`` (arrays, loaded with ``allow_pickle=False``) and ``model.json``
-(method, config, schema, budget, ledger); nothing executable is stored.
+Saving and loading live in :mod:`jdp.synth.io` (``params.npz`` + ``model.json``, nothing
+executable stored); the scikit-learn-style classes in :mod:`jdp.synth.estimator`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib
-import json
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import jax
-import numpy as np
 import pandas as pd
 
 from accounting import PrivacyBudget, PrivacyLedger
 from accounting.compose import split_approximate
 from accounting.validation import check_count
-from jdp.data.dp_schema import SchemaRelease, load_schema, schema_from_dict
+from jdp.data.dp_schema import SchemaRelease
 from jdp.data.schema import Schema, Table, UnaccountedSchemaWarning
-from jdp.random import key_from_seed
 from jdp.verbosity import private_details_shown
-
-FORMAT_VERSION = 1
-PARAMS_FILE = "params.npz"
-MODEL_FILE = "model.json"
-_SEP = "/"
 
 Params = Mapping[str, Any]  # nested dict of arrays
 FitFn = Callable[[jax.Array, Table, PrivacyBudget, Any], "FittedModel"]
@@ -289,163 +281,3 @@ def sample_model(key: jax.Array, model: FittedModel, n: int) -> pd.DataFrame:
             f"method {model.method!r} returned a table that does not match its schema"
         )
     return out
-
-
-# -- save / load ---------------------------------------------------------------------------
-
-
-def _flatten(params: Params, prefix: str = "") -> dict[str, np.ndarray]:
-    flat: dict[str, np.ndarray] = {}
-    for name, value in params.items():
-        if not isinstance(name, str) or not name or _SEP in name:
-            raise ValueError(
-                f"parameter names must be non-empty strings without {_SEP!r}: {name!r}"
-            )
-        path = f"{prefix}{name}"
-        if isinstance(value, Mapping):
-            flat.update(_flatten(value, path + _SEP))
-        else:
-            array = np.asarray(value)
-            if array.dtype == object:
-                raise TypeError(f"parameter {path!r} is not a numeric array")
-            flat[path] = array
-    return flat
-
-
-def _unflatten(flat: Mapping[str, np.ndarray]) -> dict[str, Any]:
-    params: dict[str, Any] = {}
-    for path, value in flat.items():
-        node = params
-        *parents, leaf = path.split(_SEP)
-        for p in parents:
-            node = node.setdefault(p, {})
-        node[leaf] = value
-    return params
-
-
-def _config_to_dict(config: Any) -> dict[str, Any]:
-    return {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
-
-
-def _config_from_dict(cls: type, data: Mapping[str, Any]) -> Any:
-    fields = {f.name for f in dataclasses.fields(cls)}
-    unknown = set(data) - fields
-    if unknown:
-        raise ValueError(f"unknown {cls.__name__} fields in saved model: {sorted(unknown)}")
-    return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
-
-
-def save(model: FittedModel, directory: str | Path) -> Path:
-    """Write ``model`` to ``directory`` as ``params.npz`` + ``model.json``; return the path."""
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    np.savez(directory / PARAMS_FILE, **_flatten(model.params))
-    doc = {
-        "format_version": FORMAT_VERSION,
-        "method": model.method,
-        "config": _config_to_dict(model.config),
-        "schema": model.schema.to_dict(),
-        "budget": {"epsilon": model.budget.epsilon, "delta": model.budget.delta},
-        "ledger": model.ledger.to_dict(),
-    }
-    (directory / MODEL_FILE).write_text(json.dumps(doc, indent=1) + "\n")
-    return directory
-
-
-def load(directory: str | Path) -> FittedModel:
-    """Inverse of :func:`save` (arrays loaded with ``allow_pickle=False``)."""
-    directory = Path(directory)
-    if not (directory / MODEL_FILE).is_file():
-        raise FileNotFoundError(f"no saved model in {directory} (missing {MODEL_FILE})")
-    doc = json.loads((directory / MODEL_FILE).read_text())
-    if doc.get("format_version") != FORMAT_VERSION:
-        raise ValueError(f"unsupported model format version {doc.get('format_version')!r}")
-    method = get_method(doc["method"])
-    with np.load(directory / PARAMS_FILE, allow_pickle=False) as npz:
-        flat = {name: npz[name] for name in npz.files}
-    return FittedModel(
-        method=method.name,
-        params=_unflatten(flat),
-        schema=Schema.from_dict(doc["schema"]),
-        config=_config_from_dict(method.config_cls, doc["config"]),
-        budget=PrivacyBudget(**doc["budget"]),
-        ledger=PrivacyLedger.from_dict(doc["ledger"]),
-    )
-
-
-# -- scikit-learn-style layer --------------------------------------------------------------
-
-
-class Synthesizer:
-    """Estimator-style wrapper: ``Cls(epsilon=1, delta=1e-5, schema=...).fit(df).sample(n)``.
-
-    Subclasses set ``method``. Keyword arguments other than ``epsilon``, ``delta``, ``schema``
-    and ``seed`` are fields of the method's config. ``schema`` is a :class:`Schema`, a
-    :class:`~jdp.data.dp_schema.SchemaRelease` (its cost is charged to the budget, see
-    :func:`fit_model`), a dict of either, or the path of either's JSON file. ``seed=None``
-    (the default) draws fresh OS entropy for the fit and for each ``sample`` call; a fixed
-    seed makes fit and the sequence of ``sample`` calls reproducible (research only -- never
-    for a real release).
-
-    Attributes after ``fit``: ``model_`` (:class:`FittedModel`), ``ledger_``, ``schema_``.
-    """
-
-    method: ClassVar[str]
-
-    def __init__(
-        self,
-        *,
-        epsilon: float = 1.0,
-        delta: float = 1e-5,
-        schema: Schema | SchemaRelease | str | Path | Mapping[str, Any] | None = None,
-        seed: int | None = None,
-        **config: Any,
-    ) -> None:
-        self.budget = PrivacyBudget(epsilon=epsilon, delta=delta)
-        self.schema = _as_schema(schema)
-        self.seed = seed
-        self.config = get_method(self.method).make_config(None, **config)
-        self._key = key_from_seed(seed)
-
-    def _next_key(self) -> jax.Array:
-        self._key, sub = jax.random.split(self._key)
-        return sub
-
-    def fit(self, data: pd.DataFrame | Table) -> Synthesizer:
-        self.model_ = fit_model(
-            self._next_key(), self.method, data, self.budget, self.config, schema=self.schema
-        )
-        self.ledger_ = self.model_.ledger
-        self.schema_ = self.model_.schema
-        return self
-
-    def sample(self, n: int) -> pd.DataFrame:
-        if not hasattr(self, "model_"):
-            raise RuntimeError(f"{type(self).__name__} is not fitted yet: call fit(data) first")
-        return sample_model(self._next_key(), self.model_, n)
-
-    def save(self, directory: str | Path) -> Path:
-        if not hasattr(self, "model_"):
-            raise RuntimeError(f"{type(self).__name__} is not fitted yet: call fit(data) first")
-        return save(self.model_, directory)
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__name__}(epsilon={self.budget.epsilon:g}, delta={self.budget.delta:g}, "
-            f"config={self.config})"
-        )
-
-
-def _as_schema(
-    schema: Schema | SchemaRelease | str | Path | Mapping[str, Any] | None,
-) -> Schema | SchemaRelease | None:
-    """A schema or a DP schema release (kept whole, so that its cost reaches the ledger)."""
-    if schema is None or isinstance(schema, (Schema, SchemaRelease)):
-        return schema
-    if isinstance(schema, Mapping):
-        return schema_from_dict(schema)
-    if isinstance(schema, (str, Path)):
-        return load_schema(schema)
-    raise TypeError(
-        f"expected a Schema, a SchemaRelease, a dict or a JSON path, got {type(schema).__name__}"
-    )

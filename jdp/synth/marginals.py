@@ -47,7 +47,8 @@ from jdp.data.schema import Column, Schema, Table
 from jdp.data.transforms import discretize, n_bins, undiscretize
 from jdp.mechanisms.noise import gaussian_mechanism, laplace_mechanism
 from jdp.random import numpy_rng
-from jdp.synth.base import FittedModel, Method, Synthesizer, register
+from jdp.synth.base import FittedModel, Method, register
+from jdp.synth.estimator import Synthesizer
 
 LABEL = "marginals"
 Noise = Literal["auto", "gaussian", "laplace"]

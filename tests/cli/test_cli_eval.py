@@ -13,7 +13,9 @@ from accounting import PrivacyBudget, PrivacyLedger
 from jdp.cli import COMMANDS, main
 from jdp.data.datasets import load_adult
 from jdp.eval.report import JSON_FILE, MARKDOWN_FILE
-from jdp.synth.base import fit_model, key_from_seed, sample_model, save
+from jdp.random import key_from_seed
+from jdp.synth.base import fit_model, sample_model
+from jdp.synth.io import save
 
 # the fast classifiers: GradientBoosting with P3GM's settings is the slowest and is covered
 # by tests/eval (the default set runs in the first test below)

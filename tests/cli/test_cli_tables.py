@@ -192,7 +192,7 @@ def test_fit_with_a_saved_schema_release_carries_its_cost(capsys, tmp_path, adul
     model's ledger and its epsilon is part of the reported total; records holding the
     categories the release suppressed are dropped and no message shows those values."""
     from jdp.data.dp_schema import infer_schema_dp
-    from jdp.synth.base import load
+    from jdp.synth.io import load
 
     train = adult.train.iloc[:2000]
     release = infer_schema_dp(

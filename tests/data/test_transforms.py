@@ -12,11 +12,11 @@ from jdp.data.datasets import load_adult
 from jdp.data.schema import ClipWarning, Column, Schema
 from jdp.data.transforms import (
     TableEncoder,
-    apply_output_activations,
     discretize,
     n_bins,
     undiscretize,
 )
+from jdp.nn.heads import activate, heads_for_spans
 from jdp.verbosity import show_private_details
 
 SCHEMA = Schema(
@@ -102,14 +102,14 @@ def test_layout_spans_and_activations():
     assert enc.width == 11
     assert TableEncoder(SCHEMA, exclude_target=True).width == 8
     z = jax.random.normal(jax.random.key(0), (64, enc.width)) * 5
-    out = apply_output_activations(z, enc.spans)
+    out = activate(z, heads_for_spans(enc.spans))
     for s in enc.spans:
         block = out[:, s.start : s.stop]
         if s.activation == "softmax":
             np.testing.assert_allclose(block.sum(axis=1), 1.0, rtol=1e-5)
         else:
             assert bool(jnp.all(jnp.abs(block) <= 1))
-    jitted = jax.jit(lambda v: apply_output_activations(v, enc.spans))
+    jitted = jax.jit(lambda v: activate(v, heads_for_spans(enc.spans)))
     np.testing.assert_allclose(jitted(z), out, rtol=1e-6)
     decoded = enc.decode(out)  # a generator's soft output decodes by argmax
     assert set(decoded["c"]) <= {"a", "b", "c", "d"}

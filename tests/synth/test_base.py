@@ -14,8 +14,9 @@ import pytest
 from accounting import PrivacyBudget, PrivacyLedger
 from accounting import events as ev
 from jdp.data.schema import Column, Schema, Table
-from jdp.random import numpy_rng
-from jdp.synth import base
+from jdp.random import key_from_seed, numpy_rng
+from jdp.synth import base, io
+from jdp.synth.estimator import Synthesizer
 
 SCHEMA = Schema(
     columns=(
@@ -55,7 +56,7 @@ def toy_sample(key, model, n):
 base.register(base.Method(name="toy", config_cls=ToyConfig, fit=toy_fit, sample=toy_sample))
 
 
-class Toy(base.Synthesizer):
+class Toy(Synthesizer):
     method = "toy"
 
 
@@ -103,27 +104,27 @@ def test_registry_lets_import_errors_of_a_method_module_propagate(tmp_path, monk
 
 
 def test_fit_checks_the_ledger_against_the_budget():
-    model = base.fit_model(base.key_from_seed(0), "toy", FRAME, BUDGET, schema=SCHEMA)
+    model = base.fit_model(key_from_seed(0), "toy", FRAME, BUDGET, schema=SCHEMA)
     assert model.epsilon() == pytest.approx(1.0)
     with pytest.raises(RuntimeError, match="over the budget"):
         base.fit_model(
-            base.key_from_seed(0), "toy", FRAME, BUDGET, ToyConfig(overspend=1.5), schema=SCHEMA
+            key_from_seed(0), "toy", FRAME, BUDGET, ToyConfig(overspend=1.5), schema=SCHEMA
         )
 
 
 def test_fit_needs_a_schema_and_a_budget():
     with pytest.raises(ValueError, match="a schema is required"):
-        base.fit_model(base.key_from_seed(0), "toy", FRAME, BUDGET)
+        base.fit_model(key_from_seed(0), "toy", FRAME, BUDGET)
     with pytest.raises(TypeError, match="PrivacyBudget"):
-        base.fit_model(base.key_from_seed(0), "toy", FRAME, 1.0, schema=SCHEMA)
+        base.fit_model(key_from_seed(0), "toy", FRAME, 1.0, schema=SCHEMA)
     with pytest.raises(TypeError, match="expects a ToyConfig"):
-        base.fit_model(base.key_from_seed(0), "toy", FRAME, BUDGET, config={"a": 1}, schema=SCHEMA)
+        base.fit_model(key_from_seed(0), "toy", FRAME, BUDGET, config={"a": 1}, schema=SCHEMA)
 
 
 def test_delta_at_least_one_over_n_warns():
     with pytest.warns(base.DeltaWarning, match=r"delta=0.1 >= 1/n of this dataset"):
         base.fit_model(
-            base.key_from_seed(0),
+            key_from_seed(0),
             "toy",
             FRAME,
             PrivacyBudget(epsilon=1.0, delta=0.1),
@@ -132,45 +133,93 @@ def test_delta_at_least_one_over_n_warns():
 
 
 def test_save_load_round_trip_without_pickle(tmp_path):
-    model = base.fit_model(base.key_from_seed(3), "toy", FRAME, BUDGET, schema=SCHEMA)
-    path = base.save(model, tmp_path / "model")
-    doc = json.loads((path / base.MODEL_FILE).read_text())
+    model = base.fit_model(key_from_seed(3), "toy", FRAME, BUDGET, schema=SCHEMA)
+    path = io.save(model, tmp_path / "model")
+    doc = json.loads((path / io.MODEL_FILE).read_text())
     assert doc["method"] == "toy" and doc["config"]["widths"] == [2, 3]
-    loaded = base.load(path)
+    loaded = io.load(path)
     assert loaded.config == model.config  # the list came back as a tuple
     assert loaded.schema == model.schema and loaded.budget == model.budget
     assert loaded.ledger.to_dict() == model.ledger.to_dict()
     np.testing.assert_array_equal(loaded.params["nested"]["w"], model.params["nested"]["w"])
-    key = base.key_from_seed(5)
+    key = key_from_seed(5)
     pd.testing.assert_frame_equal(
         base.sample_model(key, loaded, 50), base.sample_model(key, model, 50)
     )
-    with np.load(path / base.PARAMS_FILE, allow_pickle=False) as npz:
+    with np.load(path / io.PARAMS_FILE, allow_pickle=False) as npz:
         assert sorted(npz.files) == ["nested/b", "nested/w", "sum"]
 
 
 def test_save_rejects_object_arrays_and_bad_names(tmp_path):
-    model = base.fit_model(base.key_from_seed(3), "toy", FRAME, BUDGET, schema=SCHEMA)
+    model = base.fit_model(key_from_seed(3), "toy", FRAME, BUDGET, schema=SCHEMA)
     bad = base.FittedModel(
         "toy", {"x": np.array([{"a": 1}], dtype=object)}, SCHEMA, ToyConfig(), BUDGET, model.ledger
     )
     with pytest.raises(TypeError, match="not a numeric array"):
-        base.save(bad, tmp_path / "a")
+        io.save(bad, tmp_path / "a")
     bad = base.FittedModel("toy", {"a/b": np.zeros(1)}, SCHEMA, ToyConfig(), BUDGET, model.ledger)
     with pytest.raises(ValueError, match="parameter names"):
-        base.save(bad, tmp_path / "b")
+        io.save(bad, tmp_path / "b")
     with pytest.raises(FileNotFoundError, match="no saved model"):
-        base.load(tmp_path / "missing")
+        io.load(tmp_path / "missing")
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def _crash(*args, **kwargs):
+    raise OSError("disk full")
+
+
+@pytest.mark.parametrize("step", ["params", "json", "swap"])
+def test_save_is_atomic_a_crash_leaves_the_old_model(tmp_path, monkeypatch, step):
+    """A save that fails while writing either file, or while swapping the directories in,
+    leaves the previous model whole (or none) and no temporary directory behind."""
+    old = base.fit_model(key_from_seed(3), "toy", FRAME, BUDGET, schema=SCHEMA)
+    new = base.fit_model(key_from_seed(4), "toy", FRAME, BUDGET, schema=SCHEMA)
+    target = io.save(old, tmp_path / "model")
+    (target / "notes.txt").write_text("kept")
+    if step == "params":
+        monkeypatch.setattr(io.np, "savez", _crash)
+    elif step == "json":
+        monkeypatch.setattr(io.Path, "write_text", _crash)
+    else:
+        real = io.os.replace
+        calls = []
+
+        def replace(src, dst):  # the second rename (new -> target) fails
+            calls.append(dst)
+            if len(calls) == 2:
+                _crash()
+            return real(src, dst)
+
+        monkeypatch.setattr(io.os, "replace", replace)
+    with pytest.raises(OSError, match="disk full"):
+        io.save(new, target)
+    monkeypatch.undo()
+    if target.exists():
+        loaded = io.load(target)
+        np.testing.assert_array_equal(loaded.params["sum"], old.params["sum"])
+        assert (target / "notes.txt").read_text() == "kept"
+    else:
+        assert step == "swap"  # the old model was renamed aside: none at the target
+    leftovers = [p.name for p in tmp_path.iterdir() if p.name.startswith(".model.")]
+    assert leftovers == [] or step == "swap"
+    # a later save succeeds and keeps the other files of the directory
+    io.save(new, target)
+    np.testing.assert_array_equal(io.load(target).params["sum"], new.params["sum"])
+    assert step == "swap" or (target / "notes.txt").read_text() == "kept"
+    (tmp_path / "file").write_text("")
+    with pytest.raises(ValueError, match="is a file"):
+        io.save(new, tmp_path / "file")
 
 
 def test_sample_checks_n_and_the_output():
-    model = base.fit_model(base.key_from_seed(3), "toy", FRAME, BUDGET, schema=SCHEMA)
+    model = base.fit_model(key_from_seed(3), "toy", FRAME, BUDGET, schema=SCHEMA)
     with pytest.raises(ValueError, match="expected n >= 1, got 0"):
-        base.sample_model(base.key_from_seed(1), model, 0)
+        base.sample_model(key_from_seed(1), model, 0)
 
 
 def test_keys():
-    k1, k2 = base.key_from_seed(7), base.key_from_seed(7)
+    k1, k2 = key_from_seed(7), key_from_seed(7)
     assert np.array_equal(jax.random.key_data(k1), jax.random.key_data(k2))
     # typed and legacy keys of the same seed give the same numpy stream
     a = numpy_rng(jax.random.key(7)).random(3)
@@ -178,10 +227,10 @@ def test_keys():
     np.testing.assert_array_equal(a, b)
     # no seed: fresh OS entropy, so two keys differ (collision probability 2**-63)
     assert not np.array_equal(
-        jax.random.key_data(base.key_from_seed(None)), jax.random.key_data(base.key_from_seed(None))
+        jax.random.key_data(key_from_seed(None)), jax.random.key_data(key_from_seed(None))
     )
     with pytest.raises(ValueError, match="expected seed >= 0"):
-        base.key_from_seed(-1)
+        key_from_seed(-1)
 
 
 def test_estimator_layer_seed_and_errors(tmp_path):
@@ -209,6 +258,37 @@ def test_package_exports_resolve():
         assert getattr(jdp, name) is not None
     with pytest.raises(AttributeError, match="no attribute 'Nope'"):
         jdp.Nope  # noqa: B018
+
+
+def test_every_registered_method_has_an_exported_synthesizer_class():
+    import jdp
+
+    exported = {
+        getattr(jdp, name).method
+        for name in jdp.__all__
+        if isinstance(getattr(jdp, name), type)
+        and issubclass(getattr(jdp, name), Synthesizer)
+        and getattr(jdp, name) is not Synthesizer
+    }
+    assert exported == set(base.available_methods()) - {"toy"}
+    assert {"P3GM", "P3GMAE", "DPVAE", "PGM", "PCAGauss", "Marginals"} <= set(jdp.__all__)
+
+
+def test_import_jdp_is_light():
+    """``import jdp`` loads neither JAX nor a synthesizer; the first use of a class does."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, jdp\n"
+        "print(sorted(m for m in ('jax', 'flax', 'optax', 'jdp.synth.base') if m in sys.modules))\n"
+        "jdp.P3GM\n"
+        "print('jax' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split("\n")
+    assert out[:2] == ["[]", "True"]
 
 
 def test_fit_model_charges_a_dp_schema_release_to_the_budget():

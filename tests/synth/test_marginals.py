@@ -13,7 +13,8 @@ from accounting import PrivacyBudget
 from accounting import events as ev
 from jdp.data.datasets import load_adult
 from jdp.data.schema import ClipWarning, Column, Schema
-from jdp.synth import base
+from jdp.random import key_from_seed
+from jdp.synth import base, io
 from jdp.synth.marginals import (
     Marginals,
     MarginalsConfig,
@@ -37,7 +38,7 @@ def small(adult):
 
 def fit(key_seed, frame, schema, budget=BUDGET, **config):
     return base.fit_model(
-        base.key_from_seed(key_seed),
+        key_from_seed(key_seed),
         "marginals",
         frame,
         budget,
@@ -86,8 +87,8 @@ def test_neighbours_differ_only_in_accounted_noisy_counts(
         assert np.linalg.norm(diff) == pytest.approx(np.sqrt(d), abs=1e-6)
         assert np.allclose(diff, np.round(diff), atol=1e-6)  # same noise, counts moved by 1
         # the saved artefact: model.json byte-identical, only the noisy counts differ
-        base.save(m1, tmp_path / "m1")
-        base.save(m2, tmp_path / "m2")
+        io.save(m1, tmp_path / "m1")
+        io.save(m2, tmp_path / "m2")
         assert (tmp_path / "m1" / "model.json").read_bytes() == (
             tmp_path / "m2" / "model.json"
         ).read_bytes()
@@ -151,7 +152,7 @@ def test_high_epsilon_samples_match_the_marginals(adult, small):
     """At epsilon = 1e4 the noise is negligible: each sampled column's category frequencies
     pass a chi-square goodness-of-fit test against the true marginal."""
     model = fit(5, small, adult.schema, PrivacyBudget(epsilon=1e4, delta=1e-5))
-    synth = base.sample_model(base.key_from_seed(6), model, 20_000)
+    synth = base.sample_model(key_from_seed(6), model, 20_000)
     for name in ("workclass", "sex", "income", "race"):
         cats = adult.schema[name].categories
         true = small[name].value_counts().reindex(cats, fill_value=0).to_numpy(float)
@@ -175,7 +176,7 @@ def test_conditioning_keeps_the_feature_label_relation(adult, small, conditioned
         PrivacyBudget(epsilon=1e4, delta=1e-5),
         condition_on_target=conditioned,
     )
-    synth = base.sample_model(base.key_from_seed(10), model, 20_000)
+    synth = base.sample_model(key_from_seed(10), model, 20_000)
     rich = synth["income"] == ">50K"
     got = (synth.loc[rich, "sex"] == "Male").mean()
     want = (
@@ -209,11 +210,11 @@ def test_probabilities_are_a_distribution_even_when_all_noise_is_negative():
 
 def test_save_load_sample_identical(adult, small, tmp_path):
     model = fit(8, small, adult.schema)
-    base.save(model, tmp_path / "m")
-    loaded = base.load(tmp_path / "m")
+    io.save(model, tmp_path / "m")
+    loaded = io.load(tmp_path / "m")
     assert loaded.schema == model.schema and loaded.config == model.config
     assert loaded.ledger.to_dict() == model.ledger.to_dict()
-    key = base.key_from_seed(99)
+    key = key_from_seed(99)
     pd.testing.assert_frame_equal(
         base.sample_model(key, loaded, 500), base.sample_model(key, model, 500)
     )

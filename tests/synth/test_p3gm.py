@@ -17,8 +17,9 @@ from accounting import events as ev
 from accounting.calibrate import calibrate_noise_multiplier
 from jdp.cli import main
 from jdp.data.datasets import load_adult
-from jdp.nn.vae import kl_diag_gaussians, kl_to_mixture, log_likelihood
-from jdp.synth import base
+from jdp.nn.heads import log_likelihood
+from jdp.nn.vae import kl_diag_gaussians, kl_to_mixture
+from jdp.synth import base, io
 from jdp.synth.p3gm import model as P
 
 BUDGET = PrivacyBudget(epsilon=1.0, delta=1e-5)
@@ -131,7 +132,7 @@ def test_model_depends_on_data_only_through_accounted_releases(adult, small, rec
     rec.outputs, rec.replay = outputs, True
     m2 = base.fit_model(jax.random.key(3), "p3gm", neighbour, BUDGET, TINY, schema=adult.schema)
     assert rec.calls == len(outputs) == 3
-    flat1, flat2 = base._flatten(m1.params), base._flatten(m2.params)
+    flat1, flat2 = io.flatten_params(m1.params), io.flatten_params(m2.params)
     assert flat1.keys() == flat2.keys()
     for name in flat1:
         np.testing.assert_array_equal(flat1[name], flat2[name], err_msg=name)
@@ -144,8 +145,8 @@ def test_neighbours_with_real_noise_share_all_public_parts(adult, small, fitted)
     m1 = fitted
     m2 = base.fit_model(jax.random.key(3), "p3gm", neighbour, BUDGET, TINY, schema=adult.schema)
     assert m1.ledger.to_dict() == m2.ledger.to_dict() and m1.config == m2.config
-    shapes1 = {k: v.shape for k, v in base._flatten(m1.params).items()}
-    assert shapes1 == {k: v.shape for k, v in base._flatten(m2.params).items()}
+    shapes1 = {k: v.shape for k, v in io.flatten_params(m1.params).items()}
+    assert shapes1 == {k: v.shape for k, v in io.flatten_params(m2.params).items()}
 
 
 def test_fixed_encoder_mean_is_the_dp_pca_projection(recorded, arrays):
@@ -342,7 +343,7 @@ def test_cli_fit_save_load_sample(tmp_path, capsys, adult, small, fitted):
 
     doc = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert doc["method"] == "p3gm" and 0.99 <= doc["epsilon"] <= 1.0
-    model = base.load(tmp_path / "model")
+    model = io.load(tmp_path / "model")
     assert model.config == dataclasses.replace(TINY)
     out = tmp_path / "synth.csv"
     assert (
@@ -364,8 +365,8 @@ def test_cli_fit_save_load_sample(tmp_path, capsys, adult, small, fitted):
     frame = pd.read_csv(out)
     assert list(frame.columns) == adult.schema.names and len(frame) == 50
     # a loaded model samples exactly what the in-memory one does with the same key
-    base.save(fitted, tmp_path / "m2")
-    again = base.load(tmp_path / "m2")
+    io.save(fitted, tmp_path / "m2")
+    again = io.load(tmp_path / "m2")
     pd.testing.assert_frame_equal(
         base.sample_model(jax.random.key(8), fitted, 20),
         base.sample_model(jax.random.key(8), again, 20),

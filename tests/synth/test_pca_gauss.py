@@ -325,7 +325,9 @@ def _adult_table(n: int):
 )
 def test_registered_table_fit_save_load_sample(tmp_path, config, labels) -> None:
     from accounting import PrivacyBudget
-    from jdp.synth.base import fit_model, key_from_seed, load, sample_model, save
+    from jdp.random import key_from_seed
+    from jdp.synth.base import fit_model, sample_model
+    from jdp.synth.io import load, save
 
     table, ds = _adult_table(400)
     budget = PrivacyBudget(epsilon=1.0, delta=1e-5)
@@ -348,7 +350,8 @@ def test_table_public_pca_costs_nothing(tmp_path) -> None:
     subspace's centre is the public sample's (not the private data's) mean."""
     from accounting import PrivacyBudget
     from jdp.data.transforms import TableEncoder
-    from jdp.synth.base import fit_model, key_from_seed, sample_model
+    from jdp.random import key_from_seed
+    from jdp.synth.base import fit_model, sample_model
 
     table, ds = _adult_table(300)
     path = tmp_path / "public.csv"

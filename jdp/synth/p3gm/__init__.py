@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import functools
 
-from jdp.synth.base import Method, Synthesizer, register
+from jdp.synth.base import Method, register
+from jdp.synth.estimator import Synthesizer
 from jdp.synth.p3gm.config import P3GMConfig
 from jdp.synth.p3gm.model import fit_table, sample_table
 from jdp.synth.p3gm.variants import VARIANTS, Variant

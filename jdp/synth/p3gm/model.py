@@ -41,15 +41,8 @@ from jdp.data.schema import Schema, Table
 from jdp.data.transforms import TableEncoder
 from jdp.dpsgd import DPSGDConfig, train
 from jdp.encoding import em, pca
-from jdp.nn.vae import (
-    Decoder,
-    Encoder,
-    HeadLayout,
-    decode_sample,
-    kl_to_mixture,
-    kl_to_standard_normal,
-    log_likelihood,
-)
+from jdp.nn.heads import HeadLayout, decode_sample, heads_for_spans, layout_width, log_likelihood
+from jdp.nn.vae import Decoder, Encoder, kl_to_mixture, kl_to_standard_normal
 from jdp.random import numpy_rng
 from jdp.synth.base import FittedModel
 from jdp.synth.p3gm.config import P3GMConfig
@@ -89,16 +82,10 @@ def table_encoder(schema: Schema) -> TableEncoder:
 
 
 def head_layout(encoder: TableEncoder) -> HeadLayout:
-    """Decoder heads from the encoder's spans: a Bernoulli (cross-entropy) head per [0, 1]
-    numeric coordinate (pixels, min-max scaled columns), a softmax head per categorical."""
-    layout: list[tuple[str, int]] = []
-    for span in encoder.spans:
-        kind = "categorical" if span.activation == "softmax" else "bernoulli"
-        if layout and kind == "bernoulli" and layout[-1][0] == "bernoulli":
-            layout[-1] = ("bernoulli", layout[-1][1] + span.size)
-        else:
-            layout.append((kind, span.size))
-    return tuple(layout)
+    """Decoder heads from the encoder's spans (:func:`jdp.nn.heads.heads_for_spans`): one
+    Bernoulli (cross-entropy) head over each run of [0, 1] numeric coordinates (pixels,
+    min-max scaled columns), a softmax head per categorical."""
+    return heads_for_spans(encoder.spans, merge=True)
 
 
 # -- the fixed encoder mean and the prior ----------------------------------------------------------
@@ -378,7 +365,7 @@ def sample_arrays(
     """``n`` encoded synthetic rows: latent draw, decoder, head-wise decoding (post-processing)."""
     variant = get_variant(variant)
     z_key, x_key = jax.random.split(key)
-    z = sample_latent(z_key, params, variant, n, latent_width(config, sum(w for _, w in layout)))
+    z = sample_latent(z_key, params, variant, n, latent_width(config, layout_width(layout)))
     if variant.fixed_mean:
         z = standardize(params, z)
     z = jnp.asarray(z, jnp.float32)
@@ -390,7 +377,7 @@ def sample_arrays(
 def _generate(
     key: jax.Array, decoder_params: Any, z: jax.Array, *, layout: HeadLayout, hidden: int
 ) -> jax.Array:
-    raw = Decoder(hidden, sum(w for _, w in layout)).apply(decoder_params, z)
+    raw = Decoder(hidden, layout_width(layout)).apply(decoder_params, z)
     return decode_sample(key, raw, layout, stochastic=False)
 
 

@@ -32,7 +32,8 @@ Lemma 1) and ``||u||_1 <= sqrt(k)``. With a label ``tau`` in ``[-1, 1]`` the aug
 from __future__ import annotations
 
 from jdp.mechanisms.moments import moment_sensitivity, moment_sums
-from jdp.synth.base import Method, Synthesizer, register
+from jdp.synth.base import Method, register
+from jdp.synth.estimator import Synthesizer
 from jdp.synth.pca_gauss.config import MODES, PCA_SOURCES, MomentBudget, PCAGaussConfig
 from jdp.synth.pca_gauss.gaussian import (
     ADD_OR_REMOVE_ONE,
