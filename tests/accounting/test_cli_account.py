@@ -56,71 +56,21 @@ def test_gdp_is_labelled_an_approximation(capsys):
     assert "APPROXIMATION" in capsys.readouterr().out
 
 
+def _dpsgd_args(sampling_prob: str = "0.1", steps: str = "10", delta: str = "1e-5") -> list[str]:
+    """``jdp account dpsgd`` at noise multiplier 1 with the given flags."""
+    flags = {"--sampling-prob": sampling_prob, "--steps": steps, "--delta": delta}
+    return ["account", "dpsgd", "--noise-multiplier", "1", *sum(flags.items(), ())]
+
+
 @pytest.mark.parametrize(
     "args,needle",
     [
         (BASE + ["--noise-multiplier", "-1"], "noise_multiplier"),
         (BASE + ["--noise-multiplier", "nan"], "noise_multiplier"),
-        (
-            [
-                "account",
-                "dpsgd",
-                "--noise-multiplier",
-                "1",
-                "--sampling-prob",
-                "2",
-                "--steps",
-                "10",
-                "--delta",
-                "1e-5",
-            ],
-            "sampling_prob",
-        ),
-        (
-            [
-                "account",
-                "dpsgd",
-                "--noise-multiplier",
-                "1",
-                "--sampling-prob",
-                "0.1",
-                "--steps",
-                "-3",
-                "--delta",
-                "1e-5",
-            ],
-            "steps",
-        ),
-        (
-            [
-                "account",
-                "dpsgd",
-                "--noise-multiplier",
-                "1",
-                "--sampling-prob",
-                "0.1",
-                "--steps",
-                "10",
-                "--delta",
-                "1",
-            ],
-            "delta",
-        ),
-        (
-            [
-                "account",
-                "dpsgd",
-                "--noise-multiplier",
-                "1",
-                "--sampling-prob",
-                "0.1",
-                "--steps",
-                "x",
-                "--delta",
-                "1e-5",
-            ],
-            "--steps",
-        ),
+        (_dpsgd_args(sampling_prob="2"), "sampling_prob"),
+        (_dpsgd_args(steps="-3"), "steps"),
+        (_dpsgd_args(delta="1"), "delta"),
+        (_dpsgd_args(steps="x"), "--steps"),
         (BASE + ["--noise-multiplier", "1", "--target-epsilon", "1"], "not allowed"),
         (BASE, "required"),
         (BASE + ["--noise-multiplier", "1", "--accountant", "moments"], "--accountant"),
