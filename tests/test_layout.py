@@ -14,19 +14,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("accounting", "jdp", "kip")
-
-#: Rules that hold once the DP-SGD part of issue 11 lands (DP-SGD and DPNorm noise in
-#: jdp/dpsgd/noise.py, no clipping <-> ghost_clipping circle). Keyed on the module that part
-#: adds, so the marker is strict while it is missing; delete it once that part is committed.
-LANDS_WITH_DPSGD = pytest.mark.xfail(
-    not (ROOT / "jdp" / "dpsgd" / "noise.py").exists(),
-    strict=True,
-    reason="lands with the DP-SGD part of issue 11 (jdp/dpsgd/noise.py, clipping <-> ghost)",
-)
 
 
 @dataclass(frozen=True)
@@ -200,7 +189,6 @@ def test_cycle_finder_reports_a_cycle():
     assert cycles({"a": {"b"}, "b": set()}) == []
 
 
-@LANDS_WITH_DPSGD
 def test_no_import_cycles():
     found = cycles(import_graph())
     assert found == [], "import cycles: " + "; ".join(" -> ".join(c) for c in found)
@@ -286,6 +274,5 @@ def test_non_privacy_allowlist_names_existing_draws():
     assert stale == []
 
 
-@LANDS_WITH_DPSGD
 def test_privacy_noise_is_drawn_only_in_mechanisms_or_dpsgd_noise():
     assert stray_noise_draws() == []
