@@ -16,6 +16,7 @@ from accounting.calibrate import calibrate_noise_multiplier
 from accounting.compose import compute_epsilon
 from accounting.relations import dpsgd_neighboring_relation
 from accounting.validation import check_open_unit
+from jdp.cli._args import add_flags
 
 _ACCOUNTANTS = {"rdp": "rdp", "pld": "pld", "gdp": "gdp_clt"}
 _DESCRIPTIONS = {
@@ -53,7 +54,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="batch sampling (without_replacement: fixed size, replace-one relation)",
     )
     dpsgd.add_argument("--dataset-size", type=int, help="n (needed for without_replacement)")
-    dpsgd.add_argument("--json", action="store_true", help="print one JSON object")
+    add_flags(dpsgd, "json")
     dpsgd.set_defaults(func=run_dpsgd)
 
 

@@ -10,20 +10,22 @@ import argparse
 import json
 from pathlib import Path
 
+from jdp.cli._args import add_command, add_flags
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "datasets",
+        __doc__,
         help="list datasets, print a public schema, or export a dataset",
-        description=__doc__.split("\n\n")[1].replace("\n", " "),
     )
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--schema", metavar="NAME", help="print the public schema JSON of NAME")
     group.add_argument(
         "--export", metavar="NAME", help="write train.csv, test.csv, schema.json of NAME"
     )
-    parser.add_argument("--out", metavar="DIR", help="directory for --export")
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_flags(parser, "out", "json", out={"help": "directory for --export"})
     parser.set_defaults(func=run)
 
 

@@ -15,68 +15,56 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import warnings
 from pathlib import Path
 
 import jax
 
-from jdp.cli.fit import one_line_warnings
+from jdp.cli._args import add_command, add_flags, model_summary, one_line_warnings
 
 METHOD = "p3gm"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "demo",
+        __doc__,
         help="fit P3GM on embedded Adult, sample, and print ledger + TSTR table",
-        description=__doc__.split("\n\n")[1].replace("\n", " "),
     )
-    parser.add_argument(
-        "--method", default=METHOD, help=f"registered synthesizer (default {METHOD})"
-    )
-    parser.add_argument(
-        "--epsilon", type=float, default=1.0, help="privacy budget epsilon (default 1)"
-    )
-    parser.add_argument(
-        "--delta", type=float, default=1e-5, help="privacy budget delta (default 1e-5)"
+    add_flags(
+        parser,
+        "method",
+        "epsilon",
+        "delta",
+        method={"default": METHOD, "help": f"registered synthesizer (default {METHOD})"},
+        epsilon={"default": 1.0, "help": "privacy budget epsilon (default 1)"},
     )
     parser.add_argument(
         "--rows", type=int, help="synthetic rows (default: the model's noisy row count)"
     )
-    parser.add_argument(
-        "--out", default="jdp-demo", metavar="DIR", help="output directory (default jdp-demo)"
+    add_flags(
+        parser, "out", out={"default": "jdp-demo", "help": "output directory (default jdp-demo)"}
     )
     parser.add_argument(
         "--classifiers",
         metavar="NAMES",
         help="comma-separated TSTR classifiers, or 'all' (default: a fast pair, see above)",
     )
-    parser.add_argument("--seed", type=int, help="fixed seed (research only; default: OS entropy)")
-    parser.add_argument("--quiet", action="store_true", help="no progress output")
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_flags(parser, "seed", "quiet", "json")
     parser.set_defaults(func=run)
 
 
 def demo_classifiers(names: str | None, seed: int) -> dict:
     """The TSTR classifiers of the demo (see the module docstring)."""
-    from jdp.eval.utility import paper_classifiers
+    from jdp.cli.evaluate import available_classifiers, named_classifiers
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # LightGBM missing: fall back below, without a warning
-        available = paper_classifiers(seed)
+    available = available_classifiers(seed)
     if names == "all":
         return available
     if names is None:
         fast = "LightGBM" if "LightGBM" in available else "GradientBoosting"
         return {n: available[n] for n in ("LogisticRegression", fast)}
-    wanted = [n.strip() for n in names.split(",") if n.strip()]
-    unknown = [n for n in wanted if n not in available]
-    if unknown or not wanted:
-        raise ValueError(
-            f"unknown or unavailable classifier {unknown[0] if unknown else names!r}; "
-            f"available: {', '.join(available)}"
-        )
-    return {n: available[n] for n in wanted}
+    return named_classifiers(names, available)
 
 
 def _progress(args: argparse.Namespace, message: str) -> None:
@@ -119,23 +107,16 @@ def run(args: argparse.Namespace) -> int:
             progress=not args.quiet,
         )
     if args.json:
-        print(
-            json.dumps(
-                {
-                    "method": model.method,
-                    "epsilon": model.epsilon(),
-                    "delta": budget.delta,
-                    "budget": {"epsilon": budget.epsilon, "delta": budget.delta},
-                    "dataset": "adult",
-                    "rows": rows,
-                    "synthetic_csv": str(out / "synthetic.csv"),
-                    "model_dir": str(out / "model"),
-                    "classifiers": list(classifiers),
-                    "tstr": table,
-                    "ledger": model.ledger.to_dict(),
-                }
-            )
+        summary = model_summary(
+            model,
+            dataset="adult",
+            rows=rows,
+            synthetic_csv=str(out / "synthetic.csv"),
+            model_dir=str(out / "model"),
+            classifiers=list(classifiers),
+            tstr=table,
         )
+        print(json.dumps(summary))
         return 0
     print(model.privacy_statement())
     print(f"synthetic data: {out / 'synthetic.csv'} ({rows} rows); model: {out / 'model'}")

@@ -15,20 +15,22 @@ from pathlib import Path
 
 import pandas as pd
 
+from jdp.cli._args import add_command, add_flags
 from jdp.eval.report import evaluate_tables, format_table, jsonable
 from jdp.eval.utility import paper_classifiers
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "evaluate",
+        __doc__,
         help="score synthetic data against real data (TSTR, marginals, queries)",
-        description=__doc__.split("\n\n")[1].replace("\n", " "),
     )
     add_real_data_arguments(parser)
     parser.add_argument("--synthetic", required=True, metavar="PATH", help="synthetic CSV")
     add_evaluation_arguments(parser)
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_flags(parser, "json")
     parser.set_defaults(func=run)
 
 
@@ -38,9 +40,7 @@ def add_real_data_arguments(parser: argparse.ArgumentParser) -> None:
         "--real-train", metavar="PATH", help="real training CSV (what the model was fitted on)"
     )
     parser.add_argument("--real-test", metavar="PATH", help="held-out real CSV for TSTR")
-    parser.add_argument(
-        "--dataset", metavar="NAME", help="use a named dataset's train/test split instead"
-    )
+    add_flags(parser, "dataset", dataset={"help": "use a named dataset's train/test split instead"})
     parser.add_argument(
         "--target", metavar="COL", help="label column for TSTR (default: the dataset's)"
     )
@@ -53,14 +53,12 @@ def add_evaluation_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="NAMES",
         help="comma-separated subset of LogisticRegression,AdaBoost,GradientBoosting,LightGBM",
     )
-    parser.add_argument(
-        "--seed", type=int, default=0, help="seed of classifiers and query workload"
-    )
+    add_flags(parser, "seed", seed={"default": 0, "help": "seed of classifiers and query workload"})
     parser.add_argument("--bins", type=int, default=10, help="quantile bins per numeric column")
     parser.add_argument(
         "--queries", type=int, default=1000, help="random counting queries (0: none)"
     )
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_flags(parser, "quiet", quiet={"help": "no progress bar"})
 
 
 def read_csv(path: str, what: str) -> pd.DataFrame:
@@ -91,14 +89,16 @@ def real_data(args: argparse.Namespace) -> tuple[pd.DataFrame, pd.DataFrame | No
     return train, test, args.target
 
 
-def chosen_classifiers(names: str | None, seed: int) -> dict | None:
-    """The named subset of the paper's classifiers (``None``: all of them)."""
-    if names is None:
-        return None
-    wanted = [n.strip() for n in names.split(",") if n.strip()]
+def available_classifiers(seed: int) -> dict:
+    """The paper's classifiers that can run here (an absent LightGBM is left out silently)."""
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # an absent LightGBM shows up as unavailable below
-        available = paper_classifiers(seed)
+        warnings.simplefilter("ignore")
+        return paper_classifiers(seed)
+
+
+def named_classifiers(names: str, available: dict) -> dict:
+    """The classifiers of a comma-separated ``--classifiers`` list, from ``available``."""
+    wanted = [n.strip() for n in names.split(",") if n.strip()]
     unknown = [n for n in wanted if n not in available]
     if unknown:
         raise ValueError(
@@ -107,6 +107,11 @@ def chosen_classifiers(names: str | None, seed: int) -> dict | None:
     if not wanted:
         raise ValueError("expected at least one classifier name in --classifiers")
     return {n: available[n] for n in wanted}
+
+
+def chosen_classifiers(names: str | None, seed: int) -> dict | None:
+    """The named subset of the paper's classifiers (``None``: all of them)."""
+    return None if names is None else named_classifiers(names, available_classifiers(seed))
 
 
 def evaluate_args(

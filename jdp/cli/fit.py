@@ -15,18 +15,14 @@ private counts unless ``--verbose``. The key is drawn from the ``fit`` stream of
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import json
-import sys
-import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from jdp.cli._args import add_verbose_argument
+from jdp.cli._args import DATA_FLAGS, add_command, add_flags, model_summary, one_line_warnings
 from jdp.data.schema import Schema
 
 if TYPE_CHECKING:
@@ -34,21 +30,17 @@ if TYPE_CHECKING:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "fit",
-        help="fit a DP synthesizer and save it",
-        description=__doc__.split("\n\n")[1].replace("\n", " "),
-    )
-    parser.add_argument(
-        "--method", default="marginals", help="synthesizer name (default: marginals)"
-    )
-    parser.add_argument("--epsilon", type=float, required=True, help="privacy budget epsilon (> 0)")
-    parser.add_argument(
-        "--delta", type=float, default=1e-5, help="privacy budget delta (default 1e-5)"
-    )
-    add_data_arguments(parser)
-    parser.add_argument(
-        "--out", required=True, metavar="DIR", help="directory to save the model in"
+    parser = add_command(subparsers, "fit", __doc__, help="fit a DP synthesizer and save it")
+    add_flags(
+        parser,
+        "method",
+        "epsilon",
+        "delta",
+        *DATA_FLAGS,
+        "out",
+        method={"default": "marginals", "help": "synthesizer name (default: marginals)"},
+        epsilon={"required": True},
+        out={"required": True, "help": "directory to save the model in"},
     )
     parser.add_argument(
         "--set",
@@ -62,23 +54,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="overwrite a model already saved in --out (a new fit spends the budget again)",
     )
-    parser.add_argument("--seed", type=int, help="fixed seed (research only; default: OS entropy)")
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.add_argument("--quiet", action="store_true", help="no progress output")
-    add_verbose_argument(parser)
+    add_flags(parser, "seed", "json", "quiet", "verbose")
     parser.set_defaults(func=run)
-
-
-def add_data_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--dataset", metavar="NAME", help="a named dataset's training split (e.g. adult)"
-    )
-    parser.add_argument("--data", metavar="PATH", help="training CSV (needs --schema)")
-    parser.add_argument(
-        "--schema",
-        metavar="PATH",
-        help="public schema JSON of --data, or a saved DP schema release (its cost is charged)",
-    )
 
 
 def training_data(args: argparse.Namespace) -> tuple[pd.DataFrame, Schema | SchemaRelease]:
@@ -128,19 +105,6 @@ def make_config(method: str, overrides: dict[str, Any]) -> Any:
     return m.make_config(None, **overrides)
 
 
-@contextlib.contextmanager
-def one_line_warnings(command: str) -> Iterator[None]:
-    """Collect warnings and print each as one ``jdp COMMAND: warning: message`` line on
-    stderr (clipped values, a large delta, ...)."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("default")
-        try:
-            yield
-        finally:
-            for w in caught:
-                print(f"jdp {command}: warning: {w.message}", file=sys.stderr)
-
-
 def check_output_directory(path: Path, *, force: bool) -> None:
     """Refuse to fit into a non-empty ``--out`` without ``--force`` (before any data is read).
 
@@ -172,18 +136,7 @@ def run(args: argparse.Namespace) -> int:
         )
     path = save(model, args.out)
     if args.json:
-        print(
-            json.dumps(
-                {
-                    "method": model.method,
-                    "epsilon": model.epsilon(),
-                    "delta": budget.delta,
-                    "budget": {"epsilon": budget.epsilon, "delta": budget.delta},
-                    "model_dir": str(path),
-                    "ledger": model.ledger.to_dict(),
-                }
-            )
-        )
+        print(json.dumps(model_summary(model, model_dir=str(path))))
     else:
         print(model.privacy_statement())
         print(f"saved {model.method} model to {path}")

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from jdp.cli._args import add_command, add_flags
 from jdp.cli.evaluate import (
     add_evaluation_arguments,
     add_real_data_arguments,
@@ -29,10 +30,11 @@ GRID_IMAGES = 100
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "report",
+        __doc__,
         help="write a Markdown + JSON report (ledger, utility, plots) for a fitted model",
-        description=__doc__.split("\n\n")[1].replace("\n", " "),
     )
     parser.add_argument(
         "model_dir", metavar="MODEL_DIR", help="fitted model directory (jdp fit --out)"
@@ -40,7 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--synthetic", required=True, metavar="PATH", help="synthetic CSV sampled from the model"
     )
-    parser.add_argument("--out", required=True, metavar="DIR", help="report directory")
+    add_flags(parser, "out", out={"required": True, "help": "report directory"})
     add_real_data_arguments(parser)
     add_evaluation_arguments(parser)
     parser.add_argument(
@@ -48,7 +50,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="HxW",
         help="draw the first 100 synthetic rows' features as HxW images",
     )
-    parser.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    add_flags(parser, "json", json={"help": "print the report as one JSON object"})
     parser.set_defaults(func=run)
 
 

@@ -10,20 +10,24 @@ import argparse
 import json
 from pathlib import Path
 
+from jdp.cli._args import add_command, add_flags
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "sample",
-        help="sample synthetic rows from a saved model",
-        description=__doc__.split("\n\n")[1].replace("\n", " "),
+    parser = add_command(
+        subparsers, "sample", __doc__, help="sample synthetic rows from a saved model"
     )
     parser.add_argument(
         "--model", required=True, metavar="DIR", help="model directory (jdp fit --out)"
     )
     parser.add_argument("-n", "--rows", type=int, required=True, help="number of rows")
-    parser.add_argument("--out", required=True, metavar="PATH", help="CSV file to write")
-    parser.add_argument("--seed", type=int, help="fixed seed (research only; default: OS entropy)")
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_flags(
+        parser,
+        "out",
+        "seed",
+        "json",
+        out={"required": True, "metavar": "PATH", "help": "CSV file to write"},
+    )
     parser.set_defaults(func=run)
 
 

@@ -41,8 +41,8 @@ import pandas as pd
 
 from accounting import PrivacyBudget, PrivacyLedger
 from accounting import events as ev
-from accounting.validation import check_count
 from accounting.calibrate import calibrate
+from accounting.validation import check_count
 from jdp.data.schema import Column, Schema, Table
 from jdp.data.transforms import discretize, n_bins, undiscretize
 from jdp.mechanisms.noise import gaussian_mechanism, laplace_mechanism

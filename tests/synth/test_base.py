@@ -70,20 +70,23 @@ def test_registry_lookup_and_lazy_import():
         base.get_method("nope")
 
 
-def test_registry_finds_every_name_of_a_package_in_a_fresh_process():
-    """A package registering several names (``jdp.synth.p3gm``: four variants) is found from
-    any of them, with nothing imported beforehand."""
+def _fresh_python(code: str) -> list[str]:
+    """The stdout lines of ``code`` run in a new interpreter (nothing imported before)."""
     import subprocess
     import sys
 
-    code = (
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return run.stdout.split("\n")
+
+
+def test_registry_finds_every_name_of_a_package_in_a_fresh_process():
+    """A package registering several names (``jdp.synth.p3gm``: four variants) is found from
+    any of them, with nothing imported beforehand."""
+    out = _fresh_python(
         "from jdp.synth.base import get_method, available_methods\n"
         "print(get_method('dp-vae').name, get_method('pca-gauss').name)\n"
         "print(' '.join(available_methods()))"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout.split("\n")
     assert out[0] == "dp-vae pca-gauss"
     assert set(out[1].split()) >= {"marginals", "pca-gauss", "p3gm", "p3gm-ae", "dp-vae", "pgm"}
 
@@ -276,18 +279,12 @@ def test_every_registered_method_has_an_exported_synthesizer_class():
 
 def test_import_jdp_is_light():
     """``import jdp`` loads neither JAX nor a synthesizer; the first use of a class does."""
-    import subprocess
-    import sys
-
-    code = (
+    out = _fresh_python(
         "import sys, jdp\n"
         "print(sorted(m for m in ('jax', 'flax', 'optax', 'jdp.synth.base') if m in sys.modules))\n"
         "jdp.P3GM\n"
         "print('jax' in sys.modules)"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout.split("\n")
     assert out[:2] == ["[]", "True"]
 
 
@@ -300,8 +297,13 @@ def test_fit_model_charges_a_dp_schema_release_to_the_budget():
     n = 3000
     df = pd.DataFrame({"x": rng.uniform(0, 10, n), "c": rng.choice(["a", "b"], n)})
     release = infer_schema_dp(
-        rng, df, epsilon=0.4, kinds={"x": "continuous", "c": "categorical"},
-        ranges={"x": (0, 100)}, target="c", category_delta=1e-7,
+        rng,
+        df,
+        epsilon=0.4,
+        kinds={"x": "continuous", "c": "categorical"},
+        ranges={"x": (0, 100)},
+        target="c",
+        category_delta=1e-7,
     )
     budget = PrivacyBudget(epsilon=1.0, delta=1e-5)
     model = base.fit_model(jax.random.key(0), "marginals", df, budget, schema=release)
@@ -313,7 +315,13 @@ def test_fit_model_charges_a_dp_schema_release_to_the_budget():
     assert 0.6 * 0.99 <= method_alone.epsilon(1e-5 - 1e-7) <= 0.6
     assert 0.6 < model.epsilon() <= 1.0
     with pytest.raises(ValueError, match="leave part of the budget"):
-        base.fit_model(jax.random.key(0), "marginals", df, PrivacyBudget(epsilon=0.3, delta=1e-5), schema=release)
+        base.fit_model(
+            jax.random.key(0),
+            "marginals",
+            df,
+            PrivacyBudget(epsilon=0.3, delta=1e-5),
+            schema=release,
+        )
 
 
 def _rare_value_release(tmp_path=None):
