@@ -11,7 +11,7 @@ from scipy import stats
 
 from accounting import events as ev
 from accounting.builders import dpsgd_event
-from jdp.dpsgd import DPSGDConfig, train
+from jdp.dpsgd import DPSGDConfig, FixedSizeSampling, PoissonSampling, train
 from jdp.dpsgd import clip_schedules as cs
 from jdp.nn.mlp import MLP
 
@@ -34,68 +34,52 @@ def _problem():
     return loss_fn, params, {"x": x, "y": y}, accuracy
 
 
-def test_train_learns_and_records_its_event():
-    loss_fn, params, data, accuracy = _problem()
-    out = train(
-        jax.random.key(1),
-        loss_fn,
+def _config(**overrides) -> DPSGDConfig:
+    """C = 1, q = 0.25, 2 steps, z = 1 (overridden); B̄ = q N unless given."""
+    args = {"l2_clip_norm": 1.0, "sampling_prob": 0.25, "steps": 2, "noise_multiplier": 1.0}
+    args |= overrides
+    args.setdefault("expected_batch_size", args["sampling_prob"] * N)
+    return DPSGDConfig(**args)
+
+
+def _train(seed: int, config: DPSGDConfig, optimizer=None, loss_fn=None, **flags):
+    """:func:`train` on :func:`_problem` (its loss has aux), SGD(0.1) unless given."""
+    problem_loss, params, data, _ = _problem()
+    return train(
+        jax.random.key(seed),
+        problem_loss if loss_fn is None else loss_fn,
         params,
-        optax.adam(0.05),
+        optax.sgd(0.1) if optimizer is None else optimizer,
         data,
-        DPSGDConfig(
-            l2_clip_norm=1.0,
-            sampling_prob=0.25,
-            expected_batch_size=0.25 * N,
-            steps=40,
-            noise_multiplier=0.8,
-        ),
-        has_aux=True,
-        progress=False,
+        config,
+        **({"has_aux": loss_fn is None, "progress": False} | flags),
     )
+
+
+def test_train_learns_and_records_its_event():
+    _, params, _, accuracy = _problem()
+    config = _config(steps=40, noise_multiplier=0.8)
+    out = _train(1, config, optax.adam(0.05))
     assert out.steps == 40 and out.noise_multiplier == 0.8
     assert out.ledger.labels == ["dp-sgd"]
     assert out.ledger.entries[0].event == dpsgd_event(0.8, 0.25, 40)
     assert accuracy(out.params) > max(accuracy(params), 0.8)
-    again = train(
-        jax.random.key(1),
-        loss_fn,
-        params,
-        optax.adam(0.05),
-        data,
-        DPSGDConfig(
-            l2_clip_norm=1.0,
-            sampling_prob=0.25,
-            expected_batch_size=0.25 * N,
-            steps=40,
-            noise_multiplier=0.8,
-        ),
-        has_aux=True,
-        progress=False,
-    )
+    again = _train(1, config, optax.adam(0.05))
     np.testing.assert_array_equal(
         again.params["params"]["Dense_0"]["kernel"], out.params["params"]["Dense_0"]["kernel"]
     )
 
 
 def test_target_epsilon_is_met():
-    loss_fn, params, data, _ = _problem()
-    out = train(
-        jax.random.key(2),
-        loss_fn,
-        params,
-        optax.sgd(0.1),
-        data,
-        DPSGDConfig(
-            l2_clip_norm=1.0,
-            sampling_prob=0.1,
-            expected_batch_size=0.1 * N,
-            epochs=2,
-            target_epsilon=2.0,
-            target_delta=1e-5,
-        ),
-        has_aux=True,
-        progress=False,
+    config = _config(
+        sampling_prob=0.1,
+        steps=None,
+        epochs=2,
+        noise_multiplier=None,
+        target_epsilon=2.0,
+        target_delta=1e-5,
     )
+    out = _train(2, config)
     assert out.steps == 20
     eps = out.ledger.epsilon(1e-5)
     assert eps <= 2.0 * (1 + 1e-6) and eps > 1.9
@@ -107,19 +91,20 @@ def test_model_state_is_threaded_and_never_sees_data():
     params = {"w": jnp.zeros(3)}
     loss_fn = lambda p, ex, key, state: -jnp.dot(p["w"], ex["x"]) + jnp.dot(p["w"], state)
     update = lambda key, p, state: state + 1.0
+    config = _config(
+        l2_clip_norm=np.inf,
+        sampling_prob=1.0,
+        expected_batch_size=16.0,
+        steps=3,
+        noise_multiplier=0.0,
+    )
     out = train(
         jax.random.key(0),
         loss_fn,
         params,
         optax.sgd(1.0),
         data,
-        DPSGDConfig(
-            l2_clip_norm=np.inf,
-            sampling_prob=1.0,
-            expected_batch_size=16.0,
-            steps=3,
-            noise_multiplier=0.0,
-        ),
+        config,
         model_state=jnp.zeros(3),
         state_update_fn=update,
         progress=False,
@@ -133,22 +118,8 @@ def test_model_state_is_threaded_and_never_sees_data():
 def test_clipping_decay_keeps_the_noise_multiplier():
     schedule = cs.clipping_decay(2.0, 0.5, every=3)
     assert [schedule(t) for t in (0, 2, 3, 7)] == [2.0, 2.0, 1.0, 0.5]
-    loss_fn, params, data, _ = _problem()
-    out = train(
-        jax.random.key(3),
-        loss_fn,
-        params,
-        optax.sgd(0.1),
-        data,
-        DPSGDConfig(
-            l2_clip_norm=schedule,
-            sampling_prob=0.2,
-            expected_batch_size=0.2 * N,
-            steps=6,
-            noise_multiplier=1.1,
-        ),
-        has_aux=True,
-        progress=False,
+    out = _train(
+        3, _config(l2_clip_norm=schedule, sampling_prob=0.2, steps=6, noise_multiplier=1.1)
     )
     assert out.ledger.entries[0].event == dpsgd_event(1.1, 0.2, 6)
 
@@ -163,72 +134,38 @@ def test_dpnorm_histogram_and_mode():
 
 
 def test_adaptive_clip_training_is_accounted_as_two_gaussians_on_one_batch():
-    loss_fn, params, data, _ = _problem()
-    config = cs.AdaptiveClip(max_norm=4.0, bins=8, noise_multiplier=2.0)
-    out = train(
-        jax.random.key(4),
-        loss_fn,
-        params,
-        optax.sgd(0.1),
-        data,
-        DPSGDConfig(
-            l2_clip_norm=config,
-            sampling_prob=0.2,
-            expected_batch_size=0.2 * N,
-            steps=4,
-            noise_multiplier=1.0,
-        ),
-        has_aux=True,
-        progress=False,
-    )
+    adaptive = cs.AdaptiveClip(max_norm=4.0, bins=8, noise_multiplier=2.0)
+    out = _train(4, _config(l2_clip_norm=adaptive, sampling_prob=0.2, steps=4))
     step = ev.PoissonSampledDpEvent(
         0.2, ev.ComposedDpEvent([ev.GaussianDpEvent(2.0), ev.GaussianDpEvent(1.0)])
     )
     assert out.ledger.entries[0].event == ev.SelfComposedDpEvent(step, 4)
     with pytest.raises(ValueError, match="AdaptiveClip"):
-        train(
-            jax.random.key(4),
-            loss_fn,
-            params,
-            optax.sgd(0.1),
-            data,
-            DPSGDConfig(
-                l2_clip_norm=config,
-                sampling_prob=0.2,
-                expected_batch_size=0.2 * N,
-                steps=4,
-                target_epsilon=1.0,
-                target_delta=1e-5,
-            ),
-            progress=False,
-        )
+        _config(l2_clip_norm=adaptive, noise_multiplier=None, target_epsilon=1.0, target_delta=1e-5)
+    with pytest.raises(ValueError, match="AdaptiveClip"):
+        _config(l2_clip_norm=adaptive, sampling="without_replacement")
 
 
 def test_without_replacement_is_recorded_under_replace_one():
-    loss_fn, params, data, _ = _problem()
-    out = train(
-        jax.random.key(5),
-        loss_fn,
-        params,
-        optax.sgd(0.1),
-        data,
-        DPSGDConfig(
-            l2_clip_norm=1.0,
-            sampling_prob=0.25,
-            expected_batch_size=0.25 * N,
-            steps=2,
-            noise_multiplier=1.0,
-            sampling="without_replacement",
-        ),
-        has_aux=True,
-        progress=False,
-    )
+    out = _train(5, _config(sampling="without_replacement"))
     assert out.ledger.neighboring_relation == ev.NeighboringRelation.REPLACE_ONE
     # replace-one: the clipped sum moves by up to 2C; dpsgd_event takes z = std / C and
     # records the Gaussian z / 2 itself
     wor = dpsgd_event(1.0, 0.25, 2, sampling="without_replacement", dataset_size=N)
     assert out.ledger.entries[0].event == wor
     assert wor.event.event == ev.GaussianDpEvent(0.5)
+
+
+def test_config_stores_the_batch_selection_strategy():
+    """A name and the strategy object give the same config; the strategy states the relation
+    and the sensitivity factor of the accounting (one copy, in accounting.relations)."""
+    by_name = _config(sampling="without_replacement")
+    assert by_name == _config(sampling=FixedSizeSampling())
+    assert by_name.sampling.sensitivity_factor == 2.0
+    assert _config().sampling == PoissonSampling() and _config().sampling.sensitivity_factor == 1.0
+    assert by_name.event(1.0, N) == dpsgd_event(
+        1.0, 0.25, 2, sampling="without_replacement", dataset_size=N
+    )
 
 
 @pytest.mark.parametrize(
@@ -240,79 +177,27 @@ def test_without_replacement_is_recorded_under_replace_one():
         ({"noise_multiplier": -1.0}, "expected noise_multiplier >= 0, got -1"),
         ({"epochs": 1.0}, "exactly one of steps or epochs"),
         ({"noise_multiplier": None}, "exactly one of noise_multiplier or target_epsilon"),
+        ({"sampling": "bernoulli"}, r"expected sampling in \('poisson', 'without_replacement'\)"),
     ],
 )
 def test_invalid_settings_raise(kwargs, message):
-    loss_fn, params, data, _ = _problem()
-    args = {
-        "l2_clip_norm": 1.0,
-        "sampling_prob": 0.1,
-        "expected_batch_size": 0.1 * N,
-        "steps": 2,
-        "noise_multiplier": 1.0,
-    } | kwargs
     with pytest.raises(ValueError, match=message):
-        train(jax.random.key(0), loss_fn, params, optax.sgd(0.1), data, DPSGDConfig(**args))
-
-
-def test_data_without_batch_axis_raises():
-    loss_fn, params, _, _ = _problem()
-    with pytest.raises(ValueError, match="leading batch axis"):
-        train(
-            jax.random.key(0),
-            loss_fn,
-            params,
-            optax.sgd(0.1),
-            {"x": np.float32(1.0)},
-            DPSGDConfig(
-                l2_clip_norm=1.0,
-                sampling_prob=0.1,
-                expected_batch_size=0.1 * N,
-                steps=2,
-                noise_multiplier=1.0,
-            ),
-            progress=False,
-        )
+        _config(expected_batch_size=12.8, **kwargs)
 
 
 def test_forcing_ghost_on_a_loss_it_cannot_handle_raises():
-    loss_fn, params, data, _ = _problem()
+    loss_fn, _, _, _ = _problem()
     penalised = lambda p, ex, k: (
         loss_fn(p, ex, k)[0] + sum(jnp.sum(w**2) for w in jax.tree_util.tree_leaves(p))
     )
     with pytest.raises(ValueError, match="method='ghost' is not exact"):
-        train(
-            jax.random.key(0),
-            penalised,
-            params,
-            optax.sgd(0.1),
-            data,
-            DPSGDConfig(
-                l2_clip_norm=1.0,
-                sampling_prob=0.1,
-                expected_batch_size=0.1 * N,
-                steps=1,
-                noise_multiplier=1.0,
-            ),
-            method="ghost",
-            progress=False,
-        )
+        _train(0, _config(steps=1), loss_fn=penalised, method="ghost")
 
 
 def test_gradient_accumulation_over_small_chunks_equals_one_chunk():
-    loss_fn, params, data, _ = _problem()
-    config = DPSGDConfig(
-        l2_clip_norm=0.5,
-        sampling_prob=0.3,
-        expected_batch_size=0.3 * N,
-        steps=3,
-        noise_multiplier=1.0,
-    )
-    kwargs = {"has_aux": True, "method": "general", "progress": False}
-    whole = train(jax.random.key(6), loss_fn, params, optax.sgd(0.5), data, config, **kwargs)
-    chunked = train(
-        jax.random.key(6), loss_fn, params, optax.sgd(0.5), data, config, chunk_size=8, **kwargs
-    )
+    config = _config(l2_clip_norm=0.5, sampling_prob=0.3, steps=3)
+    whole = _train(6, config, optax.sgd(0.5), method="general")
+    chunked = _train(6, config, optax.sgd(0.5), method="general", chunk_size=8)
     # ~38 records per step in chunks of 8: same Poisson batches, same single noise draw
     for a, b in zip(
         jax.tree_util.tree_leaves(whole.params),
@@ -324,32 +209,37 @@ def test_gradient_accumulation_over_small_chunks_equals_one_chunk():
 
 
 # -- the normaliser is a declared public constant (issue 10, item 3) --------------------------
+def _zero_gradient_update(seed: int, rows: int, size: int, **config) -> np.ndarray:
+    """One SGD(1) step of ``train`` on a loss with zero gradient over ``size`` parameters and
+    ``rows`` records: the update is minus the noisy (zero) sum over ``B̄``."""
+    params = {"w": jnp.zeros(size)}
+    loss_fn = lambda p, ex, key: 0.0 * jnp.sum(p["w"]) * ex["x"][0]
+    data = {"x": np.ones((rows, 1), np.float32)}
+    config = _config(sampling_prob=0.1, steps=1, **config)
+    out = train(
+        jax.random.key(seed),
+        loss_fn,
+        params,
+        optax.sgd(1.0),
+        data,
+        config,
+        method="general",
+        progress=False,
+    )
+    return np.asarray(out.params["w"], np.float64)
+
+
 def test_update_is_normalised_by_the_declared_constant_not_by_len_data():
     """With SGD and a zero-gradient loss the update is -noise / normaliser. n = 100 and
     n = 101 with the same declared expected_batch_size and key give the SAME update: the
     normaliser does not read len(data) (it used to be q n: std 0.0200 vs 0.0198)."""
     z, clip, declared, size = 1.3, 0.7, 10.0, 20_000
-    params = {"w": jnp.zeros(size)}
-    loss_fn = lambda p, ex, key: 0.0 * jnp.sum(p["w"]) * ex["x"][0]
-    updates = []
-    for n in (100, 101):
-        out = train(
-            jax.random.key(8),
-            loss_fn,
-            params,
-            optax.sgd(1.0),
-            {"x": np.ones((n, 1), np.float32)},
-            DPSGDConfig(
-                l2_clip_norm=clip,
-                sampling_prob=0.1,
-                steps=1,
-                noise_multiplier=z,
-                expected_batch_size=declared,
-            ),
-            method="general",
-            progress=False,
+    updates = [
+        _zero_gradient_update(
+            8, n, size, l2_clip_norm=clip, noise_multiplier=z, expected_batch_size=declared
         )
-        updates.append(np.asarray(out.params["w"], np.float64))
+        for n in (100, 101)
+    ]
     np.testing.assert_array_equal(updates[0], updates[1])
     sigma = z * clip / declared
     stat = (size - 1) * updates[0].var(ddof=1) / sigma**2
@@ -358,21 +248,11 @@ def test_update_is_normalised_by_the_declared_constant_not_by_len_data():
 
 
 def test_expected_batch_size_is_required_and_validated():
-    loss_fn, params, data, _ = _problem()
     args = {"l2_clip_norm": 1.0, "sampling_prob": 0.1, "steps": 1, "noise_multiplier": 1.0}
     with pytest.raises(TypeError, match="expected_batch_size"):
         DPSGDConfig(**args)
     with pytest.raises(ValueError, match="expected expected_batch_size > 0, got 0"):
         DPSGDConfig(expected_batch_size=0.0, **args)
-    with pytest.raises(TypeError, match="expected config to be a DPSGDConfig, got dict"):
-        train(
-            jax.random.key(0),
-            loss_fn,
-            params,
-            optax.sgd(0.1),
-            data,
-            args | {"expected_batch_size": 1.0},
-        )
 
 
 # -- non-finite per-example gradients (issue 10, item 2) --------------------------------------
@@ -424,27 +304,17 @@ def test_train_with_secure_noise_releases_values_on_the_grid():
     from jdp.dpsgd.noise import secure_noise_grid
 
     z, clip = 1.1, 0.6
-    params = {"w": jnp.zeros(5_000)}
-    loss_fn = lambda p, ex, key: 0.0 * jnp.sum(p["w"]) * ex["x"][0]
-    out = train(
-        jax.random.key(4),
-        loss_fn,
-        params,
-        optax.sgd(1.0),
-        {"x": np.ones((50, 1), np.float32)},
-        DPSGDConfig(
-            l2_clip_norm=clip,
-            sampling_prob=0.1,
-            expected_batch_size=1.0,
-            steps=1,
-            noise_multiplier=z,
-            secure_noise=True,
-        ),
-        method="general",
-        progress=False,
+    update = _zero_gradient_update(
+        4,
+        50,
+        5_000,
+        l2_clip_norm=clip,
+        noise_multiplier=z,
+        expected_batch_size=1.0,
+        secure_noise=True,
     )
     lam = float(secure_noise_grid(jnp.float32(z * clip)))
-    steps = np.asarray(out.params["w"], np.float64) / lam
+    steps = update / lam
     np.testing.assert_array_equal(steps, np.round(steps))
     # 5000 draws: the sample std has a relative standard error of 1%; 5 of them allowed
     assert np.std(steps) * lam == pytest.approx(z * clip, rel=0.05)
