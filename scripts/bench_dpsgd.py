@@ -5,21 +5,26 @@ d'=10 -> 1000 -> 784 with a squared-error reconstruction loss. Paths: non-privat
 (fast), ghost without the Gaussian draw (to separate clipping from noise cost), ghost with
 ``secure_noise=True`` (:func:`jdp.dpsgd.noise.secure_gaussian_sum`: integer Box-Muller noise
 rounded to a power-of-two grid, the floating-point mitigation), general (``vmap`` in
-micro-batches of ``--chunk``), naive full-batch ``vmap``, and
-Opacus hooks / ghost clipping on the same model and batch when ``torch`` and ``opacus`` are
-installed (``pip install 'jdp[bench]'``).
+micro-batches of ``--chunk``), naive full-batch ``vmap``, the noise draw alone
+(``noise_draw``: :func:`jdp.dpsgd.noise.dp_aggregate` on a clipped sum, so that
+``nonprivate + noise_draw`` is the floor a DP step cannot beat), and, when installed
+(``pip install 'jdp[bench]'``), Opacus hooks / ghost clipping on the same model and batch
+(``torch``, ``opacus``) and jax_privacy's ``clipped_grad`` + ``gaussian_privatizer``
+(``jax-privacy``; 2.0.0 installs next to JAX 0.10 without changing it).
 
 The machine is shared, so all paths of a case are built in one process and timed
 round-robin (one step of each path in turn, ``--reps`` rounds): load spikes hit every path
 alike. Memory is measured apart: XLA's compiled temporary buffer size per jitted step, and
 the peak RSS of a fresh subprocess that runs only that path.
 
-    python scripts/bench_dpsgd.py [--reps 50] [--slow-reps 5] [--json]
+    python scripts/bench_dpsgd.py [--reps 50] [--slow-reps 5] [--json] [--quick]
 
+``--quick`` is a smoke run (MLP only, batch 64, 3 rounds, no per-path RSS subprocesses).
 With ``--json`` exactly one JSON object is printed on stdout (progress goes to stderr); its
 top-level ``nonprivate_ms``, ``fast_ms``, ``fast_secure_noise_ms``, ``general_ms``,
-``opacus_hooks_ms`` and ``opacus_ghost_ms`` are the MLP case (``null`` where Opacus is
-absent).
+``noise_draw_ms``, ``opacus_hooks_ms``, ``opacus_ghost_ms`` and ``jax_privacy_ms`` are the MLP
+case (``null`` where Opacus or jax-privacy is absent), and ``ratio_fast_over_floor`` is
+``fast / (nonprivate + noise_draw)``.
 """
 
 from __future__ import annotations
@@ -38,8 +43,21 @@ import time
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 CASES = {"mlp": (784, (1000, 10)), "p3gm_decoder": (10, (1000, 784))}
-JAX_PATHS = ("nonprivate", "fast", "fast_no_noise", "fast_secure_noise", "general", "naive_vmap")
+JAX_PATHS = (
+    "nonprivate",
+    "noise_draw",
+    "fast",
+    "fast_no_noise",
+    "fast_secure_noise",
+    "general",
+    "naive_vmap",
+)
 TORCH_PATHS = ("opacus_hooks", "opacus_ghost")
+JAX_PRIVACY_PATHS = ("jax_privacy",)
+MISSING_JAX_PRIVACY = (
+    "[bench] jax-privacy is not installed: the jax_privacy_ms column is skipped "
+    "(pip install 'jdp[bench]' or pip install jax-privacy)"
+)
 
 
 def _peak_rss_mb() -> float:
@@ -74,7 +92,7 @@ def build_jax(case: str, path: str, batch: int, chunk: int):
     import jax.numpy as jnp
     import optax
 
-    from jdp.dpsgd import dp_aggregate, make_dp_step
+    from jdp.dpsgd import ClippedSum, dp_aggregate, make_dp_step
     from jdp.nn.mlp import MLP
 
     d_in, widths = CASES[case]
@@ -104,6 +122,17 @@ def build_jax(case: str, path: str, batch: int, chunk: int):
 
         run = lambda: jax.block_until_ready(step(params, opt_state, batch_data))
         lowered = step.lower(params, opt_state, batch_data)
+    elif path == "noise_draw":  # the Gaussian draw and normalisation of one step, alone
+        aggregate = dp_aggregate(key, noise_multiplier=1.0, expected_batch_size=batch)
+        state = aggregate.init(params)
+        clipped = ClippedSum(jax.tree_util.tree_map(jnp.zeros_like, params), jnp.float32(1.0))
+        step = jax.jit(aggregate.update)
+        run = lambda: jax.block_until_ready(step(clipped, state))
+        lowered = step.lower(clipped, state)
+    elif path == "jax_privacy":
+        step, state = _jax_privacy_step(loss_fn, sgd, params, batch, chunk, key)
+        run = lambda: jax.block_until_ready(step(params, state, batch_data))
+        lowered = step.lower(params, state, batch_data)
     else:
         method = "ghost" if path.startswith("fast") else "general"
         micro = chunk if path == "general" else None
@@ -122,6 +151,35 @@ def build_jax(case: str, path: str, batch: int, chunk: int):
     temp = lowered.compile().memory_analysis()
     run()
     return run, (temp.temp_size_in_bytes / 2**20 if temp is not None else None)
+
+
+def _jax_privacy_step(loss_fn, sgd, params, batch: int, chunk: int, key):
+    """jax_privacy's DP-SGD step on the same loss: ``clipped_grad`` (``vmap`` in micro-batches
+    of ``chunk``, as jdp's general path; its default ``microbatch_size=None`` was ~20x slower
+    here) and ``gaussian_privatizer`` (std ``z C``), normalised by the batch size."""
+    import jax
+    import optax
+    from jax_privacy import clipped_grad
+    from jax_privacy.noise_addition import gaussian_privatizer
+
+    grad_fn = clipped_grad(
+        lambda p, example: loss_fn(p, example, key),
+        l2_clip_norm=1.0,
+        batch_argnums=1,
+        keep_batch_dim=False,
+        microbatch_size=chunk,
+    )
+    privatizer = gaussian_privatizer(stddev=1.0, prng_key=key)
+    state = (sgd.init(params), privatizer.init(params))
+
+    @jax.jit
+    def step(p, s, b):
+        noisy, noise_state = privatizer.update(grad_fn(p, b), s[1])
+        grads = jax.tree_util.tree_map(lambda g: g / batch, noisy)
+        updates, opt_state = sgd.update(grads, s[0], p)
+        return optax.apply_updates(p, updates), (opt_state, noise_state)
+
+    return step, state
 
 
 def _half_squared_error(torch):
@@ -231,6 +289,15 @@ def _opacus_available() -> bool:
     return True
 
 
+def _jax_privacy_available() -> bool:
+    try:
+        import jax_privacy  # noqa: F401
+    except ImportError:
+        print(MISSING_JAX_PRIVACY, file=sys.stderr)
+        return False
+    return True
+
+
 def peak_rss_alone(case: str, path: str, args: argparse.Namespace) -> float | None:
     """Peak RSS (MiB) of a fresh process that builds and runs only this path."""
     cmd = [sys.executable, __file__, "--child", "--case", case, "--path", path]
@@ -247,7 +314,7 @@ def bench_case(case: str, paths: tuple, args: argparse.Namespace) -> dict:
     built = {p: build(case, p, args.batch, args.chunk) for p in paths}
     print(f"[bench] {case}: timing {args.reps} rounds", file=sys.stderr, flush=True)
     ms = time_round_robin({p: b[0] for p, b in built.items()}, args.reps, args.slow_reps)
-    rss = {p: peak_rss_alone(case, p, args) for p in paths}
+    rss = {p: None if args.quick else peak_rss_alone(case, p, args) for p in paths}
     base = ms["nonprivate"]
     torch_best = min((ms[p] for p in TORCH_PATHS if p in ms), default=None)
     return {
@@ -255,6 +322,10 @@ def bench_case(case: str, paths: tuple, args: argparse.Namespace) -> dict:
         "xla_temp_mib": {p: b[1] for p, b in built.items()},
         "peak_rss_mb": rss,
         "ratio_fast": ms["fast"] / base,
+        "ratio_fast_over_floor": ms["fast"] / (base + ms["noise_draw"]),
+        "ratio_jax_privacy_over_fast": ms["jax_privacy"] / ms["fast"]
+        if "jax_privacy" in ms
+        else None,
         "ratio_secure_noise_over_fast": ms["fast_secure_noise"] / ms["fast"],
         "ratio_general": ms["general"] / base,
         "ratio_naive_vmap": ms["naive_vmap"] / base,
@@ -270,6 +341,9 @@ def main() -> int:
     parser.add_argument("--chunk", type=int, default=32, help="micro-batch of the general path")
     parser.add_argument("--cases", default="mlp,p3gm_decoder")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--quick", action="store_true", help="smoke run: mlp, batch 64, 3 rounds, no RSS runs"
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--case", help=argparse.SUPPRESS)
     parser.add_argument("--path", help=argparse.SUPPRESS)
@@ -277,7 +351,10 @@ def main() -> int:
     if args.child:
         _child(args)
         return 0
+    if args.quick:
+        args.reps, args.slow_reps, args.batch, args.cases = 3, 1, 64, "mlp"
     paths = JAX_PATHS + (TORCH_PATHS if _opacus_available() else ())
+    paths += JAX_PRIVACY_PATHS if _jax_privacy_available() else ()
     summary = {case: bench_case(case, paths, args) for case in args.cases.split(",")}
     mlp = summary.get("mlp", {}).get("ms", {})
     out = {
@@ -289,6 +366,9 @@ def main() -> int:
         "naive_vmap_ms": mlp.get("naive_vmap"),
         "opacus_hooks_ms": mlp.get("opacus_hooks"),
         "opacus_ghost_ms": mlp.get("opacus_ghost"),
+        "noise_draw_ms": mlp.get("noise_draw"),
+        "jax_privacy_ms": mlp.get("jax_privacy"),
+        "ratio_fast_over_floor": summary.get("mlp", {}).get("ratio_fast_over_floor"),
         "batch": args.batch,
         "reps": args.reps,
         "slow_reps": args.slow_reps,
@@ -318,6 +398,15 @@ def main() -> int:
             f"{case:14s} secure-noise step / plain-noise step (ghost): "
             f"{s['ratio_secure_noise_over_fast']:.2f}x"
         )
+        print(
+            f"{case:14s} fast path / (non-private + noise draw) floor: "
+            f"{s['ratio_fast_over_floor']:.2f}x"
+        )
+        if s["ratio_jax_privacy_over_fast"]:
+            print(
+                f"{case:14s} jax_privacy step / jdp fast path: "
+                f"{s['ratio_jax_privacy_over_fast']:.2f}x"
+            )
         if s["speedup_over_opacus_best"]:
             print(
                 f"{case:14s} jdp fast path speed-up over Opacus's best mode: {s['speedup_over_opacus_best']:.2f}x"
