@@ -46,6 +46,7 @@ _EXPORTS: dict[str, str] = {
     "P3GMAE": "jdp.synth.p3gm",
     "DPVAE": "jdp.synth.p3gm",
     "PGM": "jdp.synth.p3gm",
+    "DPGAN": "jdp.synth.dp_gan",
 }
 
 __all__ = list(_EXPORTS)

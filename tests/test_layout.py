@@ -213,6 +213,7 @@ NON_PRIVACY_DRAWS: dict[tuple[str, str], str] = {
     ("jdp/encoding/em.py", "sample"): "sampling a released mixture",
     ("jdp/synth/pca_gauss", "sample_gaussian"): "sampling a released Gaussian",
     ("jdp/synth/p3gm", "sample_latent"): "sampling the released latent prior",
+    ("jdp/synth/dp_gan", "draw_latent"): "GAN latent noise (generator input, not privacy noise)",
     ("jdp/nn/heads.py", "decode_sample"): "stochastic output heads of a decoder (sampling)",
     # the VAE reparameterisation trick: the gradient's noise is added by DP-SGD, not here
     ("jdp/synth/p3gm", "example_terms"): "VAE reparameterisation inside the per-example loss",

@@ -57,6 +57,18 @@ TINY: dict[str, dict] = {
     "p3gm-ae": _P3GM_FAMILY,
     "dp-vae": _P3GM_FAMILY,
     "pgm": _P3GM_FAMILY,
+    "dp-gan": {
+        "latent_dim": 2,
+        "generator_hidden": (4,),
+        "critic_hidden": (4,),
+        "n_critic": 2,
+        "generator_batch_size": 4,
+        "sampling_prob": 0.1,
+        "expected_batch_size": 6.0,
+        "steps": 3,
+        "epochs": None,
+        "dpsgd_method": "general",
+    },
 }
 METHODS = available_methods()
 

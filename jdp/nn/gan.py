@@ -1,0 +1,61 @@
+"""The networks of a (WGAN-GP) GAN over one encoded record (flax.linen, no privacy here).
+
+* :class:`Generator`: latent ``z`` -> raw output of width ``layout_width(layout)``; the head
+  vocabulary :mod:`jdp.nn.heads` reads it: ``activate`` (tanh for continuous columns scaled
+  to ``[-1, 1]`` by their public bounds, one softmax per categorical variable) is the
+  differentiable output the critic sees; ``decode_sample`` turns it into data-space values
+  (a one-hot draw per categorical) when sampling.
+* :class:`Critic`: a record (the generator's output space) -> one real score (no sigmoid:
+  a Wasserstein critic).
+
+References:
+    Frigerio et al., "Differentially Private Generative Adversarial Networks for Time Series,
+    Continuous, and Discrete Open Data", IFIP SEC 2019, Sec. 4 (MLP generator/discriminator,
+    softmax per one-hot block); Gulrajani et al., "Improved Training of Wasserstein GANs",
+    NeurIPS 2017 (the critic).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import flax.linen as nn
+import jax
+
+from jdp.nn.heads import HeadLayout, activate, layout_width
+from jdp.nn.mlp import MLP
+
+
+class Generator(nn.Module):
+    """``z -> raw`` (``raw`` of width ``layout_width(layout)``); :meth:`output` is the
+    activated record.
+
+    Attributes:
+        hidden: hidden widths (ReLU between layers).
+        layout: the output heads (:data:`jdp.nn.heads.HeadLayout`).
+    """
+
+    hidden: Sequence[int]
+    layout: HeadLayout
+
+    @nn.compact
+    def __call__(self, z: jax.Array) -> jax.Array:
+        return MLP((*self.hidden, layout_width(self.layout)))(z)
+
+    def output(self, z: jax.Array) -> jax.Array:
+        """The activated record (tanh / softmax / ... per head): what the critic scores."""
+        return activate(self(z), self.layout)
+
+
+class Critic(nn.Module):
+    """``x -> score`` (a scalar for one record, ``(..., )`` for a batch); leaky-ReLU MLP.
+
+    Attributes:
+        hidden: hidden widths.
+    """
+
+    hidden: Sequence[int]
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        return MLP((*self.hidden, 1), activation=nn.leaky_relu)(x)[..., 0]

@@ -1,0 +1,108 @@
+"""dp-GAN's losses: the per-example WGAN-GP critic loss (clipped by DP-SGD) and the
+generator's loss and update (post-processing of the critic: no data).
+
+Every term that touches a real record -- ``-D(x)`` and the gradient penalty at
+``u x + (1 - u) G(z)`` -- is inside the ONE-example critic loss, so DP-SGD's per-example
+clipping bounds the whole contribution of the record to a critic step. The generator's
+update reads only the critic's parameters, the generator state and a key.
+
+References:
+    Frigerio et al. 2019, Alg. 1; Gulrajani et al. 2017, Alg. 1 (WGAN-GP).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from jdp.nn.gan import Critic, Generator
+
+
+class GeneratorState(NamedTuple):
+    """The generator, carried through DP-SGD as non-private ``model_state``.
+
+    Attributes:
+        params: generator parameters.
+        opt_state: its Adam state.
+        count: critic steps seen so far (int32 array); the generator steps every ``n_critic``.
+    """
+
+    params: Any
+    opt_state: Any
+    count: jax.Array
+
+
+def generator_optimizer(learning_rate: float) -> optax.GradientTransformation:
+    """Adam with WGAN-GP's betas (0.5, 0.9)."""
+    return optax.adam(learning_rate, b1=0.5, b2=0.9)
+
+
+def draw_latent(key: jax.Array, shape: tuple[int, ...]) -> jax.Array:
+    """The generator's input noise ``z ~ N(0, I)`` (not privacy noise: a latent draw)."""
+    return jax.random.normal(key, shape)
+
+
+def make_critic_loss(generator: Generator, critic: Critic, *, latent_dim: int, gp_weight: float):
+    """``loss_fn(critic_params, real_x, key, gen_state)`` for ONE real record:
+    ``D(G(z)) - D(x) + lambda (||grad_x D(u x + (1 - u) G(z))||_2 - 1)^2``,
+    with ``z`` and ``u ~ U(0, 1)`` drawn from ``key`` (the generator is held fixed)."""
+
+    def loss_fn(critic_params: Any, real_x: jax.Array, key: jax.Array, gen_state: Any):
+        z_key, u_key = jax.random.split(key)
+        fake = generator.apply(
+            gen_state.params, draw_latent(z_key, (latent_dim,)), method=Generator.output
+        )
+        fake = jax.lax.stop_gradient(fake).astype(real_x.dtype)
+        u = jax.random.uniform(u_key, (), real_x.dtype)
+        interp = u * real_x + (1.0 - u) * fake
+
+        def score(x):
+            return critic.apply(critic_params, x)
+
+        g = jax.grad(score)(interp)
+        norm = jnp.sqrt(jnp.sum(g**2) + 1e-12)
+        return score(fake) - score(real_x) + gp_weight * (norm - 1.0) ** 2
+
+    return loss_fn
+
+
+def make_generator_update(
+    generator: Generator,
+    critic: Critic,
+    optimizer: optax.GradientTransformation,
+    *,
+    latent_dim: int,
+    batch_size: int,
+    n_critic: int,
+):
+    """``state_update_fn(key, critic_params, gen_state) -> gen_state``: counts critic steps
+    and, every ``n_critic`` of them, takes one optimizer step on
+    ``mean_i -D(G(z_i))`` over ``batch_size`` fresh latent draws (Alg. 1's generator step).
+
+    Privacy:
+        Post-processing: a function of the key, the (DP) critic parameters and the generator
+        state only; it has no data argument.
+    """
+
+    def gen_loss(gen_params: Any, critic_params: Any, z: jax.Array) -> jax.Array:
+        fake = generator.apply(gen_params, z, method=Generator.output)
+        return -jnp.mean(critic.apply(critic_params, fake))
+
+    def update(key: jax.Array, critic_params: Any, state: GeneratorState) -> GeneratorState:
+        count = state.count + 1
+
+        def step(s: GeneratorState) -> GeneratorState:
+            z = draw_latent(key, (batch_size, latent_dim))
+            grads = jax.grad(gen_loss)(s.params, critic_params, z)
+            updates, opt_state = optimizer.update(grads, s.opt_state, s.params)
+            return GeneratorState(optax.apply_updates(s.params, updates), opt_state, count)
+
+        def skip(s: GeneratorState) -> GeneratorState:
+            return GeneratorState(s.params, s.opt_state, count)
+
+        return jax.lax.cond(count % n_critic == 0, step, skip, state)
+
+    return update
