@@ -5,6 +5,11 @@
   to ``[-1, 1]`` by their public bounds, one softmax per categorical variable) is the
   differentiable output the critic sees; ``decode_sample`` turns it into data-space values
   (a one-hot draw per categorical) when sampling.
+* :class:`SequenceGenerator`: the time-series generator (Frigerio et al. Sec. 4: an LSTM
+  inside the generator): ``z`` fed at every one of ``length`` steps of an LSTM
+  (:class:`jdp.nn.lstm.LSTM`) with a per-step linear head of ``features`` values; the
+  ``(length, features)`` output is flattened time-major, so the same head layout, critic and
+  losses apply to a series as to a table row.
 * :class:`Critic`: a record (the generator's output space) -> one real score (no sigmoid:
   a Wasserstein critic).
 
@@ -21,8 +26,10 @@ from collections.abc import Sequence
 
 import flax.linen as nn
 import jax
+import jax.numpy as jnp
 
 from jdp.nn.heads import HeadLayout, activate, layout_width
+from jdp.nn.lstm import LSTM
 from jdp.nn.mlp import MLP
 
 
@@ -44,6 +51,37 @@ class Generator(nn.Module):
 
     def output(self, z: jax.Array) -> jax.Array:
         """The activated record (tanh / softmax / ... per head): what the critic scores."""
+        return activate(self(z), self.layout)
+
+
+class SequenceGenerator(nn.Module):
+    """``z -> raw`` of width ``length * features`` (time-major flattening of the series).
+
+    Attributes:
+        hidden: LSTM state width.
+        length: number of time steps ``T``.
+        features: values per step ``F``.
+        layout: the output heads over the flattened ``T * F`` values.
+    """
+
+    hidden: int
+    length: int
+    features: int
+    layout: HeadLayout
+
+    @nn.compact
+    def __call__(self, z: jax.Array) -> jax.Array:
+        if layout_width(self.layout) != self.length * self.features:
+            raise ValueError(
+                f"expected a head layout of width length * features = "
+                f"{self.length * self.features}, got {layout_width(self.layout)}"
+            )
+        xs = jnp.broadcast_to(z[..., None, :], (*z.shape[:-1], self.length, z.shape[-1]))
+        ys = LSTM(self.hidden, self.features)(xs)
+        return ys.reshape(*ys.shape[:-2], self.length * self.features)
+
+    def output(self, z: jax.Array) -> jax.Array:
+        """The activated series, flattened (what the critic scores)."""
         return activate(self(z), self.layout)
 
 

@@ -8,7 +8,8 @@ Modules: :mod:`~jdp.synth.dp_gan.config` (:class:`DPGANConfig`),
 :mod:`~jdp.synth.dp_gan.losses` (the per-example critic loss, the generator update),
 :mod:`~jdp.synth.dp_gan.model` (training on arrays, sampling, table glue). The networks are
 :mod:`jdp.nn.gan`; the DP-SGD engine is :mod:`jdp.dpsgd`. Privacy: ``docs/privacy.md``,
-section dp-GAN. Tables only for now (the LSTM time-series generator is not wired yet).
+section dp-GAN. Time series: ``generator="lstm"`` reads a table of ``T * F`` numeric
+columns (time-major) as one series per row (:class:`jdp.nn.gan.SequenceGenerator`).
 """
 
 from __future__ import annotations

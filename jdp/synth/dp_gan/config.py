@@ -13,6 +13,7 @@ from accounting.validation import (
 )
 
 DPSGD_METHODS: tuple[str, ...] = ("auto", "general", "ghost")
+GENERATORS: tuple[str, ...] = ("mlp", "lstm")
 
 
 def _widths(name: str, value) -> tuple[int, ...]:
@@ -39,7 +40,12 @@ class DPGANConfig:
 
     Model and training:
       latent_dim: width of the generator's input noise.
-      generator_hidden, critic_hidden: hidden widths of the two MLPs.
+      generator: ``"mlp"`` (table rows) or ``"lstm"`` (time series, Sec. 4: the encoded row
+        of ``T * F`` numeric columns, time-major, is one series of ``T`` steps of
+        ``series_features = F`` values; an LSTM of width ``generator_hidden[0]`` emits it).
+      series_features: ``F``, values per time step (``generator="lstm"`` only).
+      generator_hidden, critic_hidden: hidden widths of the MLPs (the critic is an MLP
+        over the flattened record or series in both cases).
       n_critic: critic steps per generator step (``N_disc``, >= 1).
       gp_weight: the gradient-penalty weight ``lambda`` (>= 0; 10 in WGAN-GP).
       critic_learning_rate, generator_learning_rate: Adam steps (beta1 = 0.5, beta2 = 0.9).
@@ -51,6 +57,8 @@ class DPGANConfig:
     """
 
     latent_dim: int = 32
+    generator: str = "mlp"
+    series_features: int = 1
     generator_hidden: tuple[int, ...] = (128, 128)
     critic_hidden: tuple[int, ...] = (128, 128)
     n_critic: int = 5
@@ -69,6 +77,9 @@ class DPGANConfig:
 
     def __post_init__(self) -> None:
         check_count("latent_dim", self.latent_dim, minimum=1)
+        if self.generator not in GENERATORS:
+            raise ValueError(f"expected generator in {GENERATORS}, got {self.generator!r}")
+        check_count("series_features", self.series_features, minimum=1)
         object.__setattr__(
             self, "generator_hidden", _widths("generator_hidden", self.generator_hidden)
         )

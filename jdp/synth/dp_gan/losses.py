@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from jdp.nn.gan import Critic, Generator
+from jdp.nn.gan import Critic, Generator, SequenceGenerator
 
 
 class GeneratorState(NamedTuple):
@@ -45,16 +45,16 @@ def draw_latent(key: jax.Array, shape: tuple[int, ...]) -> jax.Array:
     return jax.random.normal(key, shape)
 
 
-def make_critic_loss(generator: Generator, critic: Critic, *, latent_dim: int, gp_weight: float):
+def make_critic_loss(
+    generator: Generator | SequenceGenerator, critic: Critic, *, latent_dim: int, gp_weight: float
+):
     """``loss_fn(critic_params, real_x, key, gen_state)`` for ONE real record:
     ``D(G(z)) - D(x) + lambda (||grad_x D(u x + (1 - u) G(z))||_2 - 1)^2``,
     with ``z`` and ``u ~ U(0, 1)`` drawn from ``key`` (the generator is held fixed)."""
 
     def loss_fn(critic_params: Any, real_x: jax.Array, key: jax.Array, gen_state: Any):
         z_key, u_key = jax.random.split(key)
-        fake = generator.apply(
-            gen_state.params, draw_latent(z_key, (latent_dim,)), method=Generator.output
-        )
+        fake = generator.apply(gen_state.params, draw_latent(z_key, (latent_dim,)), method="output")
         fake = jax.lax.stop_gradient(fake).astype(real_x.dtype)
         u = jax.random.uniform(u_key, (), real_x.dtype)
         interp = u * real_x + (1.0 - u) * fake
@@ -70,7 +70,7 @@ def make_critic_loss(generator: Generator, critic: Critic, *, latent_dim: int, g
 
 
 def make_generator_update(
-    generator: Generator,
+    generator: Generator | SequenceGenerator,
     critic: Critic,
     optimizer: optax.GradientTransformation,
     *,
@@ -88,7 +88,7 @@ def make_generator_update(
     """
 
     def gen_loss(gen_params: Any, critic_params: Any, z: jax.Array) -> jax.Array:
-        fake = generator.apply(gen_params, z, method=Generator.output)
+        fake = generator.apply(gen_params, z, method="output")
         return -jnp.mean(critic.apply(critic_params, fake))
 
     def update(key: jax.Array, critic_params: Any, state: GeneratorState) -> GeneratorState:

@@ -33,7 +33,7 @@ from accounting import PrivacyBudget, PrivacyLedger
 from jdp.data.schema import Schema, Table
 from jdp.data.transforms import TableEncoder
 from jdp.dpsgd import DPSGDConfig, clipping_decay, train
-from jdp.nn.gan import Critic, Generator
+from jdp.nn.gan import Critic, Generator, SequenceGenerator
 from jdp.nn.heads import HeadLayout, decode_sample, heads_for_spans, layout_width
 from jdp.synth.base import FittedModel
 from jdp.synth.dp_gan.config import DPGANConfig
@@ -68,8 +68,22 @@ def head_layout(encoder: TableEncoder) -> HeadLayout:
     return heads_for_spans(encoder.spans, merge=True)
 
 
-def networks(config: DPGANConfig, layout: HeadLayout) -> tuple[Generator, Critic]:
-    return Generator(config.generator_hidden, layout), Critic(config.critic_hidden)
+def networks(
+    config: DPGANConfig, layout: HeadLayout
+) -> tuple[Generator | SequenceGenerator, Critic]:
+    """(generator, critic) of a config: an MLP generator, or with ``generator="lstm"`` an
+    LSTM generator of the encoded row read as ``T = width / series_features`` time steps
+    (numeric columns only: one tanh head over the whole series)."""
+    critic = Critic(config.critic_hidden)
+    if config.generator == "mlp":
+        return Generator(config.generator_hidden, layout), critic
+    width, f = layout_width(layout), config.series_features
+    if any(kind == "categorical" for kind, _ in layout) or width % f:
+        raise ValueError(
+            f"generator='lstm' expects numeric columns only, T * series_features of them "
+            f"(series_features={f}), got the head layout {layout}"
+        )
+    return SequenceGenerator(config.generator_hidden[0], width // f, f, layout), critic
 
 
 def critic_config(config: DPGANConfig, budget: PrivacyBudget | None) -> DPSGDConfig:
@@ -158,13 +172,13 @@ def sample_arrays(
     z_key, x_key = jax.random.split(key)
     z = draw_latent(z_key, (n, config.latent_dim))
     gen = jax.tree_util.tree_map(jnp.asarray, params["generator"])
-    out = _generate(x_key, gen, z, layout=layout, hidden=config.generator_hidden)
+    out = _generate(x_key, gen, z, layout=layout, config=config)
     return np.asarray(out, dtype=np.float64)
 
 
-@functools.partial(jax.jit, static_argnames=("layout", "hidden"))
-def _generate(key: jax.Array, gen_params: Any, z: jax.Array, *, layout, hidden) -> jax.Array:
-    raw = Generator(hidden, layout).apply(gen_params, z)
+@functools.partial(jax.jit, static_argnames=("layout", "config"))
+def _generate(key: jax.Array, gen_params: Any, z: jax.Array, *, layout, config) -> jax.Array:
+    raw = networks(config, layout)[0].apply(gen_params, z)
     return decode_sample(key, raw, layout, stochastic=False)
 
 
