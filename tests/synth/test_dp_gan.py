@@ -290,3 +290,32 @@ def test_lstm_dp_gan_fits_a_series_table_within_budget():
     rows = sample_model(jax.random.key(1), model, 7)
     assert list(rows.columns) == list(SERIES.names) and rows.shape == (7, 12)
     assert ((rows >= -2.0) & (rows <= 2.0)).all().all()
+
+
+def test_estimator_class_is_exported():
+    import jdp
+
+    rng = np.random.default_rng(1)
+    frame = pd.DataFrame(
+        {
+            "x": rng.uniform(0, 10, 20),
+            "c": rng.choice(["a", "b", "c"], 20),
+            "y": rng.choice(["no", "yes"], 20),
+        }
+    )
+    synth = jdp.DPGAN(
+        epsilon=1.0,
+        delta=1e-5,
+        schema=SCHEMA,
+        latent_dim=2,
+        generator_hidden=(4,),
+        critic_hidden=(4,),
+        steps=2,
+        epochs=None,
+        sampling_prob=0.2,
+        expected_batch_size=4.0,
+        dpsgd_method="general",
+        seed=0,
+    )
+    rows = synth.fit(frame).sample(5)
+    assert list(rows.columns) == ["x", "c", "y"] and len(rows) == 5
