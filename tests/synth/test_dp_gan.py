@@ -319,3 +319,20 @@ def test_estimator_class_is_exported():
     )
     rows = synth.fit(frame).sample(5)
     assert list(rows.columns) == ["x", "c", "y"] and len(rows) == 5
+
+
+def test_critic_config_calibrates_to_the_budget_and_decays_per_generator_step():
+    from accounting import PrivacyBudget
+    from jdp.synth.dp_gan.model import critic_config
+
+    config = dataclasses.replace(CONFIG, clipping_decay=0.5, l2_clip_norm=2.0)
+    private = critic_config(config, PrivacyBudget(epsilon=1.0, delta=1e-5))
+    assert (private.target_epsilon, private.target_delta) == (1.0, 1e-5)
+    assert private.num_steps == config.num_steps == 4 and private.noise_multiplier is None
+    clip = private.l2_clip_norm  # a public schedule: decays once per n_critic = 2 steps
+    assert [clip(t) for t in range(5)] == [2.0, 2.0, 1.0, 1.0, 0.5]
+    assert critic_config(CONFIG, PrivacyBudget(epsilon=1.0, delta=1e-5)).l2_clip_norm == 1.0
+    free = critic_config(config, None)
+    assert free.l2_clip_norm == math.inf and free.noise_multiplier == 0.0
+    with pytest.raises(ValueError, match="delta > 0"):
+        critic_config(config, PrivacyBudget(epsilon=1.0, delta=0.0))
