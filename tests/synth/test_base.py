@@ -53,7 +53,13 @@ def toy_sample(key, model, n):
     return pd.DataFrame({"x": rng.random(n), "c": rng.choice(["a", "b"], n).astype(object)})
 
 
-base.register(base.Method(name="toy", config_cls=ToyConfig, fit=toy_fit, sample=toy_sample))
+@pytest.fixture(autouse=True, scope="module")
+def _toy_method():
+    """Register the toy method for this module only (the registry is global: a method left
+    behind would leak into the contract tests that run over every registered method)."""
+    base.register(base.Method(name="toy", config_cls=ToyConfig, fit=toy_fit, sample=toy_sample))
+    yield
+    del base._REGISTRY["toy"]
 
 
 class Toy(Synthesizer):
