@@ -109,6 +109,11 @@ def test_synth_imports_neither_eval_nor_audit():
     assert violations("jdp.synth", ("jdp.eval", "jdp.audit")) == []
 
 
+def test_only_the_cli_imports_audit():
+    # audit reads real data (like eval); only the command line wires it to fitted models
+    assert violations("jdp", ("jdp.audit",), allowed=("jdp.cli", "jdp.audit")) == []
+
+
 def test_only_synth_clustmix_imports_kip():
     assert violations("jdp", ("kip",), allowed=("jdp.synth.clustmix",)) == []
 
