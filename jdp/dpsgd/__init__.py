@@ -35,7 +35,7 @@ from jdp.dpsgd.step import (
     make_clipped_sum_fn,
     make_dp_step,
 )
-from jdp.dpsgd.train import DPSGDConfig, TrainResult, train
+from jdp.dpsgd.train import DPSGDConfig, TrainResult, planned_steps, train
 
 __all__ = [
     "AdaptiveClip",
@@ -60,5 +60,6 @@ __all__ = [
     "make_dp_step",
     "per_example_grads",
     "per_layer_clip_norms",
+    "planned_steps",
     "train",
 ]

@@ -75,6 +75,21 @@ class TrainResult(NamedTuple):
     steps: int
 
 
+def planned_steps(*, steps: int | None, epochs: float | None, sampling_prob: float) -> int:
+    """The planned number of DP-SGD steps, fixed before any data is read: ``steps``, or
+    ``ceil(epochs / q)`` (at least 1). Exactly one of ``steps`` and ``epochs`` is given.
+
+    Every config with a DP-SGD run length (:class:`DPSGDConfig`, the methods' configs) goes
+    through this one rule, so its validation and its count are the ones accounted.
+    """
+    q = check_probability("sampling_prob", sampling_prob)
+    if (steps is None) == (epochs is None):
+        raise ValueError("expected exactly one of steps or epochs (set the other to null)")
+    if steps is not None:
+        return check_count("steps", steps, minimum=1)
+    return max(1, math.ceil(check_positive("epochs", epochs) / q))
+
+
 @dataclass(frozen=True, kw_only=True)
 class DPSGDConfig:
     """The privacy parameters of one DP-SGD run (performance flags are :func:`train`'s).
@@ -130,14 +145,8 @@ class DPSGDConfig:
                 "AdaptiveClip; its two-mechanism step is calibrated by hand"
             )
         check_clip_rule(self.l2_clip_norm)
-        check_probability("sampling_prob", self.sampling_prob)
         check_positive("expected_batch_size", self.expected_batch_size)
-        if (self.steps is None) == (self.epochs is None):
-            raise ValueError("expected exactly one of steps or epochs")
-        if self.steps is not None:
-            check_count("steps", self.steps, minimum=1)
-        else:
-            check_positive("epochs", self.epochs)
+        planned_steps(steps=self.steps, epochs=self.epochs, sampling_prob=self.sampling_prob)
         if (self.noise_multiplier is None) == (self.target_epsilon is None):
             raise ValueError("expected exactly one of noise_multiplier or target_epsilon")
         if self.noise_multiplier is not None:
@@ -151,10 +160,8 @@ class DPSGDConfig:
 
     @property
     def num_steps(self) -> int:
-        """``steps``, or ``ceil(epochs / q)`` (at least 1)."""
-        if self.steps is not None:
-            return int(self.steps)
-        return max(1, math.ceil(self.epochs / self.sampling_prob))
+        """:func:`planned_steps` of this config."""
+        return planned_steps(steps=self.steps, epochs=self.epochs, sampling_prob=self.sampling_prob)
 
     def calibrated_noise_multiplier(self, dataset_size: int) -> float:
         """``noise_multiplier``, or the smallest one meeting (target_epsilon, target_delta)

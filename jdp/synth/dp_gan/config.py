@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from accounting.validation import (
@@ -11,6 +10,7 @@ from accounting.validation import (
     check_positive,
     check_probability,
 )
+from jdp.dpsgd import planned_steps
 
 DPSGD_METHODS: tuple[str, ...] = ("auto", "general", "ghost")
 GENERATORS: tuple[str, ...] = ("mlp", "lstm")
@@ -99,14 +99,8 @@ class DPGANConfig:
             check_probability("clipping_decay", self.clipping_decay)
             if not self.clipping_decay > 0:
                 raise ValueError(f"expected clipping_decay > 0, got {self.clipping_decay}")
-        check_probability("sampling_prob", self.sampling_prob)
         check_positive("expected_batch_size", self.expected_batch_size)
-        if (self.steps is None) == (self.epochs is None):
-            raise ValueError("expected exactly one of steps or epochs (set the other to null)")
-        if self.steps is not None:
-            check_count("steps", self.steps, minimum=1)
-        else:
-            check_positive("epochs", self.epochs)
+        planned_steps(steps=self.steps, epochs=self.epochs, sampling_prob=self.sampling_prob)
         if self.microbatch_size is not None:
             check_count("microbatch_size", self.microbatch_size, minimum=1)
         if self.dpsgd_method not in DPSGD_METHODS:
@@ -114,7 +108,5 @@ class DPGANConfig:
 
     @property
     def num_steps(self) -> int:
-        """Critic (DP-SGD) steps: ``steps`` or ``ceil(epochs / q)`` (at least 1)."""
-        if self.steps is not None:
-            return int(self.steps)
-        return max(1, math.ceil(self.epochs / self.sampling_prob))
+        """Critic (DP-SGD) steps: :func:`jdp.dpsgd.train.planned_steps` of this config."""
+        return planned_steps(steps=self.steps, epochs=self.epochs, sampling_prob=self.sampling_prob)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from accounting.validation import check_count, check_positive, check_probability
+from jdp.dpsgd import planned_steps
 
 #: The three phases of a fit, in ledger order (Algorithm 1): DP-PCA (with its DP mean), DP-EM,
 #: DP-SGD. ``P3GMConfig.budget_split`` gives one share per phase in this order.
@@ -89,5 +89,5 @@ class P3GMConfig:
 
     @property
     def steps(self) -> int:
-        """DP-SGD steps ``ceil(epochs / q)`` (at least one)."""
-        return max(1, math.ceil(self.epochs / self.sampling_prob))
+        """DP-SGD steps ``ceil(epochs / q)`` (at least one; :func:`jdp.dpsgd.train.planned_steps`)."""
+        return planned_steps(steps=None, epochs=self.epochs, sampling_prob=self.sampling_prob)
