@@ -45,16 +45,6 @@ from scipy.spatial.distance import cdist
 
 from accounting.validation import check_count, check_open_unit
 
-__all__ = [
-    "METRICS",
-    "AttackResult",
-    "attack_from_scores",
-    "dcr_attack",
-    "distance_to_closest_record_scores",
-    "membership_attack",
-    "white_box_scores",
-]
-
 #: Metrics of :func:`distance_to_closest_record_scores` (scipy ``cdist`` names).
 METRICS = ("euclidean", "cityblock", "chebyshev")
 
@@ -112,15 +102,21 @@ class AttackResult:
 # -- validation -------------------------------------------------------------------------------
 
 
-def _check_scores(name: str, scores: object, *, minimum: int = 2) -> np.ndarray:
-    """``scores`` as a 1-D float64 array of at least ``minimum`` finite values."""
-    arr = np.asarray(scores)
+def _numeric_array(name: str, value: object) -> np.ndarray:
+    """``value`` as a numpy array of a numeric (float, int or bool) dtype, else TypeError."""
+    arr = np.asarray(value)
     if arr.dtype == object or not (
         np.issubdtype(arr.dtype, np.floating)
         or np.issubdtype(arr.dtype, np.integer)
         or np.issubdtype(arr.dtype, np.bool_)
     ):
         raise TypeError(f"expected {name} to be a numeric array, got dtype {arr.dtype}")
+    return arr
+
+
+def _check_scores(name: str, scores: object, *, minimum: int = 2) -> np.ndarray:
+    """``scores`` as a 1-D float64 array of at least ``minimum`` finite values."""
+    arr = _numeric_array(name, scores)
     if arr.ndim == 2 and arr.shape[1] == 1:
         arr = arr[:, 0]
     if arr.ndim != 1:
@@ -135,13 +131,7 @@ def _check_scores(name: str, scores: object, *, minimum: int = 2) -> np.ndarray:
 
 def _check_matrix(name: str, x: object, *, n_cols: int | None = None) -> np.ndarray:
     """``x`` as a 2-D float array (records x features) with finite entries."""
-    arr = np.asarray(x)
-    if arr.dtype == object or not (
-        np.issubdtype(arr.dtype, np.floating)
-        or np.issubdtype(arr.dtype, np.integer)
-        or np.issubdtype(arr.dtype, np.bool_)
-    ):
-        raise TypeError(f"expected {name} to be a numeric array, got dtype {arr.dtype}")
+    arr = _numeric_array(name, x)
     if arr.ndim != 2:
         raise ValueError(f"expected {name} to be 2-D (records x features), got shape {arr.shape}")
     if arr.shape[0] == 0 or arr.shape[1] == 0:
