@@ -10,6 +10,7 @@ Accountants (``accountant=``):
 ``"zcdp"``     zCDP (no subsampling).
 ``"pure"``     pure epsilon-DP (delta = 0) composition.
 ``"moments"``  the moments accountant by numerical integration (dp-GAN eqs. 5-6; DPGM eq. 7).
+``"holder"``   RDP with DPGM's Hölder bound (Thm. 3) for Gaussians sharing one Poisson batch.
 =============  ===============================================================================
 
 ``delta = 0`` always asks for pure DP (finite only if every component is pure).
@@ -23,7 +24,7 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
 from accounting import events as ev
-from accounting.accountants import base, gdp, moments, pld, pure, rdp, zcdp
+from accounting.accountants import base, gdp, holder, moments, pld, pure, rdp, zcdp
 from accounting.accountants.base import SharedBatch
 from accounting.relations import ADD_OR_REMOVE_ONE, check_relation
 from accounting.validation import check_nonnegative
@@ -39,6 +40,7 @@ ACCOUNTANTS: Mapping[str, Callable[..., base.Accountant]] = MappingProxyType(
         "zcdp": zcdp.ZcdpAccountant,
         "pure": functools.partial(pure.PureAccountant, strict=True),
         "moments": moments.MomentsAccountant,
+        "holder": holder.HolderAccountant,
     }
 )
 
@@ -79,8 +81,9 @@ def compute_epsilon(
       delta: in (0, 1), or 0 for pure DP.
       accountant: one of :data:`ACCOUNTANTS`.
       neighboring_relation: the relation the event was analysed under.
-      shared_batch: how Gaussians sharing one Poisson batch are analysed by ``rdp``:
-        ``"exact"`` (one effective Gaussian) or ``"paper"`` (DPGM Thm. 3, Hölder bound).
+      shared_batch: how Gaussians sharing one Poisson batch are analysed: ``"exact"`` (one
+        effective Gaussian). DPGM's Hölder bound (Thm. 3) is ``accountant="holder"``;
+        ``rdp`` refuses ``"paper"`` with that pointer.
 
     Raises:
       ValueError: bad arguments, or an event the accountant cannot analyse.

@@ -57,9 +57,8 @@ DEFAULT_ORDERS: np.ndarray = np.unique(
     ).astype(np.float64)
 )
 
-# Largest orders evaluated for sampling without replacement and the Hölder bound (cost).
+# Largest orders evaluated for sampling without replacement (cost).
 _MAX_WOR_ORDER = 128.0
-_MAX_HOLDER_ORDER = 128.0
 # Most series terms for fractional orders (see _log_a_fractional).
 _MAX_TERMS = 1 << 15
 
@@ -275,54 +274,6 @@ def sampled_without_replacement_gaussian_rdp(
     return out
 
 
-def shared_batch_holder_rdp(
-    sampling_prob: float, noise_multipliers: list[float], orders: object = DEFAULT_ORDERS
-) -> np.ndarray:
-    """DPGM Theorem 3 (Hölder bound) for Gaussian mechanisms on one shared Poisson batch.
-
-    The paper bounds the moment of the joint mechanism by
-    ``alpha(lambda) <= sum_i j_i alpha_i(lambda / j_i)`` for any weights ``j_i > 0`` summing
-    to 1 (generalised Hölder inequality). In RDP terms (``alpha_i(l) = l RDP_i(l+1)``,
-    order ``a = lambda + 1``): ``RDP(a) <= sum_i RDP_i(1 + (a-1)/j_i)``, minimised over ``j``
-    for each order. This is never below the exact joint analysis
-    (``poisson_gaussian_rdp(q, effective_noise_multiplier(zs))``) and is offered to reproduce
-    the paper. Orders above 128 are reported as ``inf`` (excluded from the conversion; the
-    paper itself uses lambda <= 100).
-    """
-    q = check_probability("sampling_prob", sampling_prob)
-    zs = [check_positive("noise_multiplier", z) for z in noise_multipliers]
-    a = check_orders(orders)
-    if len(zs) == 1:
-        return poisson_gaussian_rdp(q, zs[0], a)
-    from scipy.optimize import minimize, minimize_scalar
-
-    def bound(logits: np.ndarray, order: float) -> float:
-        w = np.exp(logits - special.logsumexp(logits))
-        return float(
-            sum(poisson_gaussian_rdp(q, z, [1 + (order - 1) / wi])[0] for z, wi in zip(zs, w))
-        )
-
-    # Start from j_i proportional to z_i^-2 (optimal for unsampled Gaussians).
-    start = np.log(np.array([z**-2 for z in zs]))
-    out = np.full_like(a, np.inf)
-    for i, order in enumerate(a):
-        if order > _MAX_HOLDER_ORDER:
-            continue
-        if len(zs) == 2:  # one free weight: bounded scalar search on the logit
-            res = minimize_scalar(
-                lambda t, order=order: bound(np.array([t, 0.0]), order),
-                bounds=(-10.0, 10.0),
-                method="bounded",
-                options={"xatol": 1e-5},
-            )
-        else:
-            res = minimize(
-                bound, start, args=(order,), method="Nelder-Mead", options={"xatol": 1e-5}
-            )
-        out[i] = min(res.fun, bound(start, order))
-    return out
-
-
 # --------------------------------------------------------------------------------------------
 # Events
 # --------------------------------------------------------------------------------------------
@@ -330,10 +281,12 @@ class RdpAccountant(base.Accountant[np.ndarray]):
     """RDP curves over ``orders``: composition adds curves (Mironov 2017, Prop. 1), a parallel
     composition takes the maximum order by order.
 
-    ``shared_batch`` selects how ``PoissonSampledDpEvent(q, ComposedDpEvent([Gaussians]))``
-    (several Gaussian releases on one sampled batch) is analysed: ``"exact"`` as one Gaussian
-    with the effective multiplier (:func:`accounting.accountants.base.effective_noise_multiplier`),
-    ``"paper"`` by DPGM's Hölder bound (:func:`shared_batch_holder_rdp`).
+    ``PoissonSampledDpEvent(q, ComposedDpEvent([Gaussians]))`` (several Gaussian releases on
+    one sampled batch) is analysed exactly, as one Gaussian with the effective multiplier
+    (:func:`accounting.accountants.base.effective_noise_multiplier`; :meth:`shared_batch_rdp`).
+    DPGM's Hölder bound for the same event is the ``"holder"`` accountant
+    (:class:`accounting.accountants.holder.HolderAccountant`), so ``shared_batch="paper"`` is
+    refused here with a pointer to it (one copy of the bound, in ``holder.py``).
     """
 
     title = "RDP"
@@ -341,8 +294,18 @@ class RdpAccountant(base.Accountant[np.ndarray]):
     def __init__(
         self, orders: object = DEFAULT_ORDERS, *, shared_batch: base.SharedBatch = "exact"
     ) -> None:
+        if shared_batch == "paper":
+            raise ValueError(
+                "DPGM's Hölder bound (shared_batch='paper') is the 'holder' accountant: "
+                "use accountant='holder'"
+            )
         super().__init__(shared_batch=shared_batch)
         self.orders = check_orders(orders)
+
+    def shared_batch_rdp(self, sampling_prob: float, noise_multipliers: list[float]) -> np.ndarray:
+        """RDP of Gaussians ``z_i`` on one Poisson batch: exactly one subsampled Gaussian."""
+        z = base.effective_noise_multiplier(noise_multipliers)
+        return poisson_gaussian_rdp(sampling_prob, z, self.orders)
 
     def identity(self) -> np.ndarray:
         return np.zeros_like(self.orders)
@@ -363,11 +326,7 @@ class RdpAccountant(base.Accountant[np.ndarray]):
         if isinstance(e, ev.ZCDpEvent):
             return zcdp_rdp(e.rho, e.xi, a)
         if isinstance(e, ev.PoissonSampledDpEvent):
-            zs = self.sampled_gaussians(e)
-            q = e.sampling_probability
-            if self.shared_batch == "paper" and len(zs) > 1:
-                return shared_batch_holder_rdp(q, zs, a)
-            return poisson_gaussian_rdp(q, base.effective_noise_multiplier(zs), a)
+            return self.shared_batch_rdp(e.sampling_probability, self.sampled_gaussians(e))
         if isinstance(e, ev.SampledWithoutReplacementDpEvent):
             zs = self.sampled_gaussians(e)
             if len(zs) != 1:
@@ -413,7 +372,6 @@ def event_rdp(
     orders: object = DEFAULT_ORDERS,
     *,
     neighboring_relation: ev.NeighboringRelation = ev.NeighboringRelation.ADD_OR_REMOVE_ONE,
-    shared_batch: base.SharedBatch = "exact",
 ) -> np.ndarray:
     """RDP curve of a (composite) event over ``orders``; ``inf`` where it is not private
     (:class:`RdpAccountant`).
@@ -421,7 +379,7 @@ def event_rdp(
     Raises:
       ValueError: for events this accountant cannot analyse, naming the event.
     """
-    return RdpAccountant(orders, shared_batch=shared_batch).account(event, neighboring_relation)
+    return RdpAccountant(orders).account(event, neighboring_relation)
 
 
 # --------------------------------------------------------------------------------------------

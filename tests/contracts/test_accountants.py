@@ -136,6 +136,7 @@ SPECS: dict[str, Spec] = {
     "zcdp": Spec(G, subsampled=False, parallel=True, closed_form=_rdp_gaussian),
     "pure": Spec(ev.LaplaceDpEvent, subsampled=False, parallel=True, closed_form=_pure_laplace),
     "moments": Spec(G, subsampled=True, parallel=False, closed_form=_moments_gaussian),
+    "holder": Spec(G, subsampled=True, parallel=True, closed_form=_rdp_gaussian),
 }
 
 
