@@ -19,7 +19,7 @@ from accounting import events, relations, validation
 from accounting.accountants.base import Accountant
 from accounting.budget import PrivacyBudget
 from accounting.builders import dpsgd_event
-from accounting.calibrate import calibrate, calibrate_noise_multiplier
+from accounting.calibrate import BudgetTooSmallError, calibrate, calibrate_noise_multiplier
 from accounting.compose import ACCOUNTANTS, compute_delta, compute_epsilon, make_accountant
 from accounting.ledger import LedgerEntry, PrivacyLedger
 from accounting.relations import (
@@ -36,6 +36,7 @@ __all__ = [
     "ADD_OR_REMOVE_ONE",
     "REPLACE_ONE",
     "Accountant",
+    "BudgetTooSmallError",
     "LedgerEntry",
     "NeighboringRelation",
     "PrivacyBudget",

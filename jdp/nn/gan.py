@@ -12,6 +12,8 @@
   losses apply to a series as to a table row.
 * :class:`Critic`: a record (the generator's output space) -> one real score (no sigmoid:
   a Wasserstein critic).
+* :class:`SequenceCritic`: the same score for a time-major flattened series, read by an
+  LSTM whose last state feeds a linear score (Sec. 4 allows an LSTM in either network).
 
 References:
     Frigerio et al., "Differentially Private Generative Adversarial Networks for Time Series,
@@ -97,3 +99,24 @@ class Critic(nn.Module):
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
         return MLP((*self.hidden, 1), activation=nn.leaky_relu)(x)[..., 0]
+
+
+class SequenceCritic(nn.Module):
+    """``x -> score`` for a flattened time-major series ``x`` of width ``length * features``:
+    an LSTM over the ``length`` steps, a linear score of its last output.
+
+    Attributes:
+        hidden: LSTM state width.
+        length: number of time steps ``T``.
+        features: values per step ``F``.
+    """
+
+    hidden: int
+    length: int
+    features: int
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        xs = x.reshape(*x.shape[:-1], self.length, self.features)
+        ys = LSTM(self.hidden)(xs)
+        return nn.Dense(1)(ys[..., -1, :])[..., 0]

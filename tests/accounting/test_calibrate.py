@@ -134,3 +134,14 @@ def test_invalid_bracket():
         calibrate(ev.GaussianDpEvent, target_epsilon=1.0, target_delta=1e-5, lower=5.0, upper=1.0)
     with pytest.raises(ValueError, match="lower"):
         calibrate(ev.GaussianDpEvent, target_epsilon=1.0, target_delta=1e-5, lower=-1.0)
+
+
+def test_budget_too_small_names_the_minimum_noise_multiplier():
+    from accounting import BudgetTooSmallError
+
+    with pytest.raises(BudgetTooSmallError, match=r"needs a noise multiplier above 1e\+06") as err:
+        calibrate_noise_multiplier(
+            target_epsilon=1e-9, target_delta=1e-12, sampling_prob=0.2, steps=4
+        )
+    assert err.value.minimum_scale == 1e6
+    assert isinstance(err.value, ValueError)

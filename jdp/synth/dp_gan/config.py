@@ -14,6 +14,7 @@ from jdp.dpsgd import planned_steps
 
 DPSGD_METHODS: tuple[str, ...] = ("auto", "general", "ghost")
 GENERATORS: tuple[str, ...] = ("mlp", "lstm")
+CRITICS: tuple[str, ...] = ("mlp", "lstm")
 
 
 def _widths(name: str, value) -> tuple[int, ...]:
@@ -43,9 +44,11 @@ class DPGANConfig:
       generator: ``"mlp"`` (table rows) or ``"lstm"`` (time series, Sec. 4: the encoded row
         of ``T * F`` numeric columns, time-major, is one series of ``T`` steps of
         ``series_features = F`` values; an LSTM of width ``generator_hidden[0]`` emits it).
-      series_features: ``F``, values per time step (``generator="lstm"`` only).
-      generator_hidden, critic_hidden: hidden widths of the MLPs (the critic is an MLP
-        over the flattened record or series in both cases).
+      critic: ``"mlp"`` (over the flattened record or series) or ``"lstm"`` (time series: an
+        LSTM of width ``critic_hidden[0]`` reads the ``T`` steps, its last output is scored).
+      series_features: ``F``, values per time step (LSTM generator or critic).
+      generator_hidden, critic_hidden: hidden widths of the MLPs (first entry: the LSTM
+        state width of an LSTM network).
       n_critic: critic steps per generator step (``N_disc``, >= 1).
       gp_weight: the gradient-penalty weight ``lambda`` (>= 0; 10 in WGAN-GP).
       critic_learning_rate, generator_learning_rate: Adam steps (beta1 = 0.5, beta2 = 0.9).
@@ -58,6 +61,7 @@ class DPGANConfig:
 
     latent_dim: int = 32
     generator: str = "mlp"
+    critic: str = "mlp"
     series_features: int = 1
     generator_hidden: tuple[int, ...] = (128, 128)
     critic_hidden: tuple[int, ...] = (128, 128)
@@ -79,6 +83,8 @@ class DPGANConfig:
         check_count("latent_dim", self.latent_dim, minimum=1)
         if self.generator not in GENERATORS:
             raise ValueError(f"expected generator in {GENERATORS}, got {self.generator!r}")
+        if self.critic not in CRITICS:
+            raise ValueError(f"expected critic in {CRITICS}, got {self.critic!r}")
         check_count("series_features", self.series_features, minimum=1)
         object.__setattr__(
             self, "generator_hidden", _widths("generator_hidden", self.generator_hidden)

@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from jdp.nn.gan import Critic, Generator, SequenceGenerator
+from jdp.nn.gan import Critic, Generator, SequenceCritic, SequenceGenerator
 
 
 class GeneratorState(NamedTuple):
@@ -46,7 +46,11 @@ def draw_latent(key: jax.Array, shape: tuple[int, ...]) -> jax.Array:
 
 
 def make_critic_loss(
-    generator: Generator | SequenceGenerator, critic: Critic, *, latent_dim: int, gp_weight: float
+    generator: Generator | SequenceGenerator,
+    critic: Critic | SequenceCritic,
+    *,
+    latent_dim: int,
+    gp_weight: float,
 ):
     """``loss_fn(critic_params, real_x, key, gen_state)`` for ONE real record:
     ``D(G(z)) - D(x) + lambda (||grad_x D(u x + (1 - u) G(z))||_2 - 1)^2``,
@@ -71,7 +75,7 @@ def make_critic_loss(
 
 def make_generator_update(
     generator: Generator | SequenceGenerator,
-    critic: Critic,
+    critic: Critic | SequenceCritic,
     optimizer: optax.GradientTransformation,
     *,
     latent_dim: int,

@@ -33,7 +33,7 @@ from accounting import PrivacyBudget, PrivacyLedger
 from jdp.data.schema import Schema, Table
 from jdp.data.transforms import TableEncoder
 from jdp.dpsgd import DPSGDConfig, clipping_decay, train
-from jdp.nn.gan import Critic, Generator, SequenceGenerator
+from jdp.nn.gan import Critic, Generator, SequenceCritic, SequenceGenerator
 from jdp.nn.heads import HeadLayout, decode_sample, heads_for_spans, layout_width
 from jdp.synth.base import FittedModel
 from jdp.synth.dp_gan.config import DPGANConfig
@@ -44,6 +44,7 @@ from jdp.synth.dp_gan.losses import (
     make_critic_loss,
     make_generator_update,
 )
+from jdp.verbosity import progress_on_terminal
 
 __all__ = [
     "critic_config",
@@ -68,22 +69,33 @@ def head_layout(encoder: TableEncoder) -> HeadLayout:
     return heads_for_spans(encoder.spans, merge=True)
 
 
-def networks(
-    config: DPGANConfig, layout: HeadLayout
-) -> tuple[Generator | SequenceGenerator, Critic]:
-    """(generator, critic) of a config: an MLP generator, or with ``generator="lstm"`` an
-    LSTM generator of the encoded row read as ``T = width / series_features`` time steps
-    (numeric columns only: one tanh head over the whole series)."""
-    critic = Critic(config.critic_hidden)
-    if config.generator == "mlp":
-        return Generator(config.generator_hidden, layout), critic
+def series_shape(config: DPGANConfig, layout: HeadLayout) -> tuple[int, int]:
+    """``(T, F)`` of the encoded row read as a time-major series of ``F = series_features``
+    values per step (numeric heads only, ``T * F`` of them)."""
     width, f = layout_width(layout), config.series_features
     if any(kind == "categorical" for kind, _ in layout) or width % f:
         raise ValueError(
-            f"generator='lstm' expects numeric columns only, T * series_features of them "
-            f"(series_features={f}), got the head layout {layout}"
+            f"an LSTM generator or critic expects numeric columns only, T * series_features "
+            f"of them (series_features={f}), got the head layout {layout}"
         )
-    return SequenceGenerator(config.generator_hidden[0], width // f, f, layout), critic
+    return width // f, f
+
+
+def networks(
+    config: DPGANConfig, layout: HeadLayout
+) -> tuple[Generator | SequenceGenerator, Critic | SequenceCritic]:
+    """(generator, critic) of a config: MLPs, or with ``generator="lstm"`` /
+    ``critic="lstm"`` LSTM networks over the encoded row read as a series
+    (:func:`series_shape`)."""
+    if config.critic == "mlp":
+        critic = Critic(config.critic_hidden)
+    else:
+        critic = SequenceCritic(config.critic_hidden[0], *series_shape(config, layout))
+    if config.generator == "mlp":
+        return Generator(config.generator_hidden, layout), critic
+    return SequenceGenerator(
+        config.generator_hidden[0], *series_shape(config, layout), layout
+    ), critic
 
 
 def critic_config(config: DPGANConfig, budget: PrivacyBudget | None) -> DPSGDConfig:
@@ -185,7 +197,14 @@ def _generate(key: jax.Array, gen_params: Any, z: jax.Array, *, layout, config) 
 def fit_table(key: jax.Array, data: Table, budget: PrivacyBudget, config: DPGANConfig):
     """The registry ``fit``: Table -> public encoding -> :func:`fit_arrays`."""
     encoder = table_encoder(data.schema)
-    params, ledger = fit_arrays(key, encoder.encode(data), head_layout(encoder), budget, config)
+    params, ledger = fit_arrays(
+        key,
+        encoder.encode(data),
+        head_layout(encoder),
+        budget,
+        config,
+        progress=progress_on_terminal(),
+    )
     return FittedModel(
         method="dp-gan",
         params=params,
