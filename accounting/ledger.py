@@ -27,6 +27,8 @@ from accounting.relations import ADD_OR_REMOVE_ONE
 from accounting.validation import check_nonnegative, check_open_unit
 
 Mode = Literal["strict", "paper"]
+#: How :meth:`PrivacyLedger.report` labels a ledger with ``mode="paper"`` entries.
+PAPER_CLAIM = "paper's claimed guarantee, not proven"
 
 
 def event_to_dict(event: ev.DpEvent) -> dict[str, Any]:
@@ -254,11 +256,9 @@ class PrivacyLedger:
                 f"({accountant} accountant, {len(self.entries)} ledger entries)"
             ),
         ]
-        for row in self.breakdown(delta, accountant):
-            flag = (
-                "  [paper mode: relies on the paper's own argument]"
-                if row["mode"] == "paper"
-                else ""
-            )
+        if self.has_paper_mode:
+            lines[0] = f"Paper mode: {PAPER_CLAIM} -- NOT a DP guarantee. {lines[0]}"
+        for row, entry in zip(self.breakdown(delta, accountant), self.entries, strict=True):
+            flag = f"  [paper mode: {entry.note or PAPER_CLAIM}]" if row["mode"] == "paper" else ""
             lines.append(f"  - {row['label']}: epsilon alone {row['epsilon_alone']:.4g}{flag}")
         return "\n".join(lines)

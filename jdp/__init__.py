@@ -47,6 +47,7 @@ _EXPORTS: dict[str, str] = {
     "DPVAE": "jdp.synth.p3gm",
     "PGM": "jdp.synth.p3gm",
     "DPGAN": "jdp.synth.dp_gan",
+    "ClustMix": "jdp.synth.clustmix",
 }
 
 __all__ = list(_EXPORTS)

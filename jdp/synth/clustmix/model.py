@@ -1,0 +1,376 @@
+"""ClustMix on arrays: Approximate (clusters per class), Adapt (KIP, Eq. 6), Anonymise (mixing).
+
+Records ``x`` lie in ``[0, 1]^D`` (public min-max / one-hot encoding) with class codes
+``y`` in ``0..C-1``. ClustMix is class-conditional: each class's records are clustered
+separately and the mixtures of a cluster carry its class's label.
+
+Paper mode (:func:`fit_paper`), as published:
+
+1. constrained GMM per class, every cluster ``>= l`` records (:func:`constrained_gmm`);
+2. KIP with the 3A loss (Eq. 6) on the cluster means against all records (if ``kip_steps``);
+   each cluster's mixtures are moved by its mean's KIP displacement;
+3. every cluster cut into disjoint groups of ``l`` records (a random permutation), each group's
+   mean plus ``N(0, sigma^2 I)``, ``sigma`` from Eq. 8 at the budget
+   (:func:`jdp.mechanisms.mixing.paper_noise_std`).
+
+Its ledger holds the paper's *claim* -- an ``EpsilonDeltaDpEvent`` at the budget for the
+mixing, no-op entries for the two phases that read the data in the clear -- every entry with
+``mode="paper"`` and the note "paper's claimed guarantee, not proven".
+
+Strict mode (:func:`fit_strict`), DP as a whole (docs/privacy.md, "ClustMix"):
+
+1. DP k-means (or DP-EM) per class on released-centre space (:func:`dp_cluster_centres`; the
+   classes partition the records: parallel composition);
+2. each record assigned to its nearest *released* centre of its class (per record);
+3. noisy cluster sizes (Gaussian, sensitivity 1); cluster ``k`` gets
+   ``m_k = floor(max(s~_k, 0) / l)`` groups;
+4. DP-KIP on the released centres (if ``kip_steps``): the displacement of each centre;
+5. each record hashed into one of its cluster's ``m_k`` groups (:func:`bucket_groups`, a
+   public salt), the centred group sums released by one Gaussian mechanism (sensitivity
+   ``sqrt(D)/2``, :func:`jdp.mechanisms.mixing.mix`) and divided by ``s~_k / m_k``.
+
+One scale calibrates every phase's noise (:func:`strict_plan`,
+:func:`accounting.calibrate.calibrate`, RDP); no noise level is ever chosen on private data.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import numpy as np
+
+from accounting import events as ev
+from accounting.calibrate import calibrate
+from accounting.ledger import PAPER_CLAIM, PrivacyLedger
+from accounting.validation import check_count, check_open_unit, check_positive
+from jdp.encoding.constrained_gmm import (
+    assign_to_centres,
+    constrained_gmm,
+    dp_cluster_centres,
+    dp_cluster_event,
+    releases_per_step,
+)
+from jdp.mechanisms.mixing import (
+    bucket_groups,
+    check_unit_box,
+    mix,
+    paper_mix,
+    paper_mu,
+    paper_noise_std,
+)
+from jdp.mechanisms.noise import gaussian_mechanism
+from jdp.random import numpy_rng
+from jdp.synth.clustmix.config import ClustMixConfig
+
+#: The label every paper-mode ledger entry's note starts with (the ledger's report says it too).
+PAPER_NOTE = PAPER_CLAIM
+
+
+@dataclass(frozen=True)
+class ClustMixRelease:
+    """What a ClustMix fit releases: the noisy mixtures, their labels and the ledger.
+
+    Attributes:
+      features: ``(M, D)`` mixtures, clipped to ``[0, 1]^D`` (post-processing).
+      labels: ``(M,)`` class codes.
+      ledger: every phase's entry.
+      info: public facts of the fit (noise levels, numbers of groups) for reports.
+    """
+
+    features: np.ndarray
+    labels: np.ndarray
+    ledger: PrivacyLedger
+    info: dict[str, Any]
+
+
+def check_inputs(x: object, y: object, n_classes: int) -> tuple[np.ndarray, np.ndarray]:
+    """``x`` in ``[0, 1]^D`` (numeric) and integer ``y`` in ``0..C-1``; one-line errors."""
+    x = check_unit_box(x)
+    c = check_count("n_classes", n_classes, minimum=2)
+    y = np.asarray(y)
+    if y.shape != (x.shape[0],) or not np.issubdtype(y.dtype, np.integer):
+        raise ValueError(f"expected integer class codes of shape ({x.shape[0]},), got {y.shape}")
+    if y.size and (y.min() < 0 or y.max() >= c):
+        raise ValueError(f"expected class codes in 0..{c - 1}")
+    if x.shape[0] == 0:
+        raise ValueError("expected at least one record")
+    return x, y
+
+
+def fit_arrays(
+    key: jax.Array,
+    x: np.ndarray,
+    y: np.ndarray,
+    *,
+    n_classes: int,
+    epsilon: float,
+    delta: float,
+    config: ClustMixConfig,
+    progress: bool | None = False,
+) -> ClustMixRelease:
+    """Fit ClustMix (``config.mode``) on records ``x`` in ``[0, 1]^D`` with class codes ``y``.
+
+    Args:
+      key: every random choice (clustering seeds, noise, salts, KIP batches) comes from it.
+      x, y: private records and their class codes.
+      n_classes: ``C``, the size of the public label domain (>= 2).
+      epsilon, delta: the budget (``delta`` in (0, 1): both modes use Gaussian noise).
+      config: see :class:`ClustMixConfig`.
+      progress: progress bars on clustering and KIP (``None``: on a terminal).
+    """
+    x, y = check_inputs(x, y, n_classes)
+    check_positive("epsilon", epsilon)
+    check_open_unit("delta", delta)
+    fit = fit_paper if config.mode == "paper" else fit_strict
+    return fit(key, x, y, n_classes=n_classes, epsilon=epsilon, delta=delta, config=config,
+               progress=progress)  # fmt: skip
+
+
+# -- the Adapt step ---------------------------------------------------------------------------
+def kip_displacement(
+    key: jax.Array,
+    centres: np.ndarray,
+    centre_labels: np.ndarray,
+    x: np.ndarray,
+    y: np.ndarray,
+    *,
+    n_classes: int,
+    config: ClustMixConfig,
+    progress: bool | None,
+) -> np.ndarray:
+    """Paper mode's Adapt: KIP with the 3A loss (Eq. 6, ``alpha``) on the cluster means against
+    all records (centred on the box centre, centred one-hot labels), read in the clear.
+    Returns the displacement ``adapted - centres`` of every mean. **Not DP.**"""
+    from kip.kip import KIPConfig, centred_one_hot, fit_support
+
+    result = fit_support(
+        key,
+        centres - 0.5,
+        centred_one_hot(centre_labels, n_classes),
+        x - 0.5,
+        centred_one_hot(y, n_classes),
+        KIPConfig(
+            steps=config.kip_steps,
+            learning_rate=config.kip_learning_rate,
+            target_batch_size=config.kip_target_batch_size,
+            reg=config.kip_reg,
+            alpha=float(config.alpha),
+            depth=config.kip_depth,
+        ),
+        progress=bool(progress),
+    )
+    return np.asarray(result.support_x) + 0.5 - centres
+
+
+# -- paper mode -------------------------------------------------------------------------------
+def fit_paper(
+    key: jax.Array,
+    x: np.ndarray,
+    y: np.ndarray,
+    *,
+    n_classes: int,
+    epsilon: float,
+    delta: float,
+    config: ClustMixConfig,
+    progress: bool | None = False,
+) -> ClustMixRelease:
+    """The published ClustMix (module docstring). **Not DP**: its ledger records the paper's
+    claim, labelled :data:`PAPER_NOTE`."""
+    cluster_key, kip_key, mix_key = jax.random.split(key, 3)
+    rng = numpy_rng(cluster_key)
+    l, k = config.mixture_size, config.n_clusters
+    members, centres, centre_labels = [], [], []
+    for c in range(n_classes):
+        rows = np.flatnonzero(y == c)
+        if rows.size < k * l:
+            raise ValueError(
+                f"mixture_size (l_min) = {l} is impossible for class {c}: {k} clusters of at "
+                f"least {l} records need more records than the class holds"
+            )
+        clustering = constrained_gmm(
+            rng, x[rows], k, l, steps=config.gmm_steps, timeout_s=config.gmm_timeout_s,
+            progress=progress,
+        )  # fmt: skip
+        members += [rows[clustering.labels == j] for j in range(k)]
+        centres.append(clustering.means)
+        centre_labels += [c] * k
+    centres = np.concatenate(centres)
+    centre_labels = np.asarray(centre_labels)
+    shift = np.zeros_like(centres)
+    if config.adapt:
+        shift = kip_displacement(kip_key, centres, centre_labels, x, y, n_classes=n_classes,
+                                 config=config, progress=progress)  # fmt: skip
+    mix_rng = numpy_rng(mix_key)
+    groups, group_cluster = [], []
+    for j, rows in enumerate(members):
+        m = rows.size // l
+        groups.append(mix_rng.permutation(rows)[: m * l].reshape(m, l))
+        group_cluster += [j] * m
+    group_cluster = np.asarray(group_cluster)
+    d = x.shape[1]
+    sigma = paper_noise_std(epsilon, delta, mixture_size=l, n_classes=n_classes, n_features=d)
+    means, _ = paper_mix(mix_rng, x, np.concatenate(groups), noise_std=sigma, n_classes=n_classes)
+    mu = paper_mu(sigma, mixture_size=l, n_classes=n_classes, n_features=d)
+    ledger = PrivacyLedger().record(
+        "clustmix/approximate", ev.NoOpDpEvent(), mode="paper",
+        note=f"{PAPER_NOTE}: constrained GMM on the private records without noise",
+    )  # fmt: skip
+    if config.adapt:
+        ledger = ledger.record(
+            "clustmix/adapt", ev.NoOpDpEvent(), mode="paper",
+            note=f"{PAPER_NOTE}: KIP reads every private record without noise",
+        )  # fmt: skip
+    ledger = ledger.record(
+        "clustmix/anonymise",
+        ev.EpsilonDeltaDpEvent(epsilon=float(epsilon), delta=float(delta)),
+        mode="paper",
+        note=(
+            f"{PAPER_NOTE}: Eq. 8, mu = sqrt(C D)/(l sigma) = {mu:.4g} with C={n_classes}, "
+            f"D={d}, l={l}, sigma={sigma:.4g}, converted to (epsilon, delta) by GDP"
+        ),
+    )
+    features = np.clip(means + shift[group_cluster], 0.0, 1.0)
+    info = {"noise_std": sigma, "mu": mu, "groups": len(group_cluster)}
+    return ClustMixRelease(features, centre_labels[group_cluster], ledger, info)
+
+
+# -- strict mode ------------------------------------------------------------------------------
+def strict_multipliers(config: ClustMixConfig, scale: float) -> dict[str, float]:
+    """The noise multiplier of each strict phase at ``scale``: a Gaussian phase with share
+    ``w`` of the privacy loss (``mu^2`` units) gets ``scale / sqrt(w / r)``, ``r`` its number of
+    Gaussian releases; DP-KIP's ``T`` Poisson steps at rate ``q`` count as ``q^2 T`` (their
+    CLT ``mu``; only the split is heuristic, the plan is accounted exactly)."""
+    r = releases_per_step(config.clustering) * config.cluster_steps
+    return {
+        "cluster": scale * math.sqrt(r / config.cluster_share),
+        "sizes": scale / math.sqrt(config.size_share),
+        "kip": scale * config.kip_sampling_prob * math.sqrt(config.kip_steps / config.kip_share),
+        "mixing": scale / math.sqrt(config.mixing_share),
+    }
+
+
+def kip_event(config: ClustMixConfig, noise_multiplier: float) -> ev.DpEvent:
+    """What strict mode's DP-KIP spends (data-free)."""
+    from jdp.synth.clustmix.dp_kip import dp_kip_event
+
+    return dp_kip_event(
+        noise_multiplier, sampling_prob=config.kip_sampling_prob, steps=config.kip_steps
+    )
+
+
+def strict_plan(config: ClustMixConfig, n_classes: int, scale: float) -> ev.ComposedDpEvent:
+    """The data-free event of a strict fit at ``scale``: DP clustering (per class, in
+    parallel), noisy sizes, DP-KIP (if ``kip_steps``), mixing -- in that order."""
+    z = strict_multipliers(config, scale)
+    cluster = dp_cluster_event(config.clustering, z["cluster"], config.cluster_steps)
+    events = [ev.ParallelComposedDpEvent([cluster] * n_classes), ev.GaussianDpEvent(z["sizes"])]
+    if config.adapt:
+        events.append(kip_event(config, z["kip"]))
+    events.append(ev.GaussianDpEvent(z["mixing"]))
+    return ev.ComposedDpEvent(events)
+
+
+def fit_strict(
+    key: jax.Array,
+    x: np.ndarray,
+    y: np.ndarray,
+    *,
+    n_classes: int,
+    epsilon: float,
+    delta: float,
+    config: ClustMixConfig,
+    progress: bool | None = False,
+) -> ClustMixRelease:
+    """Strict ClustMix (module docstring): (epsilon, delta)-DP under add/remove-one, every
+    phase in the ledger (docs/privacy.md, "ClustMix")."""
+    scale = calibrate(
+        lambda s: strict_plan(config, n_classes, s), target_epsilon=epsilon, target_delta=delta
+    )
+    z = strict_multipliers(config, scale)
+    cluster_key, size_key, kip_key, mix_key = jax.random.split(key, 4)
+    k, l, d = config.n_clusters, config.mixture_size, x.shape[1]
+
+    # 1. DP clustering per class (the classes partition the records).
+    rng = numpy_rng(cluster_key)
+    centres, class_events = [], []
+    for c in range(n_classes):
+        found, class_ledger = dp_cluster_centres(
+            rng, x[y == c], k, algorithm=config.clustering, noise_multiplier=z["cluster"],
+            steps=config.cluster_steps, secure_noise=config.secure_noise,
+        )  # fmt: skip
+        centres.append(found)
+        class_events.append(class_ledger.event)
+    ledger = PrivacyLedger().record(
+        "clustmix/dp-clustering", ev.ParallelComposedDpEvent(class_events),
+        note=f"DP {config.clustering} per class, {config.cluster_steps} iterations",
+    )  # fmt: skip
+    centre_labels = np.repeat(np.arange(n_classes), k)
+
+    # 2. per-record assignment to the released centres of the record's class.
+    cluster = np.empty(x.shape[0], dtype=np.int64)
+    for c in range(n_classes):
+        rows = np.flatnonzero(y == c)
+        cluster[rows] = c * k + assign_to_centres(centres[c], x[rows])
+    centres = np.concatenate(centres)
+
+    # 3. noisy cluster sizes -> number of groups per cluster (post-processing).
+    size_rng = numpy_rng(size_key)
+    sizes, size_event = gaussian_mechanism(
+        size_rng, np.bincount(cluster, minlength=n_classes * k).astype(np.float64),
+        l2_sensitivity=1.0, noise_multiplier=z["sizes"], secure_noise=config.secure_noise,
+    )  # fmt: skip
+    ledger = ledger.record("clustmix/cluster-sizes", size_event, note="noisy count per cluster")
+    n_groups = (np.maximum(sizes, 0.0) // l).astype(np.int64)
+    if n_groups.sum() == 0:
+        raise ValueError(
+            f"no cluster can supply a mixture of mixture_size={l} records at this budget "
+            "(every noisy cluster size is below it): lower mixture_size or n_clusters, or "
+            "raise epsilon"
+        )
+
+    # 4. Adapt: DP-KIP on the released centres.
+    shift = np.zeros_like(centres)
+    if config.adapt:
+        from jdp.synth.clustmix.dp_kip import dp_kip_displacement
+
+        shift, kip_ledger = dp_kip_displacement(
+            kip_key, centres, centre_labels, x, y, n_classes=n_classes, config=config,
+            noise_multiplier=z["kip"], progress=progress,
+        )  # fmt: skip
+        ledger = ledger + kip_ledger
+
+    # 5. Anonymise: per-record groups, one Gaussian release of all centred group sums.
+    mix_rng = numpy_rng(mix_key)
+    offsets = np.concatenate([[0], np.cumsum(n_groups)])
+    bucket = bucket_groups(x, mix_rng.bytes(32), n_groups[cluster])
+    group = np.where(bucket >= 0, offsets[cluster] + bucket, -1)
+    group_cluster = np.repeat(np.arange(n_classes * k), n_groups)
+    divisors = np.maximum(sizes, 0.0)[group_cluster] / n_groups[group_cluster]
+    mixtures, mix_event = mix(
+        mix_rng, x, group, divisors, noise_multiplier=z["mixing"], secure_noise=config.secure_noise
+    )
+    ledger = ledger.record(
+        "clustmix/mixing", mix_event, note=f"centred group sums, sensitivity sqrt(D)/2, l={l}"
+    )
+    features = np.clip(mixtures + shift[group_cluster], 0.0, 1.0)
+    info = {
+        "scale": scale,
+        "noise_multipliers": z,
+        "noise_std": z["mixing"] * math.sqrt(d) / 2.0 / l,
+        "groups": int(n_groups.sum()),
+    }
+    return ClustMixRelease(features, centre_labels[group_cluster], ledger, info)
+
+
+def sample_rows(
+    rng: np.random.Generator, features: np.ndarray, labels: np.ndarray, n: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` rows of the released set: whole random permutations of it, then part of one
+    (post-processing)."""
+    n = check_count("n", n, minimum=1)
+    m = features.shape[0]
+    idx = np.concatenate([rng.permutation(m) for _ in range(-(-n // m))])[:n]
+    return features[idx], labels[idx]
