@@ -69,7 +69,7 @@ TINY: dict[str, dict] = {
         "epochs": None,
         "dpsgd_method": "general",
     },
-    "clustmix": {"n_clusters": 1, "mixture_size": 5, "cluster_steps": 2},
+    "clustmix": {"n_clusters": 1, "mixture_size": 10, "cluster_steps": 2},
 }
 METHODS = available_methods()
 

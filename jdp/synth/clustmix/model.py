@@ -65,6 +65,9 @@ from jdp.mechanisms.noise import gaussian_mechanism
 from jdp.random import numpy_rng
 from jdp.synth.clustmix.config import ClustMixConfig
 
+#: Strict mode refuses a plan whose mixtures would carry more noise than this per feature
+#: (data-free: from the budget, ``l`` and ``D`` only): its output would be noise.
+MAX_NOISE_STD = 1.0
 #: The label every paper-mode ledger entry's note starts with (the ledger's report says it too).
 PAPER_NOTE = PAPER_CLAIM
 
@@ -290,8 +293,15 @@ def fit_strict(
         lambda s: strict_plan(config, n_classes, s), target_epsilon=epsilon, target_delta=delta
     )
     z = strict_multipliers(config, scale)
-    cluster_key, size_key, kip_key, mix_key = jax.random.split(key, 4)
     k, l, d = config.n_clusters, config.mixture_size, x.shape[1]
+    noise_std = z["mixing"] * math.sqrt(d) / 2.0 / l
+    if noise_std > MAX_NOISE_STD:
+        raise ValueError(
+            f"budget too small: the mixtures' noise std per feature would be {noise_std:.3g}, "
+            f"above {MAX_NOISE_STD:g} (the width of the [0, 1] box); raise epsilon or "
+            "mixture_size, or give the mixing a larger share"
+        )
+    cluster_key, size_key, kip_key, mix_key = jax.random.split(key, 4)
 
     # 1. DP clustering per class (the classes partition the records).
     rng = numpy_rng(cluster_key)
@@ -359,7 +369,7 @@ def fit_strict(
     info = {
         "scale": scale,
         "noise_multipliers": z,
-        "noise_std": z["mixing"] * math.sqrt(d) / 2.0 / l,
+        "noise_std": noise_std,
         "groups": int(n_groups.sum()),
     }
     return ClustMixRelease(features, centre_labels[group_cluster], ledger, info)

@@ -1,0 +1,187 @@
+"""ClustMix (jdp.synth.clustmix): strict mode's ledger holds every phase and equals its
+data-free plan; paper mode is labelled "paper's claimed guarantee, not proven"; bad input
+gives one-line errors and writes nothing; fit/sample/save/load through the API and the CLI."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import jax
+import numpy as np
+import pandas as pd
+import pytest
+
+from accounting import PrivacyBudget, PrivacyLedger, compute_epsilon
+from accounting.ledger import PAPER_CLAIM
+from jdp.data.schema import Column, Schema
+from jdp.mechanisms.mixing import paper_noise_std
+from jdp.synth import io
+from jdp.synth.base import fit_model, sample_model
+from jdp.synth.clustmix import ClustMix, ClustMixConfig, fit_arrays, strict_plan
+
+EPS, DELTA = 1.0, 1e-5
+SCHEMA = Schema(
+    columns=(
+        Column(name="a", kind="continuous", lower=0.0, upper=10.0),
+        Column(name="b", kind="integer", lower=0, upper=4),
+        Column(name="c", kind="categorical", categories=("u", "v", "w")),
+        Column(name="y", kind="categorical", categories=("no", "yes")),
+    ),
+    target="y",
+)
+
+
+def _arrays(n: int = 2000, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    x = np.clip(rng.normal(0.3 + 0.4 * y[:, None], 0.1, (n, 4)), 0.0, 1.0)
+    return x, y
+
+
+def _frame(n: int = 300, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    return pd.DataFrame(
+        {
+            "a": np.clip(rng.normal(3 + 4 * y, 1.0), 0, 10),
+            "b": rng.integers(0, 5, n),
+            "c": rng.choice(["u", "v", "w"], n).astype(object),
+            "y": np.where(y == 1, "yes", "no").astype(object),
+        }
+    )
+
+
+CONFIG = ClustMixConfig(n_clusters=3, mixture_size=20, cluster_steps=3)
+
+
+def _fit(config: ClustMixConfig, x=None, y=None, key: int = 0):
+    if x is None:
+        x, y = _arrays()
+    return fit_arrays(
+        jax.random.key(key), x, y, n_classes=2, epsilon=EPS, delta=DELTA, config=config
+    )
+
+
+# -- strict mode ------------------------------------------------------------------------------
+def test_strict_ledger_holds_every_phase_and_equals_the_data_free_plan():
+    release = _fit(CONFIG)
+    ledger = release.ledger
+    assert ledger.labels == ["clustmix/dp-clustering", "clustmix/cluster-sizes", "clustmix/mixing"]
+    assert not ledger.has_paper_mode
+    plan = strict_plan(CONFIG, 2, release.info["scale"])
+    assert ledger.epsilon(DELTA) == pytest.approx(compute_epsilon(plan, DELTA), rel=1e-9)
+    assert (1 - 2e-3) * EPS <= ledger.epsilon(DELTA) <= EPS
+    # every phase costs something: removing any entry lowers epsilon
+    for i in range(len(ledger.entries)):
+        rest = PrivacyLedger(ledger.entries[:i] + ledger.entries[i + 1 :])
+        assert rest.epsilon(DELTA) < ledger.epsilon(DELTA)
+    # the noise never depends on the data: another dataset, same ledger
+    x, y = _arrays(n=3000, seed=5)
+    assert _fit(CONFIG, x, y, key=3).ledger.to_dict() == ledger.to_dict()
+    assert release.features.shape[1] == 4 and set(release.labels) <= {0, 1}
+    assert np.all((release.features >= 0) & (release.features <= 1))
+
+
+def test_strict_mixtures_follow_the_classes():
+    release = _fit(CONFIG)
+    means = [release.features[release.labels == c].mean(axis=0) for c in (0, 1)]
+    # class means are 0.3 and 0.7; mixture noise std about 0.2 per coordinate over ~50 mixtures
+    assert np.all(np.abs(means[0] - 0.3) < 0.15) and np.all(np.abs(means[1] - 0.7) < 0.15)
+
+
+def test_strict_em_clustering_and_budget_too_small():
+    release = _fit(dataclasses.replace(CONFIG, clustering="em"))
+    assert release.ledger.epsilon(DELTA) <= EPS
+    x, y = _arrays(n=200)
+    with pytest.raises(ValueError, match="budget too small"):  # data-free refusal
+        fit_arrays(jax.random.key(0), x, y, n_classes=2, epsilon=0.01, delta=DELTA, config=CONFIG)
+    with pytest.raises(ValueError, match="no cluster can supply a mixture"):  # l too large
+        _fit(dataclasses.replace(CONFIG, mixture_size=5000), x, y)
+
+
+# -- paper mode -------------------------------------------------------------------------------
+def test_paper_mode_is_labelled_and_uses_eq8():
+    config = dataclasses.replace(CONFIG, mode="paper")
+    release = _fit(config)
+    ledger = release.ledger
+    assert ledger.labels == ["clustmix/approximate", "clustmix/anonymise"]
+    assert all(e.mode == "paper" and e.note.startswith(PAPER_CLAIM) for e in ledger.entries)
+    report = ledger.report(DELTA)
+    assert "paper's claimed guarantee, not proven" in report and "NOT a DP guarantee" in report
+    assert ledger.epsilon(DELTA) == pytest.approx(EPS)
+    sigma = paper_noise_std(EPS, DELTA, mixture_size=20, n_classes=2, n_features=4)
+    assert release.info["noise_std"] == pytest.approx(sigma)
+    # every cluster held >= l records: floor(n_c / l) groups per class at most, and at least
+    # one group per cluster
+    assert 2 * 3 <= release.info["groups"] <= 2000 // 20
+
+
+def test_paper_mode_with_kip_adapt_records_the_adapt_phase():
+    config = dataclasses.replace(CONFIG, mode="paper", kip_steps=3, kip_target_batch_size=200)
+    release = _fit(config)
+    assert release.ledger.labels == [
+        "clustmix/approximate",
+        "clustmix/adapt",
+        "clustmix/anonymise",
+    ]
+    plain = _fit(dataclasses.replace(config, kip_steps=0))
+    assert not np.allclose(release.features, plain.features)
+
+
+# -- bad input --------------------------------------------------------------------------------
+def test_bad_input_gives_one_line_errors():
+    x, y = _arrays(n=100)
+    with pytest.raises(ValueError, match=r"alpha in \[0, 1\]"):
+        ClustMixConfig(alpha=1.5)
+    with pytest.raises(ValueError, match="mixture_size >= 1"):
+        ClustMixConfig(mixture_size=0)
+    with pytest.raises(ValueError, match="impossible"):
+        _fit(dataclasses.replace(CONFIG, mode="paper", mixture_size=30), x, y)
+    with pytest.raises(TypeError, match="public encoding"):
+        _fit(CONFIG, x.astype(object), y)
+    with pytest.raises(ValueError, match="public box"):
+        _fit(CONFIG, x * 5, y)
+    with pytest.raises(ValueError, match="delta in"):
+        fit_arrays(jax.random.key(0), x, y, n_classes=2, epsilon=1, delta=0.0, config=CONFIG)
+    with pytest.raises(ValueError, match="categorical target"):
+        fit_model(
+            jax.random.key(0), "clustmix", _frame(), PrivacyBudget(epsilon=1, delta=1e-5),
+            CONFIG, schema=dataclasses.replace(SCHEMA, target=None),
+        )  # fmt: skip
+
+
+# -- the common API and the CLI ---------------------------------------------------------------
+def test_estimator_fit_sample_save_load(tmp_path):
+    model = ClustMix(epsilon=1.0, delta=1e-5, schema=SCHEMA, seed=0, n_clusters=2, mixture_size=10)
+    rows = model.fit(_frame()).sample(50)
+    assert list(rows.columns) == SCHEMA.names and len(rows) == 50
+    assert set(rows["c"]) <= {"u", "v", "w"} and set(rows["y"]) <= {"no", "yes"}
+    assert rows["a"].between(0, 10).all() and rows["b"].dtype == np.int64
+    path = model.save(tmp_path / "m")
+    loaded = io.load(path)
+    key = jax.random.key(4)
+    pd.testing.assert_frame_equal(
+        sample_model(key, loaded, 30), sample_model(key, model.model_, 30)
+    )
+
+
+def test_cli_fit_paper_mode_shows_the_label_and_bad_options_write_nothing(tmp_path, capsys):
+    from jdp.cli import main
+
+    _frame().to_csv(tmp_path / "d.csv", index=False)
+    SCHEMA.save(tmp_path / "s.json")
+    base = ["fit", "--method", "clustmix", "--data", str(tmp_path / "d.csv"), "--schema",
+            str(tmp_path / "s.json"), "--epsilon", "1", "--delta", "1e-5", "--seed", "0"]  # fmt: skip
+    code = main(base + ["--out", str(tmp_path / "m"), "--set", "mode=paper",
+                        "--set", "n_clusters=2", "--set", "mixture_size=10"])  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert PAPER_CLAIM in out and "NOT a DP guarantee" in out
+    saved = json.loads((tmp_path / "m" / "model.json").read_text())
+    assert {e["mode"] for e in saved["ledger"]["entries"]} == {"paper"}
+    for bad in (["--set", "alpha=2"], ["--set", "mixture_size=1000", "--set", "mode=paper"]):
+        code = main(base + ["--out", str(tmp_path / "bad")] + bad)
+        _, err = capsys.readouterr()
+        assert code != 0 and len(err.strip().splitlines()) == 1
+        assert not (tmp_path / "bad").exists()
