@@ -47,6 +47,7 @@ References:
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -316,6 +317,34 @@ def _support_of(params: Any, fixed_y: jax.Array, learn_labels: bool) -> tuple[An
     return params if learn_labels else (params, fixed_y)
 
 
+@functools.lru_cache(maxsize=32)
+def _kip_step(
+    kernel_fn: KernelFn,
+    reg: float,
+    alpha: float | None,
+    learn_labels: bool,
+    batch: int,
+    learning_rate: float,
+) -> tuple[optax.GradientTransformation, Callable]:
+    """Adam and one jitted KIP step (cached: data are arguments, not compiled-in constants)."""
+    optimizer = optax.adam(learning_rate)
+
+    def loss(params: Any, fixed_y: jax.Array, anchor: jax.Array, bx: jax.Array, by: jax.Array):
+        x, y = _support_of(params, fixed_y, learn_labels)
+        if alpha is None:
+            return kip_loss(x, y, bx, by, kernel_fn=kernel_fn, reg=reg)
+        return threea_loss(x, y, bx, by, anchor=anchor, alpha=alpha, kernel_fn=kernel_fn, reg=reg)
+
+    @jax.jit
+    def step(params, opt_state, step_key, tx, ty, fixed_y, anchor):
+        idx = jax.random.permutation(step_key, tx.shape[0])[:batch]
+        value, grads = jax.value_and_grad(loss)(params, fixed_y, anchor, tx[idx], ty[idx])
+        updates, opt_state = optimizer.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state, value
+
+    return optimizer, step
+
+
 def fit_support(
     key: jax.Array,
     support_x: Any,
@@ -353,36 +382,20 @@ def fit_support(
         anchor = check_anchor(sx if anchor is None else anchor, sx)
     kernel_fn = config.kernel_fn() if kernel_fn is None else kernel_fn
     n_t = tx.shape[0]
-    batch = min(config.target_batch_size, n_t)
     learn = config.learn_labels
     with jax.enable_x64(config.float64):
         dtype = jnp.float64 if config.float64 else jnp.float32
         sx_j, sy_j, tx_j, ty_j = (jnp.asarray(a, dtype=dtype) for a in (sx, sy, tx, ty))
-        anchor_j = None if anchor is None else jnp.asarray(anchor, dtype=dtype)
-
-        def loss(params: Any, bx: jax.Array, by: jax.Array) -> jax.Array:
-            x, y = _support_of(params, sy_j, learn)
-            if config.alpha is None:
-                return kip_loss(x, y, bx, by, kernel_fn=kernel_fn, reg=config.reg)
-            return threea_loss(
-                x, y, bx, by, anchor=anchor_j, alpha=config.alpha, kernel_fn=kernel_fn,
-                reg=config.reg,
-            )  # fmt: skip
-
-        optimizer = optax.adam(config.learning_rate)
-
-        @jax.jit
-        def step(params: Any, opt_state: Any, step_key: jax.Array) -> tuple[Any, Any, jax.Array]:
-            idx = jax.random.permutation(step_key, n_t)[:batch]
-            value, grads = jax.value_and_grad(loss)(params, tx_j[idx], ty_j[idx])
-            updates, opt_state = optimizer.update(grads, opt_state, params)
-            return optax.apply_updates(params, updates), opt_state, value
-
+        anchor_j = sx_j if anchor is None else jnp.asarray(anchor, dtype=dtype)
+        optimizer, step = _kip_step(
+            kernel_fn, config.reg, config.alpha, learn, min(config.target_batch_size, n_t),
+            config.learning_rate,
+        )  # fmt: skip
         params = _support_params(sx_j, sy_j, learn)
         opt_state = optimizer.init(params)
         losses = []
         for step_key in tqdm(jax.random.split(key, config.steps), disable=not progress, desc="kip"):
-            params, opt_state, value = step(params, opt_state, step_key)
+            params, opt_state, value = step(params, opt_state, step_key, tx_j, ty_j, sy_j, anchor_j)
             losses.append(value)
         x, y = _support_of(params, sy_j, learn)
         return KIPResult(

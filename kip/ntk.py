@@ -193,6 +193,7 @@ def fc_relu_kernels(
     return _fc_relu_kernels(x1, x2, depth, float(w_std), float(b_std), block_size)
 
 
+@functools.lru_cache(maxsize=64)
 def make_kernel_fn(
     *,
     depth: int = 1,
@@ -204,7 +205,8 @@ def make_kernel_fn(
     """A ``kernel_fn(x1, x2) -> (n1, n2)`` of :func:`fc_relu_kernels` returning one kernel.
 
     Any callable of this shape works as KIP's ``kernel_fn``, e.g. a neural-tangents ``stax``
-    kernel: ``lambda a, b: stax_kernel_fn(a, b, "ntk")``.
+    kernel: ``lambda a, b: stax_kernel_fn(a, b, "ntk")``. Cached: equal arguments give the same
+    function object, so jitted callers keyed on it compile once.
     """
     _validate(depth=depth, w_std=w_std, b_std=b_std, block_size=block_size)
     if get not in ("ntk", "nngp"):

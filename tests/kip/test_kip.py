@@ -60,7 +60,7 @@ def test_kip_loss_matches_numpy(problem):
 def test_per_target_losses_sum_to_n_times_kip_loss(problem):
     xs, ys, xt, yt = problem
     f = make_kernel_fn(depth=2)
-    one = jax.vmap(lambda r: per_target_loss((xs, ys), r, kernel_fn=f, reg=REG))
+    one = jax.jit(jax.vmap(lambda r: per_target_loss((xs, ys), r, kernel_fn=f, reg=REG)))
     per = one((jnp.asarray(xt), jnp.asarray(yt)))
     assert per.shape == (len(xt),)
     total = kip_loss(xs, ys, xt, yt, kernel_fn=f, reg=REG) * len(xt)
@@ -72,9 +72,9 @@ def test_per_target_losses_sum_to_n_times_kip_loss(problem):
             (jnp.asarray(xt), jnp.asarray(yt))
         )
 
-    g_per = jax.grad(lambda s: jnp.sum(one_s(s)))((jnp.asarray(xs), jnp.asarray(ys)))
+    g_per = jax.jit(jax.grad(lambda s: jnp.sum(one_s(s))))((jnp.asarray(xs), jnp.asarray(ys)))
 
-    g_all = jax.grad(lambda s: kip_loss(*s, xt, yt, kernel_fn=f, reg=REG) * len(xt))(
+    g_all = jax.jit(jax.grad(lambda s: kip_loss(*s, xt, yt, kernel_fn=f, reg=REG) * len(xt)))(
         (jnp.asarray(xs), jnp.asarray(ys))
     )
     for a, b in zip(g_per, g_all, strict=True):
