@@ -1,0 +1,227 @@
+"""Benchmark of kip/: closed-form NTK throughput, KIP and DP-KIP step time, peak memory.
+
+Prints a table and, with ``--json``, one JSON object with at least ``kernel_entries_per_s``
+(per depth, for a ``5000 x 100`` block at ``d = 784``: both the NNGP and the NTK are produced)
+and ``kip_step_ms`` (one Adam step of KIP on 100 support points against a 5000-record target
+batch, ``d = 784``, depth 1, the gradient through the kernel and the Cholesky solve included).
+
+Timings are wall-clock after one compile-and-run warm-up, the best of ``repeats`` runs, with
+``block_until_ready``; CPU time of the process is reported beside them (the machine is
+shared). Peak memory is the growth of the process's maximum resident set size
+(``resource.getrusage``) over the run of each part: XLA's CPU buffers are not visible to
+``tracemalloc``, and ``jax.Device.memory_stats()`` is ``None`` on CPU.
+
+neural-tangents is not importable here (DESIGN.md section 3). ``--nt-python PATH`` runs the
+same block through ``neural_tangents.stax`` in its own pinned environment (see
+``scripts/ntk_oracle_fixture.py`` for how to build one) in a subprocess; without it the JSON says
+``"neural_tangents": "not available"``.
+
+Usage: ``python scripts/bench_kip.py [--quick] [--json] [--float32] [--nt-python PATH]``
+(``--quick``: a 1000 x 100 block, a 1000-record target batch, 2 repeats).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from kip import KIPConfig, centred_one_hot, fit_support, make_kernel_fn
+
+D = 784
+SUPPORT = 100
+DEPTHS = (1, 2, 3)
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def max_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux: kB
+
+
+def timed(fn: Callable[[], object], repeats: int) -> tuple[float, float]:
+    """(best wall seconds, CPU seconds of that run) after a warm-up call."""
+    jax.block_until_ready(fn())
+    best = (float("inf"), float("inf"))
+    for _ in range(repeats):
+        w0, c0 = time.perf_counter(), time.process_time()
+        jax.block_until_ready(fn())
+        run = (time.perf_counter() - w0, time.process_time() - c0)
+        best = min(best, run)
+    return best
+
+
+def bench_kernels(rows: int, repeats: int, dtype: jnp.dtype) -> dict:
+    rng = np.random.default_rng(0)
+    x1 = jnp.asarray(rng.uniform(size=(rows, D)), dtype=dtype)
+    x2 = jnp.asarray(rng.uniform(size=(SUPPORT, D)), dtype=dtype)
+    out = {}
+    for depth in DEPTHS:
+        rss0 = max_rss_mb()
+        f = make_kernel_fn(depth=depth, get="ntk")
+        wall, cpu = timed(lambda f=f: f(x1, x2), repeats)
+        out[depth] = {
+            "entries_per_s": rows * SUPPORT / wall,
+            "wall_ms": 1e3 * wall,
+            "cpu_ms": 1e3 * cpu,
+            "peak_rss_growth_mb": max_rss_mb() - rss0,
+        }
+        log(f"kernel depth {depth}: {out[depth]['entries_per_s']:.3g} entries/s")
+    return out
+
+
+def bench_kip_step(batch: int, repeats: int, float64: bool) -> dict:
+    """Per-step time of fit_support: (T steps - 1 step) / (T - 1), both compiled."""
+    rng = np.random.default_rng(1)
+    labels = rng.integers(0, 10, size=batch)
+    tx, ty = rng.uniform(size=(batch, D)), centred_one_hot(labels, 10)
+    sx, sy = rng.uniform(size=(SUPPORT, D)), centred_one_hot(np.arange(SUPPORT) % 10, 10)
+    rss0 = max_rss_mb()
+
+    def run(steps: int) -> float:
+        config = KIPConfig(steps=steps, target_batch_size=batch, float64=float64)
+        t0 = time.perf_counter()
+        fit_support(jax.random.key(0), sx, sy, tx, ty, config)
+        return time.perf_counter() - t0
+
+    run(1)  # compile
+    steps = 5
+    best = min(run(steps) - run(1) for _ in range(repeats)) / (steps - 1)
+    return {
+        "kip_step_ms": 1e3 * best,
+        "target_batch": batch,
+        "peak_rss_growth_mb": max_rss_mb() - rss0,
+    }
+
+
+def bench_dp_kip_step(n: int, q: float, float64: bool) -> dict:
+    """Per-step time of DP-KIP (jdp.dpsgd.train, general per-example path)."""
+    from jdp.synth.clustmix.dp_kip import dp_kip, dp_kip_dpsgd_config
+
+    rng = np.random.default_rng(2)
+    tx, ty = rng.uniform(size=(n, D)), centred_one_hot(rng.integers(0, 10, size=n), 10)
+    sx, sy = rng.uniform(size=(SUPPORT, D)), centred_one_hot(np.arange(SUPPORT) % 10, 10)
+
+    def run(steps: int) -> float:
+        config = KIPConfig(steps=steps, float64=float64)
+        dpsgd = dp_kip_dpsgd_config(
+            config, l2_clip_norm=1.0, sampling_prob=q, expected_batch_size=q * n,
+            noise_multiplier=1.0,
+        )  # fmt: skip
+        t0 = time.perf_counter()
+        dp_kip(jax.random.key(0), sx, sy, tx, ty, config, dpsgd)
+        return time.perf_counter() - t0
+
+    run(1)
+    steps = 4
+    return {"dp_kip_step_ms": 1e3 * (run(steps) - run(1)) / (steps - 1), "expected_batch": q * n}
+
+
+NT_SNIPPET = textwrap.dedent(
+    """
+    import sys, time, types, json
+    sys.modules["neural_tangents.experimental"] = types.ModuleType("neural_tangents.experimental")
+    import jax, numpy as np
+    jax.config.update("jax_enable_x64", {x64})
+    from neural_tangents import stax
+    rng = np.random.default_rng(0)
+    dt = np.float64 if {x64} else np.float32
+    x1 = jax.numpy.asarray(rng.uniform(size=({rows}, {d})), dtype=dt)
+    x2 = jax.numpy.asarray(rng.uniform(size=({s}, {d})), dtype=dt)
+    out = {{}}
+    for depth in (1, 2, 3):
+        layers = [stax.Dense(512, W_std=2**0.5, b_std=0.1), stax.Relu()] * depth
+        _, _, kf = stax.serial(*layers, stax.Dense(1, W_std=2**0.5, b_std=0.1))
+        kf = jax.jit(kf, static_argnames="get")
+        kf(x1, x2, "ntk").block_until_ready()
+        best = float("inf")
+        for _ in range({repeats}):
+            t0 = time.perf_counter(); kf(x1, x2, "ntk").block_until_ready()
+            best = min(best, time.perf_counter() - t0)
+        out[depth] = {rows} * {s} / best
+    print(json.dumps(out))
+    """
+)
+
+
+def bench_neural_tangents(python: str | None, rows: int, repeats: int, x64: bool) -> dict | str:
+    if python is None:
+        return "not available (neural-tangents does not import on this JAX; pass --nt-python)"
+    code = NT_SNIPPET.format(x64=x64, rows=rows, d=D, s=SUPPORT, repeats=repeats)
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    try:
+        done = subprocess.run(
+            [python, "-c", code], capture_output=True, text=True, timeout=900, env=env, check=True
+        )
+    except (OSError, subprocess.SubprocessError) as err:
+        return f"not available ({type(err).__name__})"
+    return {int(k): v for k, v in json.loads(done.stdout.strip().splitlines()[-1]).items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--float32", action="store_true", help="float32 instead of float64")
+    parser.add_argument("--nt-python", default=None, help="python of a neural-tangents env")
+    args = parser.parse_args()
+    rows, batch, repeats = (1000, 1000, 2) if args.quick else (5000, 5000, 3)
+    x64 = not args.float32
+    with jax.enable_x64(x64):
+        dtype = jnp.float64 if x64 else jnp.float32
+        kernels = bench_kernels(rows, repeats, dtype)
+        step = bench_kip_step(batch, repeats, x64)
+        dp_step = bench_dp_kip_step(2000 if args.quick else 10000, 0.05, x64)
+    nt = bench_neural_tangents(args.nt_python, rows, repeats, x64)
+    result = {
+        "device": str(jax.devices()[0]),
+        "cpu_count": os.cpu_count(),
+        "dtype": "float64" if x64 else "float32",
+        "kernel_block": [rows, SUPPORT, D],
+        "kernel_entries_per_s": {d: k["entries_per_s"] for d, k in kernels.items()},
+        "kernels": kernels,
+        "kip_step_ms": step["kip_step_ms"],
+        "kip_step": step,
+        "dp_kip_step": dp_step,
+        "neural_tangents_entries_per_s": nt,
+        "quick": args.quick,
+    }
+    lines = [
+        f"kip benchmark ({result['dtype']}, {result['device']}, block {rows} x {SUPPORT}, d={D})",
+        f"{'depth':>5} {'entries/s':>12} {'wall ms':>9} {'cpu ms':>9} {'rss+ MB':>8} {'NT entries/s':>13}",
+    ]  # fmt: skip
+    for depth, k in kernels.items():
+        nt_rate = f"{nt[depth]:.3g}" if isinstance(nt, dict) else "n/a"
+        lines.append(
+            f"{depth:>5} {k['entries_per_s']:>12.3g} {k['wall_ms']:>9.1f} {k['cpu_ms']:>9.1f} "
+            f"{k['peak_rss_growth_mb']:>8.1f} {nt_rate:>13}"
+        )
+    lines.append(
+        f"KIP step (100 support, {batch} targets, depth 1): {step['kip_step_ms']:.1f} ms; "
+        f"DP-KIP step (expected batch {dp_step['expected_batch']:.0f}): "
+        f"{dp_step['dp_kip_step_ms']:.1f} ms"
+    )
+    if not isinstance(nt, dict):
+        lines.append(f"neural-tangents: {nt}")
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print("\n".join(lines))
+    if args.json:
+        log("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
