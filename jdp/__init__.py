@@ -47,6 +47,7 @@ _EXPORTS: dict[str, str] = {
     "DPVAE": "jdp.synth.p3gm",
     "PGM": "jdp.synth.p3gm",
     "DPGAN": "jdp.synth.dp_gan",
+    "DPGM": "jdp.synth.dpgm",
     "ClustMix": "jdp.synth.clustmix",
 }
 

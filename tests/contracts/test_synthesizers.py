@@ -69,7 +69,19 @@ TINY: dict[str, dict] = {
         "epochs": None,
         "dpsgd_method": "general",
     },
-    "clustmix": {"n_clusters": 1, "mixture_size": 10, "cluster_steps": 2},
+    "clustmix": {"n_clusters": 1, "mixture_size": 10, "cluster_steps": 2, "kip_steps": 0},
+    "dpgm": {
+        "n_clusters": 2,
+        "kmeans_iterations": 2,
+        "kmeans_share": 0.5,
+        "rff_dim": 8,
+        "hidden": 4,
+        "latent_dim": 2,
+        "sampling_prob": 0.1,
+        "steps": 3,
+        "epochs": None,
+        "clip_bins": 10,
+    },
 }
 METHODS = available_methods()
 

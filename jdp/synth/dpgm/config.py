@@ -1,0 +1,105 @@
+"""The configuration of DPGM (Acs et al., TKDE 2018, Algorithm 1 and Sec. 6.1)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from accounting.validation import check_count, check_open_unit, check_positive, check_probability
+from jdp.dpsgd import planned_steps
+
+GENERATORS: tuple[str, ...] = ("vae", "rbm")
+DPSGD_METHODS: tuple[str, ...] = ("auto", "general", "ghost")
+
+
+@dataclass(frozen=True, kw_only=True)
+class DPGMConfig:
+    """Configuration of DPGM: DP kernel k-means on random Fourier features, then one
+    generative network per cluster trained by DP-SGD with DPNorm's adaptive clipping.
+
+    Clustering (Algorithm 2; all public, fixed before any data is read):
+      n_clusters: ``k`` (DPGM MNIST: 10).
+      kmeans_iterations: ``T_K`` noisy Lloyd iterations (DPGM: 20).
+      rff_dim: ``D`` random Fourier features (DPGM: 200).
+      gamma: RBF width of ``exp(-gamma ||x - y||^2)`` on the encoded rows; ``None``: ``1 / d``
+        for ``d`` encoded columns (public: the schema's width).
+      kmeans_clip: ``C`` on the features (``||z(x)|| <= sqrt(2)``; DPGM's Thm. 2 value 1).
+      max_kmeans_noise: the largest k-means noise multiplier the fit accepts; a budget that
+        needs more noise for ``T_K`` iterations is refused before any data is read ("budget
+        too small for the planned k-means iterations").
+
+    Generators (Sec. 3.1-3.2, 6.1):
+      generator: ``"vae"`` (any table; Bernoulli/categorical heads) or ``"rbm"`` (binary data
+        only: integer columns with bounds [0, 1] and categorical one-hots).
+      hidden: hidden units (DPGM: 200 for both).
+      latent_dim: the VAE's latent width (DPGM: 2).
+      n_chains, gibbs_steps: the RBM's persistent chains and Gibbs sweeps per DP-SGD step.
+      sample_burn_in: Gibbs sweeps before an RBM sample is taken.
+      learning_rate: Adam's step (VAE) / SGD's step (RBM: DPGM 0.01).
+
+    DP-SGD (Algorithm 4; public):
+      sampling_prob: Poisson rate ``q`` of every cluster's batches (the same public rate for
+        all clusters: it never depends on a private cluster size).
+      steps, epochs: run length per cluster (exactly one; ``epochs`` means ``ceil(epochs/q)``).
+      clip_max_norm, clip_bins: DPNorm's ``C_max`` and ``w`` (DPGM: 10 and 100).
+      hist_noise_ratio: the DPNorm histogram's noise multiplier as a multiple of the
+        gradient's (DPGM Fig. 2: ``sigma_C = 4`` beside ``sigma_G`` in 2..8).
+      kmeans_share: the share of epsilon the k-means phase (and the noisy cluster sizes) is
+        first calibrated to; a common factor then makes the whole ledger meet the budget
+        exactly (as P3GM's split).
+      microbatch_size, dpsgd_method: performance only.
+    """
+
+    n_clusters: int = 10
+    kmeans_iterations: int = 20
+    rff_dim: int = 200
+    gamma: float | None = None
+    kmeans_clip: float = 1.0
+    max_kmeans_noise: float = 1000.0
+    generator: str = "vae"
+    hidden: int = 200
+    latent_dim: int = 2
+    n_chains: int = 64
+    gibbs_steps: int = 1
+    sample_burn_in: int = 500
+    learning_rate: float = 1e-3
+    sampling_prob: float = 0.01
+    steps: int | None = None
+    epochs: float | None = 5.0
+    clip_max_norm: float = 10.0
+    clip_bins: int = 100
+    hist_noise_ratio: float = 2.0
+    kmeans_share: float = 0.3
+    microbatch_size: int | None = None
+    dpsgd_method: str = "general"
+
+    def __post_init__(self) -> None:
+        check_count("n_clusters", self.n_clusters, minimum=1)
+        check_count("kmeans_iterations", self.kmeans_iterations, minimum=1)
+        check_count("rff_dim", self.rff_dim, minimum=1)
+        if self.gamma is not None:
+            check_positive("gamma", self.gamma)
+        check_positive("kmeans_clip", self.kmeans_clip)
+        check_positive("max_kmeans_noise", self.max_kmeans_noise)
+        if self.generator not in GENERATORS:
+            raise ValueError(f"expected generator in {GENERATORS}, got {self.generator!r}")
+        check_count("hidden", self.hidden, minimum=1)
+        check_count("latent_dim", self.latent_dim, minimum=1)
+        check_count("n_chains", self.n_chains, minimum=1)
+        check_count("gibbs_steps", self.gibbs_steps, minimum=1)
+        check_count("sample_burn_in", self.sample_burn_in, minimum=1)
+        check_positive("learning_rate", self.learning_rate)
+        planned_steps(steps=self.steps, epochs=self.epochs, sampling_prob=self.sampling_prob)
+        check_positive("clip_max_norm", self.clip_max_norm)
+        check_count("clip_bins", self.clip_bins, minimum=1)
+        check_positive("hist_noise_ratio", self.hist_noise_ratio)
+        check_open_unit("kmeans_share", self.kmeans_share)
+        check_probability("sampling_prob", self.sampling_prob)
+        if self.microbatch_size is not None:
+            check_count("microbatch_size", self.microbatch_size, minimum=1)
+        if self.dpsgd_method not in DPSGD_METHODS:
+            raise ValueError(f"expected dpsgd_method in {DPSGD_METHODS}, got {self.dpsgd_method!r}")
+
+    @property
+    def num_steps(self) -> int:
+        """DP-SGD steps per cluster: :func:`jdp.dpsgd.train.planned_steps` of this config."""
+        return planned_steps(steps=self.steps, epochs=self.epochs, sampling_prob=self.sampling_prob)
