@@ -48,6 +48,7 @@ _EXPORTS: dict[str, str] = {
     "PGM": "jdp.synth.p3gm",
     "DPGAN": "jdp.synth.dp_gan",
     "DPGM": "jdp.synth.dpgm",
+    "MWEM": "jdp.synth.mwem",
     "ClustMix": "jdp.synth.clustmix",
 }
 

@@ -82,6 +82,7 @@ TINY: dict[str, dict] = {
         "epochs": None,
         "clip_bins": 10,
     },
+    "mwem": {"iterations": 3, "n_queries": 20, "bins": 4},
 }
 METHODS = available_methods()
 
