@@ -259,6 +259,7 @@ def train(
     ledger: PrivacyLedger | None = None,
     label: str = "dp-sgd",
     progress: bool = True,
+    on_step: Callable[[int, Any, Any], None] | None = None,
 ) -> TrainResult:
     """Train ``params`` with DP-SGD and return them with the run's ledger entry.
 
@@ -283,7 +284,11 @@ def train(
             the noise is still drawn once per step.
         ledger: an existing ledger to extend.
         label: the ledger label.
-        progress: show a tqdm bar (no data-derived values are displayed).
+        progress: show a tqdm bar with the running epsilon (no data-derived values).
+        on_step: ``on_step(t, params, model_state)`` after step ``t = 1 .. steps`` on the
+            host (e.g. per-epoch evaluation curves). DP-SGD's analysis covers releasing
+            every iterate, so what it sees is already accounted; it must not stop or steer
+            the run (the run length is fixed by the plan).
 
     Returns:
         :class:`TrainResult` ``(params, ledger, model_state, noise_multiplier, steps)``.
@@ -348,6 +353,8 @@ def train(
     every = max(1, num_steps // 20)
     for t, chunks in enumerate(bar, start=1):
         state = sgd.step(state, [(take(host_data, c.indices), c.mask) for c in chunks])
+        if on_step is not None:
+            on_step(t, state.params, state.model_state)
         if progress and config.target_delta is not None and (t % every == 0 or t == num_steps):
             bar.set_postfix_str(f"eps={config.epsilon_after(t, z, n):.3g}", refresh=False)
     _warn_nonfinite(state.num_nonfinite)

@@ -103,7 +103,9 @@ class Critic(nn.Module):
 
 class SequenceCritic(nn.Module):
     """``x -> score`` for a flattened time-major series ``x`` of width ``length * features``:
-    an LSTM over the ``length`` steps, a linear score of its last output.
+    an LSTM over the ``length`` steps (scanned: the gradient penalty's double backward through
+    an unrolled LSTM compiles in time and memory growing with ``T``), a linear score of its
+    last output.
 
     Attributes:
         hidden: LSTM state width.
@@ -118,5 +120,5 @@ class SequenceCritic(nn.Module):
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
         xs = x.reshape(*x.shape[:-1], self.length, self.features)
-        ys = LSTM(self.hidden)(xs)
+        ys = LSTM(self.hidden, scan=True)(xs)
         return nn.Dense(1)(ys[..., -1, :])[..., 0]

@@ -343,3 +343,27 @@ def test_progress_epsilon_after_the_last_step_is_the_ledgers(sampling):
     z = result.noise_multiplier
     assert config.epsilon_after(12, z, 50) == pytest.approx(result.ledger.epsilon(1e-5), rel=1e-12)
     assert config.epsilon_after(6, z, 50) < config.epsilon_after(12, z, 50)
+
+
+def test_on_step_sees_every_iterate_and_the_last_is_the_result():
+    config = DPSGDConfig(
+        l2_clip_norm=1.0, sampling_prob=0.2, expected_batch_size=4.0, steps=5, noise_multiplier=1.0
+    )
+    seen: list[tuple[int, np.ndarray]] = []
+
+    def loss(p, x, key):
+        return jnp.sum((p - x) ** 2)
+
+    result = train(
+        jax.random.key(0),
+        loss,
+        jnp.zeros(2),
+        optax.sgd(0.1),
+        np.ones((20, 2), np.float32),
+        config,
+        progress=False,
+        on_step=lambda t, p, s: seen.append((t, np.asarray(p))),
+    )
+    assert [t for t, _ in seen] == [1, 2, 3, 4, 5]
+    np.testing.assert_array_equal(seen[-1][1], np.asarray(result.params))
+    assert not np.array_equal(seen[0][1], seen[-1][1])

@@ -21,6 +21,7 @@ References:
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -139,12 +140,15 @@ def fit_arrays(
     config: DPGANConfig,
     *,
     progress: bool = False,
+    on_step: Callable[[int, Any, GeneratorState], None] | None = None,
 ) -> tuple[dict[str, Any], PrivacyLedger]:
     """Train dp-GAN on encoded rows ``x`` (``budget=None``: the non-private WGAN-GP limit).
 
     Returns ``({"generator": params, "critic": params}, ledger)`` (both DP releases: the
     critic by DP-SGD, the generator as its post-processing) and the ledger with one
-    ``"dp-sgd"`` entry whose note names the clipping path that ran.
+    ``"dp-sgd"`` entry whose note names the clipping path that ran. ``on_step(t, critic
+    params, generator state)`` runs after every critic step (curves over training; see
+    :func:`jdp.dpsgd.train`).
     """
     generator, critic = networks(config, layout)
     init_key, train_key = jax.random.split(key)
@@ -171,6 +175,7 @@ def fit_arrays(
         microbatch_size=config.microbatch_size,
         label="dp-sgd",
         progress=progress,
+        on_step=on_step,
     )
     params = {"generator": result.model_state.params, "critic": result.params}
     return jax.tree_util.tree_map(np.asarray, params), result.ledger

@@ -1,0 +1,152 @@
+"""Benchmark dp-GAN's DP critic step against the non-private WGAN-GP critic step.
+
+The critic's per-example loss is the whole WGAN-GP loss of one real record,
+``D(G(z)) - D(x) + lambda (||grad D(u x + (1-u) G(z))|| - 1)^2`` (:mod:`jdp.synth.dp_gan.losses`);
+the DP step clips its per-example gradient (a double backward through the critic) and adds
+the Gaussian noise (:func:`jdp.dpsgd.make_dp_step`), the non-private step takes the gradient
+of the batch mean of the same loss. Cases (batch ``--batch``, Adam on the critic):
+
+* ``mlp_adult``: the MLP critic (128, 128) over an encoded Adult record (the public encoding
+  of :func:`jdp.synth.dp_gan.model.table_encoder`; random rows of that width);
+* ``lstm_series``: the LSTM critic (width 32) over a 48-step univariate series.
+
+Paths: ``nonprivate``; ``dp`` (the path DP-SGD's ``method="auto"`` picks for this loss: the
+ghost path is not exact for the gradient penalty's double backward, so it is the general
+``vmap`` path); ``dp_chunked`` (the same in micro-batches of ``--chunk``, bounded memory).
+All paths of a case are built in one process and timed round-robin (``time_round_robin`` of
+``scripts/bench_dpsgd.py``), so load spikes hit every path alike.
+
+    python scripts/bench_dpgan.py [--reps 30] [--batch 64] [--json] [--quick]
+
+``--json`` prints one object: per case ``ms`` (median per path), ``ratio_dp`` and
+``ratio_dp_chunked`` (over ``nonprivate``), ``method`` (the path ``auto`` chose), and the
+top-level ``mlp_ratio`` / ``lstm_ratio`` (``dp / nonprivate``; the issue's target is
+``<= 2`` for the MLP critic).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_dpsgd import time_round_robin
+
+CASES = ("mlp_adult", "lstm_series")
+PATHS = ("nonprivate", "dp", "dp_chunked")
+
+
+def _case(case: str):
+    """(DPGANConfig, head layout) of a case."""
+    from jdp.data.datasets import adult_schema
+    from jdp.data.series import series_schema
+    from jdp.synth.dp_gan import DPGANConfig
+    from jdp.synth.dp_gan.model import head_layout, table_encoder
+
+    if case == "mlp_adult":
+        return DPGANConfig(), head_layout(table_encoder(adult_schema()))
+    config = DPGANConfig(
+        generator="lstm", critic="lstm", generator_hidden=(32,), critic_hidden=(32,)
+    )
+    return config, head_layout(table_encoder(series_schema(48, lower=-1.0, upper=1.0)))
+
+
+def build(case: str, batch: int, chunk: int) -> tuple[dict, str]:
+    """Zero-argument runners of one jitted critic step per path, and the auto path."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    import optax
+
+    from jdp.dpsgd import choose_method, dp_aggregate, make_dp_step
+    from jdp.nn.heads import layout_width
+    from jdp.synth.dp_gan.losses import make_critic_loss
+    from jdp.synth.dp_gan.model import init_state, networks
+
+    config, layout = _case(case)
+    generator, critic = networks(config, layout)
+    params, gen_state = init_state(jax.random.key(0), config, layout)
+    loss = make_critic_loss(generator, critic, latent_dim=config.latent_dim, gp_weight=10.0)
+    x = jnp.asarray(
+        np.random.default_rng(0).uniform(-1, 1, (batch, layout_width(layout))), jnp.float32
+    )
+    mask, key = jnp.ones(batch, bool), jax.random.key(1)
+    adam = optax.adam(1e-3, b1=0.5, b2=0.9)
+    method = choose_method(loss, params, x[:1], model_state=gen_state)
+    runs = {}
+
+    opt_state = adam.init(params)
+
+    @jax.jit
+    def nonprivate(p, o, b, k, s):
+        keys = jax.random.split(k, b.shape[0])
+        grads = jax.grad(lambda q: jnp.mean(jax.vmap(lambda e, kk: loss(q, e, kk, s))(b, keys)))(p)
+        updates, o = adam.update(grads, o, p)
+        return optax.apply_updates(p, updates), o
+
+    runs["nonprivate"] = lambda: jax.block_until_ready(
+        nonprivate(params, opt_state, x, key, gen_state)
+    )
+    chain = optax.chain(dp_aggregate(key, noise_multiplier=1.0, expected_batch_size=batch), adam)
+    dp_state = chain.init(params)
+    for path, micro in (("dp", None), ("dp_chunked", chunk)):
+        step = make_dp_step(
+            loss,
+            chain,
+            l2_clip_norm=1.0,
+            method=method,
+            microbatch_size=micro,
+            with_model_state=True,
+        )
+        runs[path] = functools.partial(_run_dp, step, (params, dp_state, x, mask, key, gen_state))
+    for run in runs.values():
+        run()  # compile
+    return runs, method
+
+
+def _run_dp(step, args: tuple) -> None:
+    import jax
+
+    jax.block_until_ready(step(*args))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--reps", type=int, default=30)
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--chunk", type=int, default=16)
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--quick", action="store_true", help="5 rounds")
+    args = parser.parse_args(argv)
+    reps = 5 if args.quick else args.reps
+    out: dict = {"batch": args.batch, "reps": reps}
+    for case in CASES:
+        print(f"[bench] {case}: building", file=sys.stderr, flush=True)
+        runs, method = build(case, args.batch, args.chunk)
+        ms = time_round_robin(runs, reps, reps)
+        out[case] = {
+            "ms": ms,
+            "method": method,
+            "ratio_dp": ms["dp"] / ms["nonprivate"],
+            "ratio_dp_chunked": ms["dp_chunked"] / ms["nonprivate"],
+        }
+    out["mlp_ratio"] = out["mlp_adult"]["ratio_dp"]
+    out["lstm_ratio"] = out["lstm_series"]["ratio_dp"]
+    if args.json:
+        print(json.dumps(out))
+        return 0
+    print(f"{'case':<12} {'path':<11} {'ms/step':>9} {'x nonprivate':>13}")
+    for case in CASES:
+        for path, t in out[case]["ms"].items():
+            print(f"{case:<12} {path:<11} {t:9.2f} {t / out[case]['ms']['nonprivate']:13.2f}")
+    print(f"DP path chosen by method='auto': {out['mlp_adult']['method']} (MLP), "
+          f"{out['lstm_series']['method']} (LSTM); target: MLP ratio <= 2")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
