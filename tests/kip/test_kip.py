@@ -86,7 +86,7 @@ def test_support_gradient_finite_when_a_target_equals_a_support_point(problem):
     xt = np.asarray(xt).copy()
     xt[:3] = xs[:3]
     f = make_kernel_fn(depth=3)
-    g = jax.grad(lambda x: kip_loss(x, ys, xt, yt, kernel_fn=f, reg=REG))(jnp.asarray(xs))
+    g = jax.jit(jax.grad(lambda x: kip_loss(x, ys, xt, yt, kernel_fn=f, reg=REG)))(jnp.asarray(xs))
     assert np.all(np.isfinite(np.asarray(g)))
 
 
@@ -159,6 +159,14 @@ def test_same_key_same_result_different_key_different(problem):
     c = fit_support(jax.random.key(2), xs, ys, xt, yt, config)
     np.testing.assert_array_equal(a.support_x, b.support_x)
     assert not np.allclose(a.support_x, c.support_x)
+
+
+def test_float32_mode(problem):
+    xs, ys, xt, yt = problem
+    config = KIPConfig(steps=3, target_batch_size=10, reg=1e-2, float64=False)
+    result = fit_support(jax.random.key(0), xs, ys, xt, yt, config)
+    assert result.support_x.dtype == np.float32
+    assert np.all(np.isfinite(result.support_x)) and np.all(np.isfinite(result.losses))
 
 
 def test_centred_one_hot():

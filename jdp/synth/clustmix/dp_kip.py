@@ -32,7 +32,7 @@ References:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -127,22 +127,18 @@ def dp_kip_loss_fn(
     return loss_fn
 
 
-class _MixState(NamedTuple):
-    pass
-
-
 def _with_anchor_term(alpha: float, anchor: jax.Array, learn_labels: bool) -> Any:
     """``u -> (1 - α) u + α ∇ relative_anchor_distance`` (Eq. 6's trade-off applied to the
     noisy KIP gradient ``u``; a function of the parameters and the public anchor only)."""
 
-    def update(updates: Any, state: _MixState, params: Any = None) -> tuple[Any, _MixState]:
+    def update(updates: Any, state: optax.EmptyState, params: Any = None) -> tuple[Any, Any]:
         x = params[0] if learn_labels else params
         g_x = jax.grad(relative_anchor_distance)(x, anchor)
         if learn_labels:
             return ((1 - alpha) * updates[0] + alpha * g_x, (1 - alpha) * updates[1]), state
         return (1 - alpha) * updates + alpha * g_x, state
 
-    return optax.GradientTransformation(lambda params: _MixState(), update)
+    return optax.GradientTransformation(lambda params: optax.EmptyState(), update)
 
 
 def dp_kip(
