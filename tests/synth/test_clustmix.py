@@ -52,7 +52,7 @@ def _frame(n: int = 300, seed: int = 0) -> pd.DataFrame:
     )
 
 
-CONFIG = ClustMixConfig(n_clusters=3, mixture_size=20, cluster_steps=3)
+CONFIG = ClustMixConfig(n_clusters=3, mixture_size=20, cluster_steps=3, kip_steps=0)
 
 
 def _fit(config: ClustMixConfig, x=None, y=None, key: int = 0):
@@ -81,6 +81,26 @@ def test_strict_ledger_holds_every_phase_and_equals_the_data_free_plan():
     assert _fit(CONFIG, x, y, key=3).ledger.to_dict() == ledger.to_dict()
     assert release.features.shape[1] == 4 and set(release.labels) <= {0, 1}
     assert np.all((release.features >= 0) & (release.features <= 1))
+
+
+def test_strict_ledger_with_dp_kip_holds_the_adapt_phase():
+    config = dataclasses.replace(CONFIG, kip_steps=2, kip_sampling_prob=0.1)
+    x, y = _arrays(n=600)
+    release = _fit(config, x, y)
+    ledger = release.ledger
+    assert ledger.labels == [
+        "clustmix/dp-clustering",
+        "clustmix/cluster-sizes",
+        "clustmix/dp-kip",
+        "clustmix/mixing",
+    ]
+    plan = strict_plan(config, 2, release.info["scale"])
+    assert ledger.epsilon(DELTA) == pytest.approx(compute_epsilon(plan, DELTA), rel=1e-9)
+    assert ledger.epsilon(DELTA) <= EPS
+    # Adapt moved the mixtures: same key without DP-KIP gives other features
+    plain = _fit(dataclasses.replace(config, kip_steps=0), x, y)
+    assert release.features.shape[1] == plain.features.shape[1]
+    assert not np.allclose(release.features.mean(axis=0), plain.features.mean(axis=0))
 
 
 def test_strict_mixtures_follow_the_classes():
@@ -153,7 +173,9 @@ def test_bad_input_gives_one_line_errors():
 
 # -- the common API and the CLI ---------------------------------------------------------------
 def test_estimator_fit_sample_save_load(tmp_path):
-    model = ClustMix(epsilon=1.0, delta=1e-5, schema=SCHEMA, seed=0, n_clusters=2, mixture_size=10)
+    model = ClustMix(
+        epsilon=1.0, delta=1e-5, schema=SCHEMA, seed=0, n_clusters=2, mixture_size=10, kip_steps=0
+    )
     rows = model.fit(_frame()).sample(50)
     assert list(rows.columns) == SCHEMA.names and len(rows) == 50
     assert set(rows["c"]) <= {"u", "v", "w"} and set(rows["y"]) <= {"no", "yes"}
@@ -172,7 +194,8 @@ def test_cli_fit_paper_mode_shows_the_label_and_bad_options_write_nothing(tmp_pa
     _frame().to_csv(tmp_path / "d.csv", index=False)
     SCHEMA.save(tmp_path / "s.json")
     base = ["fit", "--method", "clustmix", "--data", str(tmp_path / "d.csv"), "--schema",
-            str(tmp_path / "s.json"), "--epsilon", "1", "--delta", "1e-5", "--seed", "0"]  # fmt: skip
+            str(tmp_path / "s.json"), "--epsilon", "1", "--delta", "1e-5", "--seed", "0",
+            "--set", "kip_steps=0"]  # fmt: skip
     code = main(base + ["--out", str(tmp_path / "m"), "--set", "mode=paper",
                         "--set", "n_clusters=2", "--set", "mixture_size=10"])  # fmt: skip
     out, err = capsys.readouterr()

@@ -56,7 +56,7 @@ class ClustMixConfig:
     n_clusters: int = 10
     mixture_size: int = 20
     alpha: float = 0.5
-    kip_steps: int = 0
+    kip_steps: int = 20
     kip_learning_rate: float = 4e-2
     kip_reg: float = 1e-6
     kip_depth: int = 1

@@ -348,7 +348,8 @@ def fit_strict(
 
         shift, kip_ledger = dp_kip_displacement(
             kip_key, centres, centre_labels, x, y, n_classes=n_classes, config=config,
-            noise_multiplier=z["kip"], progress=progress,
+            noise_multiplier=z["kip"], public_size=float(np.maximum(sizes, 0.0).sum()),
+            progress=progress,
         )  # fmt: skip
         ledger = ledger + kip_ledger
 
