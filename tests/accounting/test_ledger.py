@@ -205,3 +205,18 @@ def test_dpsgd_event_and_effective_multiplier():
 def test_invalid_arguments_raise_naming_them(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+def test_report_labels_paper_mode_entries_as_the_papers_claim():
+    from accounting.ledger import PAPER_CLAIM
+
+    strict = PrivacyLedger().record("dp-sgd", G(3.0))
+    assert PAPER_CLAIM not in strict.report(1e-5) and "NOT a DP guarantee" not in strict.report(
+        1e-5
+    )
+    paper = strict.record("mixing", G(2.0), mode="paper", note=f"{PAPER_CLAIM}: Eq. 8")
+    paper = paper.record("clustering", ev.NoOpDpEvent(), mode="paper")
+    first, _, mixing, clustering = paper.report(1e-5).splitlines()
+    assert first.startswith(f"Paper mode: {PAPER_CLAIM} -- NOT a DP guarantee.")
+    assert mixing.endswith(f"[paper mode: {PAPER_CLAIM}: Eq. 8]")
+    assert clustering.endswith(f"[paper mode: {PAPER_CLAIM}]")  # no note: the claim itself
