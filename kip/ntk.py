@@ -101,17 +101,32 @@ def _sqrt_zero_grad_at_zero(s: jax.Array, threshold: jax.Array | float) -> jax.A
     return jnp.where(above, root, jax.lax.stop_gradient(jnp.sqrt(jnp.maximum(s, 0.0))))
 
 
+@jax.custom_jvp
+def _sin_from_cos_sq(one_minus_rho_sq: jax.Array) -> jax.Array:
+    """``sqrt(max(1 - ρ^2, 0))`` with derivative 0 within ``64 eps`` of 0 (one square root;
+    the argument lies in ``[0, 1]``, so an absolute threshold is scale-free)."""
+    return jnp.sqrt(jnp.maximum(one_minus_rho_sq, 0.0))
+
+
+@_sin_from_cos_sq.defjvp
+def _sin_from_cos_sq_jvp(primals: tuple, tangents: tuple) -> tuple[jax.Array, jax.Array]:
+    (s,), (ds,) = primals, tangents
+    root = _sin_from_cos_sq(s)
+    above = s > 64 * jnp.finfo(s.dtype).eps
+    return root, jnp.where(above, ds / (2 * jnp.where(above, root, 1.0)), 0.0)
+
+
 def _relu_step(q1: jax.Array, q2: jax.Array, cov: jax.Array) -> tuple[jax.Array, jax.Array]:
     """``(E[φ(u)φ(v)], E[φ'(u)φ'(v)])`` for ReLU, ``(u, v)`` centred Gaussian with variances
     ``q1[:, None]``, ``q2[None, :]`` and covariance ``cov``."""
-    eps = jnp.finfo(cov.dtype).eps
     tiny = jnp.finfo(cov.dtype).tiny
-    norm_sq = q1[:, None] * q2[None, :]
-    norm = _sqrt_zero_grad_at_zero(norm_sq, tiny)
-    rho = jnp.clip(cov / jnp.where(norm > 0, norm, 1.0), -1.0, 1.0)
-    sin_theta = _sqrt_zero_grad_at_zero(1.0 - rho * rho, 64 * eps)
+    r1, r2 = _sqrt_zero_grad_at_zero(q1, tiny), _sqrt_zero_grad_at_zero(q2, tiny)
+    inv1 = jnp.where(r1 > 0, 1.0 / jnp.where(r1 > 0, r1, 1.0), 0.0)  # 0 for a zero variance
+    inv2 = jnp.where(r2 > 0, 1.0 / jnp.where(r2 > 0, r2, 1.0), 0.0)
+    rho = jnp.clip(cov * inv1[:, None] * inv2[None, :], -1.0, 1.0)
+    sin_theta = _sin_from_cos_sq(1.0 - rho * rho)
     theta = jnp.arctan2(sin_theta, rho)
-    e_phi = norm * (sin_theta + (jnp.pi - theta) * rho) / (2 * jnp.pi)
+    e_phi = (r1[:, None] * r2[None, :]) * (sin_theta + (jnp.pi - theta) * rho) / (2 * jnp.pi)
     e_dphi = (jnp.pi - theta) / (2 * jnp.pi)
     return e_phi, e_dphi
 
