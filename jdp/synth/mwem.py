@@ -54,6 +54,7 @@ from jdp.synth.estimator import Synthesizer
 __all__ = [
     "MWEM",
     "MWEMConfig",
+    "cell_index",
     "domain_cells",
     "domain_shape",
     "fit",
@@ -197,8 +198,8 @@ def mwem(
     return average, n, ledger
 
 
-def _cells(data: Table, bins: int) -> np.ndarray:
-    """Each record's domain cell index (private)."""
+def cell_index(data: Table, bins: int) -> np.ndarray:
+    """Each record's domain cell index (private; row-major as :func:`domain_cells`)."""
     shape = domain_shape(data.schema, bins)
     idx = np.zeros(len(data), dtype=np.int64)
     for col, size in zip(data.schema.columns, shape):
@@ -213,7 +214,7 @@ def fit(key: jax.Array, data: Table, budget: PrivacyBudget, config: MWEMConfig) 
     size = _check_domain(shape, config.max_domain)
     rng = numpy_rng(key)
     workload = random_workload(rng, shape, config.n_queries, config.max_atoms)
-    histogram = np.bincount(_cells(data, config.bins), minlength=size).astype(np.float64)
+    histogram = np.bincount(cell_index(data, config.bins), minlength=size).astype(np.float64)
     dist, n, ledger = mwem(
         rng,
         histogram,

@@ -71,7 +71,7 @@ TINY: dict[str, dict] = {
     },
     "clustmix": {"n_clusters": 1, "mixture_size": 10, "cluster_steps": 2, "kip_steps": 0},
     "dpgm": {
-        "n_clusters": 2,
+        "n_clusters": 1,
         "kmeans_iterations": 2,
         "kmeans_share": 0.5,
         "rff_dim": 8,

@@ -73,6 +73,7 @@ __all__ = [
     "partition_by_released_centres",
     "plan_events",
     "sample_arrays",
+    "sample_cluster",
     "sample_table",
 ]
 
@@ -468,16 +469,20 @@ def sample_arrays(
     rng = numpy_rng(key)
     weights = np.asarray(params["cluster_weights"], dtype=np.float64)
     which = rng.choice(len(weights), size=n, p=weights / weights.sum())
-    width = layout_width(layout)
-    out = np.zeros((n, width))
+    out = np.zeros((n, layout_width(layout)))
     keys = jax.random.split(jax.random.fold_in(key, 1), len(weights))
     for j in np.unique(which):
         rows = np.flatnonzero(which == j)
-        gen = jax.tree_util.tree_map(jnp.asarray, params["clusters"][f"c{j}"])
-        out[rows] = np.asarray(
-            _generate(keys[j], gen, len(rows), layout=layout, config=config), dtype=np.float64
-        )
+        out[rows] = sample_cluster(keys[j], params, layout, config, int(j), len(rows))
     return (out, which) if return_clusters else out
+
+
+def sample_cluster(
+    key: jax.Array, params: dict[str, Any], layout: HeadLayout, config: DPGMConfig, j: int, n: int
+) -> np.ndarray:
+    """``n`` rows (means, as :func:`sample_arrays`) from cluster ``j``'s generator."""
+    gen = jax.tree_util.tree_map(jnp.asarray, params["clusters"][f"c{j}"])
+    return np.asarray(_generate(key, gen, n, layout=layout, config=config), dtype=np.float64)
 
 
 @functools.partial(jax.jit, static_argnames=("n", "layout", "config"))
