@@ -208,3 +208,25 @@ def test_cli_fit_paper_mode_shows_the_label_and_bad_options_write_nothing(tmp_pa
         _, err = capsys.readouterr()
         assert code != 0 and len(err.strip().splitlines()) == 1
         assert not (tmp_path / "bad").exists()
+
+
+def test_ordinal_encoding_is_one_feature_per_column_and_decodes_exactly():
+    from jdp.synth.clustmix.table import encode_features, one_hot_columns, table_encoder
+
+    frame = _frame()
+    o = encode_features(SCHEMA, frame, "ordinal")
+    assert o.shape == (len(frame), 3) and o.min() >= 0 and o.max() <= 1
+    encoder = table_encoder(SCHEMA)
+    back = encoder.decode(one_hot_columns(encoder, o), encoder.encode_target(frame))
+    pd.testing.assert_frame_equal(
+        back[["b", "c", "y"]], frame[["b", "c", "y"]].astype(back[["b", "c", "y"]].dtypes)
+    )
+    assert np.allclose(back["a"], frame["a"])
+    model = ClustMix(
+        epsilon=1.0, delta=1e-5, schema=SCHEMA, seed=0, n_clusters=2, mixture_size=10,
+        kip_steps=0, categorical_encoding="ordinal",
+    )  # fmt: skip
+    rows = model.fit(frame).sample(40)
+    assert set(rows["c"]) <= {"u", "v", "w"} and rows["b"].between(0, 4).all()
+    with pytest.raises(ValueError, match="categorical_encoding"):
+        ClustMixConfig(categorical_encoding="binary")

@@ -10,6 +10,7 @@ from accounting.validation import check_count, check_positive, check_probability
 Mode = Literal["strict", "paper"]
 MODES: tuple[str, ...] = ("strict", "paper")
 CLUSTERINGS: tuple[str, ...] = ("kmeans", "em")
+ENCODINGS: tuple[str, ...] = ("one-hot", "ordinal")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,6 +50,10 @@ class ClustMixConfig:
         sizes and DP-KIP; the mixing gets the rest (and DP-KIP's share when it is skipped).
       kip_sampling_prob: strict mode: DP-KIP's Poisson rate over target records.
       kip_l2_clip_norm: strict mode: DP-KIP's per-target-record gradient clip norm.
+      categorical_encoding: tables: ``"one-hot"`` (``K`` features per categorical column) or
+        ``"ordinal"`` (one feature, the category index over ``K - 1``; the paper counts Adult's
+        14 columns as 14 features). Both are public (schema only); the mixing noise grows
+        with ``sqrt(D)``, so ordinal is far cheaper for many-category columns.
       secure_noise: the clamp-and-round mitigation of :mod:`jdp.mechanisms.noise`.
     """
 
@@ -70,11 +75,16 @@ class ClustMixConfig:
     kip_share: float = 0.25
     kip_sampling_prob: float = 0.05
     kip_l2_clip_norm: float = 1.0
+    categorical_encoding: str = "one-hot"
     secure_noise: bool = False
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise ValueError(f"expected mode in {MODES}, got {self.mode!r}")
+        if self.categorical_encoding not in ENCODINGS:
+            raise ValueError(
+                f"expected categorical_encoding in {ENCODINGS}, got {self.categorical_encoding!r}"
+            )
         if self.clustering not in CLUSTERINGS:
             raise ValueError(f"expected clustering in {CLUSTERINGS}, got {self.clustering!r}")
         check_count("n_clusters", self.n_clusters, minimum=1)

@@ -36,6 +36,7 @@ One scale calibrates every phase's noise (:func:`strict_plan`,
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -132,6 +133,11 @@ def fit_arrays(
                progress=progress)  # fmt: skip
 
 
+def _show(progress: bool | None) -> bool:
+    """``progress``, or (``None``) whether stderr is a terminal."""
+    return sys.stderr.isatty() if progress is None else bool(progress)
+
+
 # -- the Adapt step ---------------------------------------------------------------------------
 def kip_displacement(
     key: jax.Array,
@@ -163,7 +169,7 @@ def kip_displacement(
             alpha=float(config.alpha),
             depth=config.kip_depth,
         ),
-        progress=bool(progress),
+        progress=_show(progress),
     )
     return np.asarray(result.support_x) + 0.5 - centres
 
@@ -349,7 +355,7 @@ def fit_strict(
         shift, kip_ledger = dp_kip_displacement(
             kip_key, centres, centre_labels, x, y, n_classes=n_classes, config=config,
             noise_multiplier=z["kip"], public_size=float(np.maximum(sizes, 0.0).sum()),
-            progress=progress,
+            progress=_show(progress),
         )  # fmt: skip
         ledger = ledger + kip_ledger
 
