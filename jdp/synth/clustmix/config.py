@@ -59,7 +59,7 @@ class ClustMixConfig:
 
     mode: Mode = "strict"
     n_clusters: int = 10
-    mixture_size: int = 20
+    mixture_size: int = 50
     alpha: float = 0.5
     kip_steps: int = 20
     kip_learning_rate: float = 4e-2
