@@ -60,7 +60,7 @@ from jdp.eval.queries import CountingQuery, InSet, relative_errors
 from jdp.synth.base import fit_model, sample_model
 from jdp.synth.dpgm import DPGMConfig, fit_arrays
 from jdp.synth.dpgm.model import sample_cluster
-from jdp.synth.mwem import cell_index, domain_cells, domain_shape, mwem
+from jdp.synth.mwem import cell_index, domain_cells, domain_shape, mwem, pure_epsilon_for
 
 DELTA = 1e-5
 FIG4_EPSILON = 1.74
@@ -363,12 +363,10 @@ def counting_queries(quick: bool, rng: np.random.Generator, seed: int) -> tuple[
         syn = {"dpgm": sample_model(jax.random.key(seed + 1), dpgm, len(real))}
         marg = fit_model(jax.random.key(seed), "marginals", table, budget)
         syn["marginals"] = sample_model(jax.random.key(seed + 1), marg, len(real))
+        rounds = 30 if quick else 50
+        pure = pure_epsilon_for(budget, rounds)  # the largest pure eps meeting (eps, delta)
         dist, _, ledger = mwem(
-            np.random.default_rng(seed),
-            histogram,
-            q_matrix,
-            epsilon=eps,
-            iterations=30 if quick else 50,
+            np.random.default_rng(seed), histogram, q_matrix, epsilon=pure, iterations=rounds
         )
         pick = np.random.default_rng(seed + 1).choice(
             len(domain), size=len(real), p=dist / dist.sum()

@@ -23,7 +23,9 @@ Privacy:
     (:func:`jdp.mechanisms.selection.gumbel_max` on ``epsilon_t u / 4``) is
     ``epsilon_t / 2``-DP (``PureDpEvent``); the measurement is a Laplace mechanism of L1
     sensitivity 1 (``LaplaceDpEvent(2 / epsilon_t)``). ``epsilon_t = (1 - size_share)
-    epsilon / T``; the ledger composes to at most ``epsilon`` (pure DP; ``delta`` unused).
+    epsilon / T``; the ledger is ``epsilon``-DP (basic composition). Under a budget with
+    ``delta > 0`` the registered method runs at the largest pure epsilon whose ledger is
+    ``(epsilon, delta)``-DP by RDP composition (:func:`pure_epsilon_for`).
     The workload of the registered method is drawn from the public schema and the key
     (no data); a caller may pass its own.
 
@@ -42,6 +44,7 @@ import pandas as pd
 
 from accounting import PrivacyBudget, PrivacyLedger
 from accounting import events as ev
+from accounting.calibrate import calibrate
 from accounting.validation import check_count, check_open_unit, check_positive
 from jdp.data.schema import Schema, Table
 from jdp.data.transforms import discretize, n_bins, undiscretize
@@ -59,6 +62,8 @@ __all__ = [
     "domain_shape",
     "fit",
     "mwem",
+    "mwem_event",
+    "pure_epsilon_for",
     "random_workload",
     "sample",
 ]
@@ -133,6 +138,38 @@ def random_workload(
             keep = rng.choice(shape[c], size=size, replace=False)
             out[i] &= np.isin(cells[:, c], keep)
     return out
+
+
+def mwem_event(epsilon: float, iterations: int, size_share: float = 0.05) -> ev.DpEvent:
+    """What :func:`mwem` spends at pure budget ``epsilon`` (data-free plan, same events)."""
+    eps_t = (1 - size_share) * epsilon / iterations
+    round_event = ev.ComposedDpEvent([ev.PureDpEvent(eps_t / 2), ev.LaplaceDpEvent(2 / eps_t)])
+    return ev.ComposedDpEvent(
+        [
+            ev.LaplaceDpEvent(1 / (size_share * epsilon)),
+            ev.SelfComposedDpEvent(round_event, iterations),
+        ]
+    )
+
+
+def pure_epsilon_for(budget: PrivacyBudget, iterations: int, size_share: float = 0.05) -> float:
+    """The pure epsilon to run :func:`mwem` at so that its ledger meets ``budget``.
+
+    ``delta = 0``: ``budget.epsilon`` (basic composition is exact for the pure ledger). With
+    ``delta > 0`` the RDP composition of the ``2T + 1`` pure releases is tighter than their
+    sum, so the largest pure epsilon whose :func:`mwem_event` is ``(epsilon, delta)``-DP is
+    found by :func:`accounting.calibrate.calibrate` (never above the target).
+    """
+    if budget.delta == 0:
+        return float(budget.epsilon)
+    scale = calibrate(
+        lambda s: mwem_event(1.0 / s, iterations, size_share),
+        target_epsilon=budget.epsilon,
+        target_delta=budget.delta,
+        lower=1e-4,
+        upper=1.0 / budget.epsilon,
+    )
+    return 1.0 / scale
 
 
 def mwem(
@@ -219,7 +256,7 @@ def fit(key: jax.Array, data: Table, budget: PrivacyBudget, config: MWEMConfig) 
         rng,
         histogram,
         workload,
-        epsilon=budget.epsilon,
+        epsilon=pure_epsilon_for(budget, config.iterations, config.size_share),
         iterations=config.iterations,
         size_share=config.size_share,
         replays=config.replays,

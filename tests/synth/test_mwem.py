@@ -14,7 +14,14 @@ import pytest
 from accounting import PrivacyBudget, compute_epsilon
 from jdp.data.schema import Column, Schema
 from jdp.synth.base import fit_model, sample_model
-from jdp.synth.mwem import MWEMConfig, domain_cells, mwem, random_workload
+from jdp.synth.mwem import (
+    MWEMConfig,
+    domain_cells,
+    mwem,
+    mwem_event,
+    pure_epsilon_for,
+    random_workload,
+)
 
 SHAPE = (2, 2, 2, 2)
 
@@ -37,6 +44,21 @@ def test_ledger_is_pure_and_meets_the_budget():
     pure = compute_epsilon(ledger.event, 0.0)  # delta = 0: basic composition of pure events
     assert pure == pytest.approx(0.7, rel=1e-12)
     assert ledger.epsilon(1e-5) <= 0.7 * (1 + 1e-12)
+    # the data-free plan is the ledger's event
+    assert compute_epsilon(mwem_event(0.7, 12), 1e-5) == pytest.approx(
+        ledger.epsilon(1e-5), rel=1e-12
+    )
+
+
+def test_pure_epsilon_for_an_approximate_budget_uses_the_budget():
+    """With delta > 0 MWEM runs at a larger pure epsilon whose RDP-composed ledger meets the
+    budget within calibrate's tolerance (and never above it)."""
+    budget = PrivacyBudget(epsilon=0.5, delta=1e-5)
+    pure = pure_epsilon_for(budget, 30)
+    assert pure > 0.5
+    eps = compute_epsilon(mwem_event(pure, 30), 1e-5)
+    assert 0.5 * (1 - 2e-3) <= eps <= 0.5 * (1 + 1e-12)
+    assert pure_epsilon_for(PrivacyBudget(epsilon=0.5, delta=0.0), 30) == 0.5
 
 
 def test_learns_the_workload():
