@@ -339,8 +339,7 @@ class Schema:
             )
         if keep.sum() < MIN_ROWS:
             raise ValueError(
-                f"expected at least {MIN_ROWS} rows whose categories are in the DP-released "
-                "schema"
+                f"expected at least {MIN_ROWS} rows whose categories are in the DP-released schema"
             )
         names = ", ".join(repr(name) for name in bad)
         warnings.warn(
@@ -352,13 +351,16 @@ class Schema:
         return keep
 
 
-def write_atomic(path: str | Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same folder and
+def write_atomic(path: str | Path, text: str | bytes) -> None:
+    """Write ``text`` (or bytes) to ``path`` through a temporary file in the same folder and
     ``os.replace``: readers see the old file or the new one, never a partial write."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
     try:
-        tmp.write_text(text)
+        if isinstance(text, bytes):
+            tmp.write_bytes(text)
+        else:
+            tmp.write_text(text)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)

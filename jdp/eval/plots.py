@@ -75,7 +75,7 @@ def image_grid(
                 ax.set_title(str(labels[i]), fontsize=8)
     if title:
         fig.suptitle(title)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def marginal_plots(
@@ -112,7 +112,7 @@ def marginal_plots(
             _numeric_histograms(ax, real[column], synthetic[column], n_bins)
         ax.set_title(str(column))
         ax.legend(frameon=False)
-        paths.append(_save(fig, out_dir / f"marginal_{index:02d}_{_slug(column)}.png"))
+        paths.append(save_figure(fig, out_dir / f"marginal_{index:02d}_{_slug(column)}.png"))
     return paths
 
 
@@ -159,8 +159,16 @@ def _slug(name: object) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", str(name)).strip("_") or "column"
 
 
-def _save(fig: Figure, path: str | Path) -> Path:
+def save_figure(fig: Figure, path: str | Path) -> Path:
+    """Save ``fig`` as a PNG at ``path`` atomically (rendered in memory, then
+    :func:`jdp.data.schema.write_atomic`): a crash leaves the old file or none."""
+    import io
+
+    from jdp.data.schema import write_atomic
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, format="png", dpi=100)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=100)
+    write_atomic(path, buffer.getvalue())
     return path

@@ -1,0 +1,562 @@
+"""Reproduce dp-GAN (Frigerio et al., IFIP SEC 2019), Sec. 6, beside the paper's numbers.
+
+Parts (each prints a table; figures go to ``--out``, default ``docs/figures/``):
+
+* ``gaussians`` (Sec. 6.1, Fig. 1 and 2): six 2-D Gaussians of one variance on a circle;
+  kernel density plots of real / GAN / dp-GAN (eps = 8) and the sliced Wasserstein distance
+  to the real data after every epoch, for the GAN and dp-GAN with and without clipping decay.
+* ``adult`` (Sec. 6.3, Table 1): a random forest trained on synthetic Adult, tested on a
+  class-balanced real test split (so its accuracy is the balanced accuracy), at eps = 3 and
+  7 with and without clipping decay, beside the non-private GAN and the real training data;
+  mean and spread over ``--seeds`` seeds. The paper balanced both splits; we train every
+  synthesizer on the full training split (down-sampling the majority class by its count is a
+  data-dependent selection outside the ledger) and give the random forest
+  ``class_weight="balanced"``, so real and synthetic rows are scored alike.
+* ``series`` (Sec. 6.2): the paper's water data is private; ItalyPowerDemand (UCR, 24 hourly
+  values per day; ``scripts/install_datasets.sh italypower``) instead, all 1,096 days as the
+  private set, one record = one day (user-level privacy over the series). An LSTM generator
+  and an MLP critic; the GAN and dp-GAN (eps = 6, as the paper) samples beside their nearest
+  real series by dynamic time warping (PNG), per-step marginal Wasserstein distances and the
+  autocorrelation at lags 1-6.
+* ``mia`` (Sec. 2.4, Fig. 5-6): the white-box critic attack (LOGAN: the released critic's
+  score) on a member set of Adult training rows against as many held-out rows, after every
+  epoch, for the GAN and dp-GAN at two budgets; the black-box distance-to-closest-synthetic-
+  record attack at the end. Attack numbers measure one attack; they are not guarantees.
+
+Settings the paper does not give (public constants, the same for every dataset): the
+network sizes and learning rates of :class:`jdp.synth.dp_gan.DPGANConfig`; clipping decay
+chosen so that the clip bound ends at :data:`DECAY_FINAL_FRACTION` of its start; the
+Gaussians' radius and spread.
+
+    python scripts/reproduce_dpgan.py [--quick] [--json] [--seeds 3] [--parts adult,mia]
+
+``--json`` prints one object: ``epsilon``, ``delta``, ``adult`` (balanced accuracies under
+``real``, ``gan``, ``dpgan``, ``dpgan_decay``, at eps = 3, with ``*_std`` and the eps = 7 rows
+under ``eps7``), ``mia`` (``gan_auc``, ``dpgan_auc``: the last epoch's white-box AUC),
+``gaussians``, ``series`` (``null`` when ItalyPowerDemand is not installed), ``figures``,
+``moments_accountant_epsilon`` (``[budget, steps, epsilon]``: the paper's moments accountant
+on the same ledgers, which the RDP accountant calibrated).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+import pandas as pd
+
+from accounting import PrivacyBudget
+from jdp.data.datasets import DatasetNotInstalledError, load_adult, load_italy_power
+from jdp.data.schema import Column, Schema
+from jdp.nn.heads import layout_width
+from jdp.synth.dp_gan import DPGANConfig
+from jdp.synth.dp_gan.model import (
+    fit_arrays,
+    head_layout,
+    networks,
+    sample_arrays,
+    table_encoder,
+)
+
+PAPER_TABLE1 = {  # Frigerio et al. 2019, Table 1: accuracy on the balanced Adult test set
+    "real": 0.772,
+    "gan": 0.767,
+    "eps3": {"dpgan": 0.737, "dpgan_decay": 0.753},
+    "eps7": {"dpgan": 0.750, "dpgan_decay": 0.760},
+}
+DELTA = 1e-5
+#: Clipping decay ends the run at this fraction of the initial clip bound.
+DECAY_FINAL_FRACTION = 0.25
+#: Six Gaussians: centres on a circle of this radius, this standard deviation, these bounds.
+GAUSS_RADIUS, GAUSS_STD, GAUSS_BOUND = 1.0, 0.08, 1.5
+
+
+def log(*args: Any) -> None:
+    print(*args, file=sys.stderr, flush=True)
+
+
+def decay_for(config: DPGANConfig) -> float:
+    """The per-generator-step decay that takes the clip bound to ``DECAY_FINAL_FRACTION`` of
+    its start over the planned run (a function of public settings only)."""
+    generator_steps = max(1, config.num_steps // config.n_critic)
+    return DECAY_FINAL_FRACTION ** (1.0 / generator_steps)
+
+
+def with_decay(config: DPGANConfig) -> DPGANConfig:
+    import dataclasses
+
+    return dataclasses.replace(config, clipping_decay=decay_for(config))
+
+
+def fit(
+    seed: int,
+    x: np.ndarray,
+    layout,
+    epsilon: float | None,
+    config: DPGANConfig,
+    on_step=None,
+) -> tuple[dict, float]:
+    """Fitted params and the ledger's epsilon (RDP; ``epsilon=None``: the non-private GAN).
+    The paper's moments accountant on the same ledger is logged beside it."""
+    budget = None if epsilon is None else PrivacyBudget(epsilon=epsilon, delta=DELTA)
+    params, ledger = fit_arrays(
+        jax.random.key(seed), x, layout, budget, config, progress=False, on_step=on_step
+    )
+    if budget is None:
+        return params, 0.0
+    spent = ledger.epsilon(DELTA)
+    if spent > epsilon * (1 + 1e-9):
+        raise AssertionError(f"ledger epsilon {spent} exceeds the budget {epsilon}")
+    MOMENTS[(seed, epsilon, config.num_steps)] = ledger.epsilon(DELTA, accountant="moments")
+    return params, spent
+
+
+#: The moments accountant's epsilon of each fit's ledger (seed, budget, steps) -> epsilon.
+MOMENTS: dict[tuple, float] = {}
+
+
+# -- six Gaussians ------------------------------------------------------------------------
+
+
+def six_gaussians(rng: np.random.Generator, n: int) -> np.ndarray:
+    angles = 2 * np.pi * rng.integers(0, 6, n) / 6
+    centres = GAUSS_RADIUS * np.stack([np.cos(angles), np.sin(angles)], axis=1)
+    return centres + GAUSS_STD * rng.standard_normal((n, 2))
+
+
+def sliced_wasserstein(
+    a: np.ndarray, b: np.ndarray, rng: np.random.Generator, k: int = 50
+) -> float:
+    """Mean 1-D Wasserstein-1 distance over ``k`` random directions."""
+    from scipy.stats import wasserstein_distance
+
+    dirs = rng.standard_normal((k, a.shape[1]))
+    dirs /= np.linalg.norm(dirs, axis=1, keepdims=True)
+    return float(np.mean([wasserstein_distance(a @ d, b @ d) for d in dirs]))
+
+
+def gaussians_part(quick: bool, out: Path) -> dict:
+    rng = np.random.default_rng(0)
+    n = 2000 if quick else 6000
+    real = six_gaussians(rng, n)
+    schema = Schema(
+        columns=tuple(
+            Column(name=c, kind="continuous", lower=-GAUSS_BOUND, upper=GAUSS_BOUND)
+            for c in ("x", "y")
+        )
+    )
+    encoder = table_encoder(schema)
+    layout = head_layout(encoder)
+    x = encoder.encode(pd.DataFrame(real, columns=["x", "y"]))
+    base = DPGANConfig(
+        latent_dim=8,
+        generator_hidden=(64, 64),
+        critic_hidden=(64, 64),
+        sampling_prob=64 / n,
+        expected_batch_size=64.0,
+        epochs=6.0 if quick else 30.0,
+    )
+    steps_per_epoch = math.ceil(1 / base.sampling_prob)
+    runs = {"gan": (None, base), "dpgan": (8.0, base), "dpgan_decay": (8.0, with_decay(base))}
+    curves, samples = {}, {}
+    for name, (eps, config) in runs.items():
+        curve: list[float] = []
+
+        def on_step(t, critic_params, gen_state, curve=curve, config=config):
+            if t % steps_per_epoch == 0 or t == config.num_steps:
+                fake = sample_arrays(
+                    jax.random.key(t), {"generator": gen_state.params}, layout, config, 2000
+                )
+                curve.append(sliced_wasserstein(x[:2000], fake, np.random.default_rng(t)))
+
+        start = time.perf_counter()
+        params, spent = fit(0, x, layout, eps, config, on_step)
+        samples[name] = encoder.decode(
+            sample_arrays(jax.random.key(1), params, layout, config, 2000)
+        ).to_numpy()
+        curves[name] = curve
+        log(f"[gaussians] {name}: eps {spent:.3g}, final SW {curve[-1]:.4f}, "
+            f"{time.perf_counter() - start:.0f}s")  # fmt: skip
+    figures = plot_gaussians(real, samples, curves, out)
+    return {
+        "final_sliced_wasserstein": {k: v[-1] for k, v in curves.items()},
+        "curves": curves,
+        "figures": figures,
+    }
+
+
+def plot_gaussians(real: np.ndarray, samples: dict, curves: dict, out: Path) -> list[str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from scipy.stats import gaussian_kde
+
+    from jdp.eval.plots import save_figure
+
+    grid = np.linspace(-GAUSS_BOUND, GAUSS_BOUND, 120)
+    gx, gy = np.meshgrid(grid, grid)
+    panels = {"real": real[:2000], **samples}
+    fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 4))
+    for ax, (name, pts) in zip(axes, panels.items(), strict=True):
+        dens = gaussian_kde(pts.T)(np.vstack([gx.ravel(), gy.ravel()])).reshape(gx.shape)
+        ax.contourf(gx, gy, dens, levels=20, cmap="viridis")
+        ax.set_title(name)
+        ax.set_aspect("equal")
+    kde = save_figure(fig, out / "dpgan_gaussians_kde.png")
+    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for name, curve in curves.items():
+        ax.plot(np.arange(1, len(curve) + 1), curve, label=name)
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("sliced Wasserstein-1 to real")
+    ax.legend()
+    wd = save_figure(fig, out / "dpgan_gaussians_wasserstein.png")
+    plt.close(fig)
+    return [str(kde), str(wd)]
+
+
+# -- Adult, Table 1 -----------------------------------------------------------------------
+
+
+def balanced_test(test: pd.DataFrame, target: str, seed: int) -> pd.DataFrame:
+    """The real test split with the majority class down-sampled to the minority's count
+    (evaluation data, not the private training set)."""
+    counts = test[target].value_counts()
+    m = int(counts.min())
+    parts = [g.sample(n=m, random_state=seed) for _, g in test.groupby(target)]
+    return pd.concat(parts).sample(frac=1.0, random_state=seed).reset_index(drop=True)
+
+
+def balanced_accuracy(
+    train: pd.DataFrame, test: pd.DataFrame, synthetic: pd.DataFrame, target: str, seed: int
+):
+    from sklearn.ensemble import RandomForestClassifier
+
+    from jdp.eval.utility import tstr_table
+
+    rf = RandomForestClassifier(
+        n_estimators=100, class_weight="balanced", n_jobs=1, random_state=seed
+    )
+    rows = tstr_table(train, synthetic, test, target, classifiers={"rf": rf}, seed=seed)
+    acc = next(r for r in rows if r["metric"] == "accuracy")
+    return acc["real"], acc["synthetic"]
+
+
+#: Adult's training rows: UCI adult.data's documented size; quick mode's fixed subset.
+ADULT_TRAIN_ROWS, ADULT_QUICK_ROWS = 32_561, 8_000
+
+
+def adult_config(quick: bool) -> DPGANConfig:
+    """Poisson rate ``q = 0.004`` (an expected batch of 130 of the documented 32,561 rows)
+    and 10 epochs (2,500 critic steps, 500 generator steps); quick: ``q = 0.01`` of the
+    8,000-row subset, 5 epochs. Public constants only."""
+    q, n = (0.01, ADULT_QUICK_ROWS) if quick else (0.004, ADULT_TRAIN_ROWS)
+    return DPGANConfig(sampling_prob=q, expected_batch_size=q * n, epochs=5.0 if quick else 10.0)
+
+
+def adult_part(quick: bool, seeds: int) -> dict:
+    data = load_adult()
+    target = data.schema.target
+    train = data.train
+    if quick:
+        train = train.sample(n=ADULT_QUICK_ROWS, random_state=0).reset_index(drop=True)
+    if len(train) != (ADULT_QUICK_ROWS if quick else ADULT_TRAIN_ROWS):
+        raise RuntimeError("the Adult training split is not the documented size")
+    encoder = table_encoder(data.schema)
+    layout = head_layout(encoder)
+    x = encoder.encode(train)
+    base = adult_config(quick)
+    runs = {
+        "gan": (None, base),
+        "dpgan": (3.0, base),
+        "dpgan_decay": (3.0, with_decay(base)),
+        "eps7_dpgan": (7.0, base),
+        "eps7_dpgan_decay": (7.0, with_decay(base)),
+    }
+    scores: dict[str, list[float]] = {k: [] for k in ("real", *runs)}
+    spent: dict[str, float] = {}
+    for seed in range(seeds):
+        test = balanced_test(data.test, target, seed)
+        for name, (eps, config) in runs.items():
+            start = time.perf_counter()
+            params, spent[name] = fit(seed, x, layout, eps, config)
+            synthetic = encoder.decode(
+                sample_arrays(jax.random.key(1000 + seed), params, layout, config, len(x))
+            )
+            real_acc, syn_acc = balanced_accuracy(train, test, synthetic, target, seed)
+            scores[name].append(syn_acc)
+            if name == "gan":
+                scores["real"].append(real_acc)
+            log(f"[adult] seed {seed} {name}: {syn_acc:.3f} (eps {spent[name]:.3g}, "
+                f"{time.perf_counter() - start:.0f}s)")  # fmt: skip
+    mean = {k: float(np.mean(v)) for k, v in scores.items()}
+    std = {k: float(np.std(v)) for k, v in scores.items()}
+    return {
+        "real": mean["real"],
+        "gan": mean["gan"],
+        "dpgan": mean["dpgan"],
+        "dpgan_decay": mean["dpgan_decay"],
+        "real_std": std["real"],
+        "gan_std": std["gan"],
+        "dpgan_std": std["dpgan"],
+        "dpgan_decay_std": std["dpgan_decay"],
+        "eps7": {
+            "dpgan": mean["eps7_dpgan"],
+            "dpgan_decay": mean["eps7_dpgan_decay"],
+            "dpgan_std": std["eps7_dpgan"],
+            "dpgan_decay_std": std["eps7_dpgan_decay"],
+        },
+        "ledger_epsilon": spent,
+        "clipping_decay": decay_for(base),
+        "seeds": seeds,
+        "n_train": "full training split" if not quick else "8000-row subset",
+    }
+
+
+# -- membership inference -------------------------------------------------------------------
+
+
+def mia_part(quick: bool, out: Path) -> dict:
+    from jdp.audit import dcr_attack, membership_attack
+
+    data = load_adult()
+    encoder = table_encoder(data.schema)
+    layout = head_layout(encoder)
+    m = 500 if quick else 2000
+    rows = data.train.sample(n=2 * m, random_state=7).reset_index(drop=True)
+    members, nonmembers = encoder.encode(rows.iloc[:m]), encoder.encode(rows.iloc[m:])
+    base = DPGANConfig(
+        sampling_prob=64 / m, expected_batch_size=64.0, epochs=5.0 if quick else 40.0
+    )
+    steps_per_epoch = math.ceil(1 / base.sampling_prob)
+    runs = {"gan": None, "dpgan_eps10": 10.0, "dpgan_eps1": 1.0}
+    curves: dict[str, list[float]] = {}
+    final: dict[str, dict] = {}
+    for name, eps in runs.items():
+        _, critic = networks(base, layout)
+        curve: list[float] = []
+
+        def on_step(t, critic_params, gen_state, curve=curve, critic=critic):
+            if t % steps_per_epoch == 0 or t == base.num_steps:
+                score = jax.jit(lambda xs, p=critic_params: critic.apply(p, xs))
+                curve.append(membership_attack(score, members, nonmembers, chunk=512).auc)
+
+        params, spent = fit(3, members, layout, eps, base, on_step)
+        synthetic = sample_arrays(jax.random.key(4), params, layout, base, m)
+        dcr = dcr_attack(members, nonmembers, synthetic)
+        curves[name] = curve
+        final[name] = {
+            "white_box_auc": curve[-1],
+            "black_box_dcr_auc": dcr.auc,
+            "black_box_dcr_auc_ci": list(dcr.auc_ci),
+            "ledger_epsilon": spent,
+        }
+        log(f"[mia] {name}: white-box AUC {curve[-1]:.3f}, DCR AUC {dcr.auc:.3f}, eps {spent:.3g}")
+    figure = plot_mia(curves, out)
+    return {
+        "gan_auc": final["gan"]["white_box_auc"],
+        "dpgan_auc": final["dpgan_eps1"]["white_box_auc"],
+        "runs": final,
+        "curves": curves,
+        "members": m,
+        "figures": [figure],
+    }
+
+
+def plot_mia(curves: dict, out: Path) -> str:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from jdp.eval.plots import save_figure
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for name, curve in curves.items():
+        ax.plot(np.arange(1, len(curve) + 1), curve, label=name)
+    ax.axhline(0.5, color="grey", lw=0.8, ls="--")
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("white-box attack ROC AUC")
+    ax.set_title("Membership inference on Adult (critic score)")
+    ax.legend()
+    path = save_figure(fig, out / "dpgan_mia.png")
+    plt.close(fig)
+    return str(path)
+
+
+# -- time series ----------------------------------------------------------------------------
+
+
+def dtw(a: np.ndarray, b: np.ndarray) -> float:
+    """Dynamic time warping distance (absolute differences, no window)."""
+    n, m = len(a), len(b)
+    cost = np.full((n + 1, m + 1), np.inf)
+    cost[0, 0] = 0.0
+    for i in range(1, n + 1):
+        for j in range(1, m + 1):
+            cost[i, j] = abs(a[i - 1] - b[j - 1]) + min(
+                cost[i - 1, j], cost[i, j - 1], cost[i - 1, j - 1]
+            )
+    return float(cost[n, m])
+
+
+def autocorrelation(x: np.ndarray, lags: int = 6) -> np.ndarray:
+    """Mean over series of the autocorrelation at lags 1..lags."""
+    xc = x - x.mean(axis=1, keepdims=True)
+    var = np.maximum(np.sum(xc**2, axis=1), 1e-12)
+    return np.array(
+        [np.mean(np.sum(xc[:, k:] * xc[:, :-k], axis=1) / var) for k in range(1, lags + 1)]
+    )
+
+
+def series_part(quick: bool, out: Path) -> dict | None:
+    from scipy.stats import wasserstein_distance
+
+    try:
+        data = load_italy_power()
+    except DatasetNotInstalledError as exc:
+        log(f"[series] skipped: {exc}")
+        return None
+    real_frame = pd.concat([data.train, data.test]).reset_index(drop=True)
+    encoder = table_encoder(data.schema)
+    layout = head_layout(encoder)
+    x = encoder.encode(real_frame)
+    n = len(x)
+    config = DPGANConfig(
+        generator="lstm",
+        generator_hidden=(32,),
+        critic_hidden=(64, 64),
+        latent_dim=8,
+        sampling_prob=64 / n,
+        expected_batch_size=64.0,
+        epochs=10.0 if quick else 60.0,
+    )
+    real = real_frame.to_numpy()
+    result: dict[str, Any] = {"n_series": n, "steps": layout_width(layout)}
+    samples = {}
+    for name, eps in (("gan", None), ("dpgan", 6.0)):
+        params, spent = fit(5, x, layout, eps, config)
+        fake = encoder.decode(
+            sample_arrays(jax.random.key(6), params, layout, config, n)
+        ).to_numpy()
+        samples[name] = fake
+        per_step = [wasserstein_distance(real[:, t], fake[:, t]) for t in range(real.shape[1])]
+        result[name] = {
+            "mean_step_wasserstein": float(np.mean(per_step)),
+            "acf_abs_error": float(np.mean(np.abs(autocorrelation(fake) - autocorrelation(real)))),
+            "ledger_epsilon": spent,
+        }
+        log(f"[series] {name}: mean per-step W1 {np.mean(per_step):.3f}, eps {spent:.3g}")
+    result["real_acf"] = autocorrelation(real).tolist()
+    result["figures"] = [plot_series(real, samples, out)]
+    return result
+
+
+def plot_series(real: np.ndarray, samples: dict, out: Path) -> str:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from jdp.eval.plots import save_figure
+
+    fig, axes = plt.subplots(len(samples), 3, figsize=(12, 3 * len(samples)), squeeze=False)
+    for row, (name, fake) in enumerate(samples.items()):
+        for col in range(3):
+            s = fake[col]
+            nearest = real[int(np.argmin([dtw(s, r) for r in real]))]
+            ax = axes[row, col]
+            ax.plot(s, label=f"{name} sample")
+            ax.plot(nearest, label="nearest real (DTW)")
+            ax.set_title(f"{name} #{col}")
+            if col == 0:
+                ax.legend(fontsize=7)
+    path = save_figure(fig, out / "dpgan_series_dtw.png")
+    plt.close(fig)
+    return str(path)
+
+
+# -- driver ---------------------------------------------------------------------------------
+
+
+PARTS = ("gaussians", "adult", "series", "mia")
+
+
+def print_tables(res: dict) -> None:
+    a = res.get("adult")
+    if a:
+        print("Adult, balanced test accuracy (random forest); paper = Frigerio et al. Table 1")
+        print(f"{'':<22} {'ours':>14} {'paper':>7}")
+        print(f"{'real':<22} {a['real']:.3f} ± {a['real_std']:.3f} {PAPER_TABLE1['real']:>7.3f}")
+        print(f"{'GAN':<22} {a['gan']:.3f} ± {a['gan_std']:.3f} {PAPER_TABLE1['gan']:>7.3f}")
+        for eps, rows in (("3", a), ("7", a["eps7"])):
+            for key, label in (("dpgan", "dp-GAN"), ("dpgan_decay", "dp-GAN clip decay")):
+                paper = PAPER_TABLE1[f"eps{eps}"][key]
+                print(
+                    f"{label + ' eps ' + eps:<22} {rows[key]:.3f} ± {rows[key + '_std']:.3f} {paper:>7.3f}"
+                )
+    m = res.get("mia")
+    if m:
+        print("\nMembership inference (last epoch)")
+        for name, r in m["runs"].items():
+            print(f"{name:<12} white-box AUC {r['white_box_auc']:.3f}  DCR AUC "
+                  f"{r['black_box_dcr_auc']:.3f}  eps {r['ledger_epsilon']:.3g}")  # fmt: skip
+    g = res.get("gaussians")
+    if g:
+        print("\nSix Gaussians: final sliced Wasserstein-1 to the real sample")
+        for name, v in g["final_sliced_wasserstein"].items():
+            print(f"{name:<12} {v:.4f}")
+    s = res.get("series")
+    if s:
+        print("\nItalyPowerDemand: mean per-step W1, mean |ACF error| (lags 1-6)")
+        for name in ("gan", "dpgan"):
+            print(
+                f"{name:<8} {s[name]['mean_step_wasserstein']:.3f} {s[name]['acf_abs_error']:.3f}"
+            )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small runs (a few minutes)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--seeds", type=int, default=None, help="Adult seeds (3; quick 1)")
+    parser.add_argument("--parts", default=",".join(PARTS), help=f"subset of {PARTS}")
+    parser.add_argument("--out", type=Path, default=Path("docs/figures"))
+    args = parser.parse_args(argv)
+    parts = [p for p in args.parts.split(",") if p]
+    unknown = sorted(set(parts) - set(PARTS))
+    if unknown:
+        parser.error(f"unknown parts {unknown}; expected a subset of {PARTS}")
+    seeds = args.seeds if args.seeds is not None else (1 if args.quick else 3)
+    res: dict[str, Any] = {"epsilon": 3.0, "delta": DELTA, "quick": args.quick}
+    start = time.perf_counter()
+    if "adult" in parts:
+        res["adult"] = adult_part(args.quick, seeds)
+    if "mia" in parts:
+        res["mia"] = mia_part(args.quick, args.out)
+    if "gaussians" in parts:
+        res["gaussians"] = gaussians_part(args.quick, args.out)
+    if "series" in parts:
+        res["series"] = series_part(args.quick, args.out)
+    res["moments_accountant_epsilon"] = sorted(
+        {(eps, steps, round(m, 4)) for (_, eps, steps), m in MOMENTS.items()}
+    )
+    res["figures"] = [f for p in parts if res.get(p) for f in res[p].get("figures", [])]
+    res["seconds"] = time.perf_counter() - start
+    if args.json:
+        print(json.dumps(res))
+    else:
+        print_tables(res)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
