@@ -214,14 +214,17 @@ NON_PRIVACY_DRAWS: dict[tuple[str, str], str] = {
     ("jdp/encoding/kmeans.py", "random_centres"): "data-independent initial centres",
     ("jdp/encoding/rff.py", "draw_rff"): "RFF frequencies (data-independent)",
     ("jdp/dpsgd/ghost_clipping.py", "_synthetic_batch.fake"): "structural probe on fake inputs",
+    ("jdp/nn/rbm.py", "RBM.setup"): "RBM weight initialisation (data-independent)",
     # sampling from a fitted (released) model: post-processing
     ("jdp/encoding/em.py", "sample"): "sampling a released mixture",
     ("jdp/synth/pca_gauss", "sample_gaussian"): "sampling a released Gaussian",
     ("jdp/synth/p3gm", "sample_latent"): "sampling the released latent prior",
     ("jdp/synth/dp_gan", "draw_latent"): "GAN latent noise (generator input, not privacy noise)",
     ("jdp/nn/heads.py", "decode_sample"): "stochastic output heads of a decoder (sampling)",
+    ("jdp/synth/dpgm", "_generate"): "latent draw when sampling a released DPGM generator",
     # the VAE reparameterisation trick: the gradient's noise is added by DP-SGD, not here
     ("jdp/synth/p3gm", "example_terms"): "VAE reparameterisation inside the per-example loss",
+    ("jdp/synth/dpgm", "example_loss.vae_loss"): "VAE reparameterisation (per-example loss)",
 }
 
 
