@@ -34,7 +34,8 @@ class DPGMConfig:
       latent_dim: the VAE's latent width (DPGM: 2).
       n_chains, gibbs_steps: the RBM's persistent chains and Gibbs sweeps per DP-SGD step.
       sample_burn_in: Gibbs sweeps before an RBM sample is taken.
-      learning_rate: Adam's step (VAE) / SGD's step (RBM: DPGM 0.01).
+      learning_rate: Adam's step for either generator (DPGM: SGD at 0.01 for the RBM; Adam for
+        the VAE).
 
     DP-SGD (Algorithm 4; public):
       sampling_prob: Poisson rate ``q`` of every cluster's batches (the same public rate for
