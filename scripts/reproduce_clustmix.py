@@ -202,7 +202,7 @@ def run_dataset(name: str, args: argparse.Namespace) -> dict[str, Any]:
 def alpha_curve(args: argparse.Namespace, out_dir: Path) -> dict[str, Any]:
     """Paper mode with KIP on Adult at each alpha of :data:`ALPHAS`: AUC against alpha."""
     size = "quick" if args.quick else "full"
-    data = encode("adult", True)
+    data = encode("adult", args.quick)
     base = ClustMixConfig(
         **SETTINGS["adult"][size], mode="paper", kip_steps=KIP_STEPS[size],
         kip_target_batch_size=2000,
