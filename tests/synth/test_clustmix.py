@@ -230,3 +230,33 @@ def test_ordinal_encoding_is_one_feature_per_column_and_decodes_exactly():
     assert set(rows["c"]) <= {"u", "v", "w"} and rows["b"].between(0, 4).all()
     with pytest.raises(ValueError, match="categorical_encoding"):
         ClustMixConfig(categorical_encoding="binary")
+
+
+def test_strict_groups_change_only_for_the_added_or_removed_record():
+    """The strict pipeline's grouping (assignment to released centres, then the hashed
+    bucket), conditioned on the releases: an adversarial record added -- a box corner, a
+    duplicate of a record, one exactly between two centres -- or any record removed leaves
+    every other record in its group, so exactly one group sum changes."""
+    from jdp.mechanisms.mixing import group_sums, mixing_sensitivity
+    from jdp.synth.clustmix.model import assign_clusters, mixing_groups
+
+    x, y = _arrays(n=400)
+    centres = [np.array([[0.2] * 4, [0.4] * 4]), np.array([[0.6] * 4, [0.8] * 4])]
+    n_groups = np.array([3, 2, 4, 1])
+    salt = b"released-salt"
+
+    def groups(xs, ys):
+        return mixing_groups(xs, assign_clusters(xs, ys, centres), n_groups, salt)
+
+    base = groups(x, y)
+    base_sums = group_sums(x, base, n_groups.sum())
+    extra = [(np.ones(4), 0), (np.zeros(4), 1), (x[5], y[5]), (np.full(4, 0.3), 0)]
+    for record, label in extra:
+        xs, ys = np.vstack([x, record]), np.append(y, label)
+        new = groups(xs, ys)
+        assert np.array_equal(new[:-1], base)  # nobody else moved
+        diff = group_sums(xs, new, n_groups.sum()) - base_sums
+        assert np.count_nonzero(np.any(diff != 0, axis=1)) <= 1
+        assert np.linalg.norm(diff) <= mixing_sensitivity(4) * (1 + 1e-12)
+    for i in range(0, 400, 37):
+        assert np.array_equal(groups(np.delete(x, i, 0), np.delete(y, i)), np.delete(base, i))

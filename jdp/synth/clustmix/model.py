@@ -282,6 +282,28 @@ def strict_plan(config: ClustMixConfig, n_classes: int, scale: float) -> ev.Comp
     return ev.ComposedDpEvent(events)
 
 
+def assign_clusters(x: np.ndarray, y: np.ndarray, centres: list[np.ndarray]) -> np.ndarray:
+    """Global cluster ``c K + k`` of every record: ``k`` its nearest released centre among its
+    class ``c``'s ``centres[c]`` (``(K, D)`` each). Per record: post-processing."""
+    cluster = np.empty(x.shape[0], dtype=np.int64)
+    for c, found in enumerate(centres):
+        rows = np.flatnonzero(y == c)
+        cluster[rows] = c * found.shape[0] + assign_to_centres(found, x[rows])
+    return cluster
+
+
+def mixing_groups(
+    x: np.ndarray, cluster: np.ndarray, n_groups: np.ndarray, salt: bytes
+) -> np.ndarray:
+    """Global group of every record: its hashed bucket among its cluster's ``n_groups``
+    (released) groups, offset by the groups of the clusters before it; ``-1`` where its
+    cluster has none. A function of the record, its cluster, ``n_groups`` and ``salt`` only
+    (:func:`jdp.mechanisms.mixing.bucket_groups`)."""
+    offsets = np.concatenate([[0], np.cumsum(n_groups)])
+    bucket = bucket_groups(x, salt, n_groups[cluster])
+    return np.where(bucket >= 0, offsets[cluster] + bucket, -1)
+
+
 def fit_strict(
     key: jax.Array,
     x: np.ndarray,
@@ -326,10 +348,7 @@ def fit_strict(
     centre_labels = np.repeat(np.arange(n_classes), k)
 
     # 2. per-record assignment to the released centres of the record's class.
-    cluster = np.empty(x.shape[0], dtype=np.int64)
-    for c in range(n_classes):
-        rows = np.flatnonzero(y == c)
-        cluster[rows] = c * k + assign_to_centres(centres[c], x[rows])
+    cluster = assign_clusters(x, y, centres)
     centres = np.concatenate(centres)
 
     # 3. noisy cluster sizes -> number of groups per cluster (post-processing).
@@ -361,9 +380,7 @@ def fit_strict(
 
     # 5. Anonymise: per-record groups, one Gaussian release of all centred group sums.
     mix_rng = numpy_rng(mix_key)
-    offsets = np.concatenate([[0], np.cumsum(n_groups)])
-    bucket = bucket_groups(x, mix_rng.bytes(32), n_groups[cluster])
-    group = np.where(bucket >= 0, offsets[cluster] + bucket, -1)
+    group = mixing_groups(x, cluster, n_groups, mix_rng.bytes(32))
     group_cluster = np.repeat(np.arange(n_classes * k), n_groups)
     divisors = np.maximum(sizes, 0.0)[group_cluster] / n_groups[group_cluster]
     mixtures, mix_event = mix(
