@@ -172,7 +172,7 @@ def gaussians_part(quick: bool, out: Path) -> dict:
         def on_step(t, critic_params, gen_state, curve=curve, config=config):
             if t % steps_per_epoch == 0 or t == config.num_steps:
                 fake = sample_arrays(
-                    jax.random.key(t), {"generator": gen_state.params}, layout, config, 2000
+                    jax.random.key(t), {"generator": gen_state.average}, layout, config, 2000
                 )
                 curve.append(sliced_wasserstein(x[:2000], fake, np.random.default_rng(t)))
 

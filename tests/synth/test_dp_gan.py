@@ -371,3 +371,31 @@ def test_budget_too_small_for_the_planned_critic_steps_is_one_clear_error(tmp_pa
     err = capsys.readouterr().err
     assert code == 2 and "needs a noise multiplier above 1e+06" in err
     assert len(err.strip().splitlines()) == 1 and not out.exists()
+
+
+@pytest.mark.parametrize("ema", [0.0, 0.9])
+def test_released_generator_is_the_moving_average_of_its_steps(ema):
+    generator, critic, critic_params, gen_state, _ = _setup()
+    update = jax.jit(
+        make_generator_update(
+            generator,
+            critic,
+            generator_optimizer(1e-2),
+            latent_dim=CONFIG.latent_dim,
+            batch_size=CONFIG.generator_batch_size,
+            n_critic=2,
+            ema=ema,
+        )
+    )
+    leaves = jax.tree_util.tree_leaves
+    expected = [np.asarray(a) for a in leaves(gen_state.params)]  # the average starts at G_0
+    state = gen_state
+    for t in range(4):
+        state = update(jax.random.key(t), critic_params, state)
+        if (t + 1) % 2 == 0:  # a generator step: a <- ema a + (1 - ema) G_t
+            expected = [ema * e + (1 - ema) * np.asarray(p) for e, p in
+                        zip(expected, leaves(state.params), strict=True)]  # fmt: skip
+        for e, a in zip(expected, leaves(state.average), strict=True):
+            np.testing.assert_allclose(np.asarray(a), e, rtol=1e-5, atol=1e-7)
+    with pytest.raises(ValueError, match=r"generator_ema in \[0, 1\)"):
+        DPGANConfig(generator_ema=1.0)

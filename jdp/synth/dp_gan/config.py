@@ -53,6 +53,10 @@ class DPGANConfig:
       gp_weight: the gradient-penalty weight ``lambda`` (>= 0; 10 in WGAN-GP).
       critic_learning_rate, generator_learning_rate: Adam steps (beta1 = 0.5, beta2 = 0.9).
       generator_batch_size: ``m`` latent draws per generator step (no data involved).
+      generator_ema: the released generator is the exponential moving average of the
+        generator's parameters over its steps with this decay in ``[0, 1)`` (0: the last
+        iterate). Averaging GAN iterates damps the oscillation of adversarial training
+        (Yazici et al., ICLR 2019); it is post-processing of the released critics, free.
       microbatch_size: per-example gradients held at once (performance only).
       dpsgd_method: DP-SGD clipping path (performance only). ``"auto"`` probes the ghost
         path and falls back to the general one (the gradient penalty's double backward is
@@ -70,6 +74,7 @@ class DPGANConfig:
     critic_learning_rate: float = 1e-3
     generator_learning_rate: float = 1e-3
     generator_batch_size: int = 64
+    generator_ema: float = 0.0
     l2_clip_norm: float = 1.0
     clipping_decay: float | None = None
     sampling_prob: float = 0.01
@@ -100,6 +105,9 @@ class DPGANConfig:
         check_positive("critic_learning_rate", self.critic_learning_rate)
         check_positive("generator_learning_rate", self.generator_learning_rate)
         check_count("generator_batch_size", self.generator_batch_size, minimum=1)
+        check_nonnegative("generator_ema", self.generator_ema)
+        if not self.generator_ema < 1:
+            raise ValueError(f"expected generator_ema in [0, 1), got {self.generator_ema}")
         check_positive("l2_clip_norm", self.l2_clip_norm)
         if self.clipping_decay is not None:
             check_probability("clipping_decay", self.clipping_decay)

@@ -28,11 +28,14 @@ class GeneratorState(NamedTuple):
         params: generator parameters.
         opt_state: its Adam state.
         count: critic steps seen so far (int32 array); the generator steps every ``n_critic``.
+        average: the exponential moving average of ``params`` over generator steps (the
+            released generator when ``generator_ema`` is set; Yazici et al. 2019).
     """
 
     params: Any
     opt_state: Any
     count: jax.Array
+    average: Any
 
 
 def generator_optimizer(learning_rate: float) -> optax.GradientTransformation:
@@ -81,10 +84,13 @@ def make_generator_update(
     latent_dim: int,
     batch_size: int,
     n_critic: int,
+    ema: float = 0.0,
 ):
     """``state_update_fn(key, critic_params, gen_state) -> gen_state``: counts critic steps
     and, every ``n_critic`` of them, takes one optimizer step on
-    ``mean_i -D(G(z_i))`` over ``batch_size`` fresh latent draws (Alg. 1's generator step).
+    ``mean_i -D(G(z_i))`` over ``batch_size`` fresh latent draws (Alg. 1's generator step),
+    then moves the average ``a <- ema a + (1 - ema) params`` (``ema = 0``: the average is the
+    current generator).
 
     Privacy:
         Post-processing: a function of the key, the (DP) critic parameters and the generator
@@ -102,10 +108,12 @@ def make_generator_update(
             z = draw_latent(key, (batch_size, latent_dim))
             grads = jax.grad(gen_loss)(s.params, critic_params, z)
             updates, opt_state = optimizer.update(grads, s.opt_state, s.params)
-            return GeneratorState(optax.apply_updates(s.params, updates), opt_state, count)
+            params = optax.apply_updates(s.params, updates)
+            average = optax.incremental_update(params, s.average, step_size=1.0 - ema)
+            return GeneratorState(params, opt_state, count, average)
 
         def skip(s: GeneratorState) -> GeneratorState:
-            return GeneratorState(s.params, s.opt_state, count)
+            return s._replace(count=count)
 
         return jax.lax.cond(count % n_critic == 0, step, skip, state)
 

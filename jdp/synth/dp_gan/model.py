@@ -129,7 +129,9 @@ def init_state(key: jax.Array, config: DPGANConfig, layout: HeadLayout):
     g_params = generator.init(g_key, jnp.zeros((1, config.latent_dim)))
     c_params = critic.init(c_key, jnp.zeros((1, layout_width(layout))))
     opt = generator_optimizer(config.generator_learning_rate)
-    return c_params, GeneratorState(g_params, opt.init(g_params), jnp.zeros((), jnp.int32))
+    return c_params, GeneratorState(
+        g_params, opt.init(g_params), jnp.zeros((), jnp.int32), g_params
+    )
 
 
 def fit_arrays(
@@ -170,6 +172,7 @@ def fit_arrays(
             latent_dim=config.latent_dim,
             batch_size=config.generator_batch_size,
             n_critic=config.n_critic,
+            ema=config.generator_ema,
         ),
         method=config.dpsgd_method,
         microbatch_size=config.microbatch_size,
@@ -177,7 +180,7 @@ def fit_arrays(
         progress=progress,
         on_step=on_step,
     )
-    params = {"generator": result.model_state.params, "critic": result.params}
+    params = {"generator": result.model_state.average, "critic": result.params}
     return jax.tree_util.tree_map(np.asarray, params), result.ledger
 
 
