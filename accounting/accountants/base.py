@@ -96,8 +96,9 @@ class Accountant(abc.ABC, Generic[V]):
     Args:
       shared_batch: how several Gaussian mechanisms on one Poisson batch are analysed:
         ``"exact"`` (one Gaussian with :func:`effective_noise_multiplier`) or ``"paper"``
-        (DPGM Thm. 3, Hölder bound; only the RDP accountant implements it, the others
-        always use the exact analysis).
+        (DPGM Thm. 3, Hölder bound: the ``"holder"`` accountant of
+        :mod:`accounting.accountants.holder`; the RDP accountant refuses it with that
+        pointer, the others always use the exact analysis).
     """
 
     #: Name in messages: ``"the {title} accountant cannot analyse ..."``.
