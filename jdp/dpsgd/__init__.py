@@ -29,6 +29,7 @@ from jdp.dpsgd.parallel import data_mesh
 from jdp.dpsgd.step import (
     DPSGDState,
     StepKeys,
+    check_performance_flags,
     choose_method,
     clipped_grad_sum,
     dp_sgd,
@@ -49,6 +50,7 @@ __all__ = [
     "StepKeys",
     "TrainResult",
     "as_batch_selection",
+    "check_performance_flags",
     "choose_method",
     "clipped_grad_sum",
     "clipping_decay",

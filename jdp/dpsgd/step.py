@@ -44,6 +44,7 @@ import numpy as np
 import optax
 from jax.sharding import Mesh
 
+from accounting.validation import check_count
 from jdp.dpsgd.clip_schedules import AdaptiveClip, dpnorm
 from jdp.dpsgd.clipping import (
     ClippedSum,
@@ -64,6 +65,19 @@ ClipRule = Any  # a bound C, a pytree of per-leaf bounds, a ClipSchedule or an A
 
 
 # -- the path choice -------------------------------------------------------------------------
+#: The clipping paths a config may name (``"auto"`` resolves to one of the others).
+METHODS: tuple[str, ...] = ("auto", "general", "ghost")
+
+
+def check_performance_flags(*, microbatch_size: int | None, method: str) -> None:
+    """Validate the DP-SGD performance flags a method config carries (micro-batch size,
+    clipping path): the one check every config calls."""
+    if microbatch_size is not None:
+        check_count("microbatch_size", microbatch_size, minimum=1)
+    if method not in METHODS:
+        raise ValueError(f"expected dpsgd_method in {METHODS}, got {method!r}")
+
+
 def choose_method(
     loss_fn: LossFn,
     params: Params,

@@ -10,9 +10,8 @@ from accounting.validation import (
     check_positive,
     check_probability,
 )
-from jdp.dpsgd import planned_steps
+from jdp.dpsgd import check_performance_flags, planned_steps
 
-DPSGD_METHODS: tuple[str, ...] = ("auto", "general", "ghost")
 GENERATORS: tuple[str, ...] = ("mlp", "lstm")
 CRITICS: tuple[str, ...] = ("mlp", "lstm")
 
@@ -115,10 +114,7 @@ class DPGANConfig:
                 raise ValueError(f"expected clipping_decay > 0, got {self.clipping_decay}")
         check_positive("expected_batch_size", self.expected_batch_size)
         planned_steps(steps=self.steps, epochs=self.epochs, sampling_prob=self.sampling_prob)
-        if self.microbatch_size is not None:
-            check_count("microbatch_size", self.microbatch_size, minimum=1)
-        if self.dpsgd_method not in DPSGD_METHODS:
-            raise ValueError(f"expected dpsgd_method in {DPSGD_METHODS}, got {self.dpsgd_method!r}")
+        check_performance_flags(microbatch_size=self.microbatch_size, method=self.dpsgd_method)
 
     @property
     def num_steps(self) -> int:

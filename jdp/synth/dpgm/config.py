@@ -5,10 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from accounting.validation import check_count, check_open_unit, check_positive, check_probability
-from jdp.dpsgd import planned_steps
+from jdp.dpsgd import check_performance_flags, planned_steps
 
 GENERATORS: tuple[str, ...] = ("vae", "rbm")
-DPSGD_METHODS: tuple[str, ...] = ("auto", "general", "ghost")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -95,10 +94,7 @@ class DPGMConfig:
         check_positive("hist_noise_ratio", self.hist_noise_ratio)
         check_open_unit("kmeans_share", self.kmeans_share)
         check_probability("sampling_prob", self.sampling_prob)
-        if self.microbatch_size is not None:
-            check_count("microbatch_size", self.microbatch_size, minimum=1)
-        if self.dpsgd_method not in DPSGD_METHODS:
-            raise ValueError(f"expected dpsgd_method in {DPSGD_METHODS}, got {self.dpsgd_method!r}")
+        check_performance_flags(microbatch_size=self.microbatch_size, method=self.dpsgd_method)
 
     @property
     def num_steps(self) -> int:

@@ -5,13 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from accounting.validation import check_count, check_positive, check_probability
-from jdp.dpsgd import planned_steps
+from jdp.dpsgd import check_performance_flags, planned_steps
 
 #: The three phases of a fit, in ledger order (Algorithm 1): DP-PCA (with its DP mean), DP-EM,
 #: DP-SGD. ``P3GMConfig.budget_split`` gives one share per phase in this order.
 PHASES: tuple[str, ...] = ("pca", "em", "sgd")
-
-DPSGD_METHODS: tuple[str, ...] = ("auto", "general", "ghost")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -82,10 +80,7 @@ class P3GMConfig:
                 f"expected budget_split of three positive shares, got {self.budget_split}"
             )
         object.__setattr__(self, "budget_split", tuple(s / sum(split) for s in split))
-        if self.microbatch_size is not None:
-            check_count("microbatch_size", self.microbatch_size, minimum=1)
-        if self.dpsgd_method not in DPSGD_METHODS:
-            raise ValueError(f"expected dpsgd_method in {DPSGD_METHODS}, got {self.dpsgd_method!r}")
+        check_performance_flags(microbatch_size=self.microbatch_size, method=self.dpsgd_method)
 
     @property
     def steps(self) -> int:
