@@ -22,8 +22,9 @@ Records are encoded with the public schema, one feature per column as the paper 
 indices, :func:`jdp.synth.clustmix.table.encode_features`); the
 classifier sees the same encoding for real and synthetic rows.
 
-``--quick``: one seed, subsampled training sets, fewer KIP steps, three alphas. ``--json`` prints ONE JSON object on stdout
-(``epsilon``, ``delta`` and per dataset ``real``, ``paper_mode``, ``strict_mode``, ...).
+``--quick``: one seed, subsampled training sets, fewer KIP steps, three alphas. ``--json``
+prints ONE JSON object on stdout (``epsilon``, ``delta`` and per dataset ``real``,
+``paper_mode``, ``strict_mode``, ...).
 
 Measured on the shared 2-CPU machine (load 5-8 from other jobs): ``--quick`` (all three
 datasets, alpha curve) 244 s; full mode on Adult and credit, 3 seeds, alpha curve: 27 min
