@@ -117,7 +117,7 @@ def _run_dp(step, args: tuple) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reps", type=int, default=30)
-    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--batch", type=int, default=128, help="critic batch (Adult run: ~130)")
     parser.add_argument("--chunk", type=int, default=16)
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--quick", action="store_true", help="5 rounds")
