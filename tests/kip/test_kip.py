@@ -60,11 +60,14 @@ def test_kip_loss_matches_numpy(problem):
 def test_per_target_losses_sum_to_n_times_kip_loss(problem):
     xs, ys, xt, yt = problem
     f = make_kernel_fn(depth=2)
-    one = jax.jit(jax.vmap(lambda r: per_target_loss((xs, ys), r, kernel_fn=f, reg=REG)))
+    one = jax.vmap(lambda r: per_target_loss((xs, ys), r, kernel_fn=f, reg=REG))
     per = one((jnp.asarray(xt), jnp.asarray(yt)))
     assert per.shape == (len(xt),)
     total = kip_loss(xs, ys, xt, yt, kernel_fn=f, reg=REG) * len(xt)
-    np.testing.assert_allclose(jnp.sum(per), total, rtol=1e-10)
+    # an identity of the math, checked eagerly: to float64 rounding (measured 1e-16). Under
+    # jit(vmap) XLA's batched solve is less exact (3.7e-10 relative here), a property of the
+    # compiled linear algebra, not of the decomposition.
+    np.testing.assert_allclose(jnp.sum(per), total, rtol=1e-12)
 
     # and so do the gradients w.r.t. the support (what DP-KIP clips one record at a time)
     def one_s(s):
