@@ -40,8 +40,8 @@ from accounting import events as ev
 from accounting.ledger import PrivacyLedger
 from accounting.validation import check_count, check_positive
 from jdp.encoding.em import dp_em, dp_em_event
-from jdp.encoding.kmeans import dp_kmeans, dp_kmeans_event
-from jdp.mechanisms.suffstats import check_data_matrix
+from jdp.encoding.kmeans import dp_kmeans, dp_kmeans_event, nearest_centre
+from jdp.mechanisms.suffstats import check_data_matrix, iter_chunks
 from jdp.verbosity import private_detail
 
 __all__ = [
@@ -360,5 +360,6 @@ def assign_to_centres(centres: np.ndarray, x: np.ndarray) -> np.ndarray:
     **Privacy:** the assignment of private records is private; it may only feed accounted
     mechanisms (ClustMix: the noisy cluster sizes and the mixing groups).
     """
-    x = check_data_matrix(x, n_cols=np.asarray(centres).shape[1])
-    return np.argmin(_sq_dist(x, np.asarray(centres, dtype=np.float64)), axis=1)
+    centres = np.asarray(centres, dtype=np.float64)
+    x = check_data_matrix(x, n_cols=centres.shape[1])
+    return np.concatenate([nearest_centre(c, centres) for c in iter_chunks(x)])

@@ -64,7 +64,9 @@ class KMeansResult:
         return clip_rows(z, self.l2_clip_norm)
 
 
-def _nearest(z: np.ndarray, centres: np.ndarray) -> np.ndarray:
+def nearest_centre(z: np.ndarray, centres: np.ndarray) -> np.ndarray:
+    """Index of the nearest centre (squared Euclidean) for every row of ``z``: the one
+    assignment rule of k-means, DPGM's partition and ClustMix's strict clusters."""
     dist = np.sum(centres * centres, axis=1) - 2.0 * z @ centres.T
     return np.argmin(dist, axis=1)
 
@@ -79,7 +81,7 @@ def lloyd_statistics(
 
     def part(chunk: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         z = clip_rows(chunk if feature_fn is None else feature_fn(chunk), l2_clip_norm)
-        onehot = np.eye(k)[_nearest(z, centres)]
+        onehot = np.eye(k)[nearest_centre(z, centres)]
         return onehot.sum(axis=0), onehot.T @ z
 
     return chunked_sum(part, x)
@@ -377,7 +379,9 @@ def assign_clusters(result: KMeansResult, x: np.ndarray) -> np.ndarray:
         result.centres.shape[1] if result.feature_map is None else result.feature_map.n_features_in
     )
     x = check_data_matrix(x, n_cols=dim)
-    return np.concatenate([_nearest(result.features(c), result.centres) for c in iter_chunks(x)])
+    return np.concatenate(
+        [nearest_centre(result.features(c), result.centres) for c in iter_chunks(x)]
+    )
 
 
 def clustering_accuracy(labels_true: np.ndarray, labels_pred: np.ndarray) -> float:
