@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from accounting.validation import check_count, check_positive, check_probability
+from kip.kip import KIPConfig
 
 Mode = Literal["strict", "paper"]
 MODES: tuple[str, ...] = ("strict", "paper")
@@ -122,3 +123,15 @@ class ClustMixConfig:
     def mixing_share(self) -> float:
         """Strict mode: the mixing's share of the privacy loss (what the others leave)."""
         return 1.0 - self.cluster_share - self.size_share - (self.kip_share if self.adapt else 0.0)
+
+    def kip_config(self) -> KIPConfig:
+        """The Adapt step's :class:`kip.kip.KIPConfig` (both modes; strict mode's DP-KIP
+        samples its own Poisson target batches and ignores ``target_batch_size``)."""
+        return KIPConfig(
+            steps=self.kip_steps,
+            learning_rate=self.kip_learning_rate,
+            target_batch_size=self.kip_target_batch_size,
+            reg=self.kip_reg,
+            alpha=float(self.alpha),
+            depth=self.kip_depth,
+        )

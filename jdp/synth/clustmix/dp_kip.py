@@ -53,6 +53,7 @@ from kip.kip import (
 )
 
 __all__ = [
+    "centred_problem",
     "dp_kip",
     "dp_kip_displacement",
     "dp_kip_dpsgd_config",
@@ -258,13 +259,7 @@ def dp_kip_displacement(
     """
     if not float(public_size) > 0:
         raise ValueError(f"expected public_size > 0, got {public_size}")
-    kip_config = KIPConfig(
-        steps=config.kip_steps,
-        learning_rate=config.kip_learning_rate,
-        reg=config.kip_reg,
-        alpha=float(config.alpha),
-        depth=config.kip_depth,
-    )
+    kip_config = config.kip_config()
     dpsgd_config = dp_kip_dpsgd_config(
         kip_config,
         l2_clip_norm=config.kip_l2_clip_norm,
@@ -275,13 +270,24 @@ def dp_kip_displacement(
     )
     result, ledger = dp_kip(
         key,
-        centres - 0.5,
-        centred_one_hot(centre_labels, n_classes),
-        x - 0.5,
-        centred_one_hot(y, n_classes),
+        *centred_problem(centres, centre_labels, x, y, n_classes),
         kip_config,
         dpsgd_config,
         label="clustmix/dp-kip",
         progress=bool(progress),
     )
     return result.support_x + 0.5 - centres, ledger
+
+
+def centred_problem(
+    centres: np.ndarray, centre_labels: np.ndarray, x: np.ndarray, y: np.ndarray, n_classes: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """ClustMix's KIP problem ``(support_x, support_y, target_x, target_y)``: features in
+    ``[0, 1]`` centred on the public box centre 0.5, labels centred one-hot; the Adapt step of
+    both modes returns ``adapted + 0.5 - centres``."""
+    return (
+        centres - 0.5,
+        centred_one_hot(centre_labels, n_classes),
+        x - 0.5,
+        centred_one_hot(y, n_classes),
+    )

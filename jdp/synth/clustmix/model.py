@@ -36,7 +36,6 @@ One scale calibrates every phase's noise (:func:`strict_plan`,
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,6 +64,7 @@ from jdp.mechanisms.mixing import (
 from jdp.mechanisms.noise import gaussian_mechanism
 from jdp.random import numpy_rng
 from jdp.synth.clustmix.config import ClustMixConfig
+from jdp.verbosity import progress_on_terminal
 
 #: Strict mode refuses a plan whose mixtures would carry more noise than this per feature
 #: (data-free: from the budget, ``l`` and ``D`` only): its output would be noise.
@@ -134,8 +134,8 @@ def fit_arrays(
 
 
 def _show(progress: bool | None) -> bool:
-    """``progress``, or (``None``) whether stderr is a terminal."""
-    return sys.stderr.isatty() if progress is None else bool(progress)
+    """``None``: a bar when stderr is a terminal (:func:`jdp.verbosity.progress_on_terminal`)."""
+    return progress_on_terminal() if progress is None else bool(progress)
 
 
 # -- the Adapt step ---------------------------------------------------------------------------
@@ -153,22 +153,13 @@ def kip_displacement(
     """Paper mode's Adapt: KIP with the 3A loss (Eq. 6, ``alpha``) on the cluster means against
     all records (centred on the box centre, centred one-hot labels), read in the clear.
     Returns the displacement ``adapted - centres`` of every mean. **Not DP.**"""
-    from kip.kip import KIPConfig, centred_one_hot, fit_support
+    from jdp.synth.clustmix.dp_kip import centred_problem
+    from kip.kip import fit_support
 
     result = fit_support(
         key,
-        centres - 0.5,
-        centred_one_hot(centre_labels, n_classes),
-        x - 0.5,
-        centred_one_hot(y, n_classes),
-        KIPConfig(
-            steps=config.kip_steps,
-            learning_rate=config.kip_learning_rate,
-            target_batch_size=config.kip_target_batch_size,
-            reg=config.kip_reg,
-            alpha=float(config.alpha),
-            depth=config.kip_depth,
-        ),
+        *centred_problem(centres, centre_labels, x, y, n_classes),
+        config.kip_config(),
         progress=_show(progress),
     )
     return np.asarray(result.support_x) + 0.5 - centres
