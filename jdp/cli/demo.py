@@ -6,7 +6,7 @@ count, or for other methods as many rows as the public Adult test split has (the
 training count is private) -- writes the synthetic CSV and the model, prints the privacy
 statement from the ledger and a train-on-synthetic-test-on-real (TSTR) table beside the
 real-data baseline. For speed the demo scores two classifiers, LogisticRegression and
-LightGBM (GradientBoosting when LightGBM is not installed); ``--classifiers all`` runs the
+XGBoost (GradientBoosting when XGBoost is not installed); ``--classifiers all`` runs the
 P3GM paper's full set.
 """
 
@@ -62,7 +62,7 @@ def demo_classifiers(names: str | None, seed: int) -> dict:
     if names == "all":
         return available
     if names is None:
-        fast = "LightGBM" if "LightGBM" in available else "GradientBoosting"
+        fast = "XGBoost" if "XGBoost" in available else "GradientBoosting"
         return {n: available[n] for n in ("LogisticRegression", fast)}
     return named_classifiers(names, available)
 

@@ -51,7 +51,7 @@ def add_evaluation_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--classifiers",
         metavar="NAMES",
-        help="comma-separated subset of LogisticRegression,AdaBoost,GradientBoosting,LightGBM",
+        help="comma-separated subset of LogisticRegression,AdaBoost,GradientBoosting,XGBoost",
     )
     add_flags(parser, "seed", seed={"default": 0, "help": "seed of classifiers and query workload"})
     parser.add_argument("--bins", type=int, default=10, help="quantile bins per numeric column")
@@ -90,7 +90,7 @@ def real_data(args: argparse.Namespace) -> tuple[pd.DataFrame, pd.DataFrame | No
 
 
 def available_classifiers(seed: int) -> dict:
-    """The paper's classifiers that can run here (an absent LightGBM is left out silently)."""
+    """The paper's classifiers that can run here (an absent XGBoost is left out silently)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return paper_classifiers(seed)

@@ -24,7 +24,7 @@ def ledger() -> PrivacyLedger:
 
 
 def lr_only() -> dict:
-    return {"LogisticRegression": paper_classifiers(0, lightgbm=False)["LogisticRegression"]}
+    return {"LogisticRegression": paper_classifiers(0, xgboost=False)["LogisticRegression"]}
 
 
 def test_evaluate_tables_on_identical_tables(tables):

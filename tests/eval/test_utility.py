@@ -8,6 +8,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from sklearn.linear_model import LogisticRegression
 
 from jdp.eval.utility import METRICS, classification_scores, paper_classifiers, tstr_table
 
@@ -15,11 +16,11 @@ from jdp.eval.utility import METRICS, classification_scores, paper_classifiers, 
 def fast_classifiers(seed: int = 0) -> dict:
     """P3GM's classifiers, with fewer boosting rounds to keep the tests fast."""
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # LightGBM may be absent here
+        warnings.simplefilter("ignore")  # XGBoost may be absent here
         classifiers = paper_classifiers(seed)
     classifiers["GradientBoosting"].set_params(n_estimators=20)
-    if "LightGBM" in classifiers:
-        classifiers["LightGBM"].set_params(n_estimators=20)
+    if "XGBoost" in classifiers:
+        classifiers["XGBoost"].set_params(n_estimators=20)
     return classifiers
 
 
@@ -87,22 +88,22 @@ def test_single_class_synthetic_reports_chance_level(tables):
         assert row["synthetic"] == pytest.approx(expected), row
 
 
-def test_categories_only_in_synthetic_or_test_are_encoded_consistently(tables):
-    """The one-hot columns span real_train + real_test + synthetic. A category only the
-    synthetic table holds adds a column that is zero in real_train, so the real-trained
-    logistic regression (zero weight on it) scores exactly as without it. (Gradient
-    boosting with max_features="sqrt" draws from a longer feature list, so it may not.)"""
+def test_real_baseline_does_not_depend_on_the_synthetic_table(tables):
+    """The one-hot columns span real_train + real_test only: a synthetic table with a
+    category the real data never shows (all zeros) or different rows leaves every
+    classifier's real baseline exactly as it was (before the fix the category list was the
+    union with the synthetic table, which widened GradientBoosting's sqrt feature draw)."""
     train, test = tables
-    lr = {"LogisticRegression": fast_classifiers()["LogisticRegression"]}
-    base = tstr_table(train, train, test, "income", classifiers=lr)
-    synthetic = train.copy()
-    synthetic.loc[:10, "c"] = "never-seen-in-real"
-    rows = tstr_table(train, synthetic, test, "income", classifiers=lr)
+    classifiers = fast_classifiers()
+    base = tstr_table(train, train, test, "income", classifiers=classifiers)
+    synthetic = train.sample(frac=0.5, random_state=1).copy()
+    synthetic.loc[synthetic.index[:10], "c"] = "never-seen-in-real"
+    rows = tstr_table(train, synthetic, test, "income", classifiers=classifiers)
     assert [r["real"] for r in rows] == [r["real"] for r in base]
     assert [r["synthetic"] for r in rows] != [r["synthetic"] for r in base]
     test_only = test.copy()
     test_only.loc[:10, "c"] = "only-in-test"
-    rows = tstr_table(train, train, test_only, "income", classifiers=fast_classifiers())
+    rows = tstr_table(train, train, test_only, "income", classifiers=classifiers)
     assert all(r["real"] == r["synthetic"] for r in rows)
 
 
@@ -133,17 +134,17 @@ def test_classification_scores_against_hand_computed_values():
     assert scores["accuracy"] == pytest.approx(0.5)
 
 
-def test_lightgbm_absent_is_skipped_with_a_note(monkeypatch):
+def test_xgboost_absent_is_skipped_with_a_note(monkeypatch):
     import sys
 
-    monkeypatch.setitem(sys.modules, "lightgbm", None)  # import now raises ImportError
+    monkeypatch.setitem(sys.modules, "xgboost", None)  # import now raises ImportError
     with pytest.warns(UserWarning, match=r"pip install 'jdp\[eval\]'"):
         classifiers = paper_classifiers(0)
     assert list(classifiers) == ["LogisticRegression", "AdaBoost", "GradientBoosting"]
 
 
 def test_paper_settings_of_gradient_boosting():
-    params = paper_classifiers(5, lightgbm=False)["GradientBoosting"].get_params()
+    params = paper_classifiers(5, xgboost=False)["GradientBoosting"].get_params()
     assert (params["max_features"], params["max_depth"]) == ("sqrt", 8)
     assert (params["min_samples_leaf"], params["min_samples_split"]) == (50, 200)
     assert params["random_state"] == 5
@@ -202,22 +203,50 @@ def test_non_dataframe_raises_type_error(tables):
         tstr_table(train, train.to_numpy(), test, "income")
 
 
-def test_diverged_boosting_is_reported_not_silent():
-    """GradientBoosting with P3GM's settings diverges on a very imbalanced target with
-    one-class leaves; the table must warn instead of silently reporting its scores."""
+class _DivergingClassifier(LogisticRegression):
+    """A classifier whose training-loss trace ends above its start, as a diverged
+    GradientBoosting's does (credit-card fraud: 0.0386 -> 2.03e35)."""
+
+    def fit(self, x, y):
+        super().fit(x, y)
+        self.train_score_ = np.array([0.0386, 0.0297, 2.03e35])
+        return self
+
+
+def test_diverged_classifier_is_reported_and_never_averaged(tables):
+    """A diverged fit scores None (named in ``diverged``) with a warning, and
+    ``mean_score`` averages the other classifiers only, naming the one it left out."""
+    from jdp.eval.utility import mean_score
+
+    train, test = tables
+    classifiers = {
+        "LogisticRegression": fast_classifiers()["LogisticRegression"],
+        "Diverging": _DivergingClassifier(max_iter=1000),
+    }
+    with pytest.warns(UserWarning, match="Diverging trained on real_train diverged"):
+        rows = tstr_table(train, train, test, "income", classifiers=classifiers)
+    for row in rows:
+        if row["classifier"] == "Diverging":
+            assert (row["real"], row["synthetic"]) == (None, None)
+            assert row["diverged"] == ["real_train", "synthetic"]
+        else:
+            assert row["real"] is not None and row["diverged"] == []
+    mean, dropped = mean_score(rows, "AUROC", "real")
+    lr = next(r for r in rows if r["classifier"] == "LogisticRegression" and r["metric"] == "AUROC")
+    assert (mean, dropped) == (lr["real"], ["Diverging"])
+    with pytest.raises(ValueError, match="all diverged"):
+        mean_score([r for r in rows if r["classifier"] == "Diverging"], "AUROC", "real")
+
+
+def test_a_healthy_boosting_fit_is_not_flagged():
     from sklearn.ensemble import GradientBoostingClassifier
 
-    from jdp.eval.utility import _warn_if_diverged
+    from jdp.eval.utility import _diverged
 
-    class Fitted:  # the training-loss trace of a diverged fit, as scikit-learn records it
-        train_score_ = np.array([0.0386, 0.0297, 2.03e35])
-
-    with pytest.warns(UserWarning, match="diverged"):
-        _warn_if_diverged(Fitted(), "GradientBoosting", "real_train")
     rng = np.random.default_rng(0)
     x = rng.normal(size=(400, 3))
     y = (x[:, 0] + 0.5 * rng.normal(size=400) > 0).astype(int)
     healthy = GradientBoostingClassifier(n_estimators=20, random_state=0).fit(x, y)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        _warn_if_diverged(healthy, "GradientBoosting", "real_train")
+        assert not _diverged(healthy, "GradientBoosting", "real_train")
