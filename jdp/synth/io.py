@@ -5,25 +5,40 @@ A saved model is a directory holding
 * ``params.npz`` -- the released parameters, a nested ``dict`` of arrays flattened to
   ``"group/name"`` keys (:func:`flatten_params`), read back with ``allow_pickle=False``;
 * ``model.json`` -- the method's name, its config (a dataclass of JSON values), the public
-  schema, the budget and the ledger, with a format version.
+  schema, the budget and the ledger, with a format version, the SHA-256 of ``params.npz``'s
+  bytes (``params_sha256``) and a SHA-256 over the rest of ``model.json`` (``digest``: of
+  the canonical JSON -- sorted keys, no spaces -- of every field but ``digest``).
 
 Nothing executable is stored: loading looks the method up in the registry
 (:func:`jdp.synth.base.get_method`) and rebuilds its config class from the JSON fields.
 
-Saving is atomic: both files are written to a fresh temporary directory beside the target,
-which then replaces the target by renames, so a crash leaves the old model or none -- never
-a mix of old and new files or a partial file. Other files found in an existing target
-directory are copied into the new one first (a save replaces the model, nothing else).
+Saving is atomic and exclusive: an exclusive lock (``fcntl.flock`` on the file
+``.NAME.lock`` beside the target ``NAME``, left in place) serialises concurrent saves to one
+target; both files are written to a fresh temporary directory beside the target, which then
+replaces the target by renames, so a crash leaves the old model or none -- never a mix of
+old and new files or a partial file. Other files found in an existing target directory are
+copied into the new one first (a save replaces the model, nothing else).
+
+Loading verifies both digests and refuses, naming the file, a ``params.npz`` that is not
+the one saved with this ``model.json`` (truncated, corrupted, or from another save) and a
+``model.json`` whose ledger, budget or any other field was edited. A digest detects
+corruption, mixed files and naive edits; it is not a signature: anyone who edits the files
+can recompute it, so it does not protect a model against a deliberate forger.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import fcntl
+import hashlib
+import io
 import json
 import os
 import secrets
 import shutil
-from collections.abc import Mapping
+import zipfile
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +58,8 @@ __all__ = [
     "unflatten_params",
 ]
 
-FORMAT_VERSION = 1
+#: 2 added ``params_sha256`` and ``digest`` (format 1 models are refused: refit them).
+FORMAT_VERSION = 2
 PARAMS_FILE = "params.npz"
 MODEL_FILE = "model.json"
 _SEP = "/"
@@ -92,16 +108,35 @@ def _config_from_dict(cls: type, data: Mapping[str, Any]) -> Any:
     return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
 
 
-def save(model: FittedModel, directory: str | Path) -> Path:
+def _digest(doc: Mapping[str, Any]) -> str:
+    """SHA-256 of the canonical JSON of ``doc`` without its ``digest`` field."""
+    body = {k: v for k, v in doc.items() if k != "digest"}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def model_directory(directory: str | Path) -> Path:
+    """``directory`` as an absolute path; raises on an empty path (``--out ''``)."""
+    if not str(directory).strip():
+        raise ValueError("expected a model directory path, got an empty string")
+    return Path(os.path.abspath(directory))
+
+
+def save(model: FittedModel, directory: str | Path, *, overwrite: bool = True) -> Path:
     """Write ``model`` to ``directory`` (``params.npz`` + ``model.json``), atomically.
 
+    Holds the target's lock (see the module docstring) from the check to the final rename.
+    With ``overwrite=False`` a non-empty ``directory`` is refused (``FileExistsError``), so of
+    two concurrent saves into one new directory exactly one succeeds.
+
     Returns the directory. Raises (leaving ``directory`` as it was) when a parameter is not a
-    numeric array or ``directory`` is an existing file.
+    numeric array, ``directory`` is an existing file or an empty path.
     """
-    directory = Path(directory)
-    if directory.exists() and not directory.is_dir():
-        raise ValueError(f"expected a directory to save the model in, {directory} is a file")
+    directory = model_directory(directory)
     flat = flatten_params(model.params)
+    buffer = io.BytesIO()
+    np.savez(buffer, **flat)
+    params_bytes = buffer.getvalue()
     doc = {
         "format_version": FORMAT_VERSION,
         "method": model.method,
@@ -109,18 +144,41 @@ def save(model: FittedModel, directory: str | Path) -> Path:
         "schema": model.schema.to_dict(),
         "budget": {"epsilon": model.budget.epsilon, "delta": model.budget.delta},
         "ledger": model.ledger.to_dict(),
+        "params_sha256": hashlib.sha256(params_bytes).hexdigest(),
     }
+    doc["digest"] = _digest(doc)
     text = json.dumps(doc, indent=1) + "\n"
     directory.parent.mkdir(parents=True, exist_ok=True)
-    staging = _sibling(directory, "tmp")
-    try:
-        np.savez(staging / PARAMS_FILE, **flat)
-        (staging / MODEL_FILE).write_text(text)
-        _replace_directory(staging, directory)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+    with target_lock(directory):
+        if directory.exists() and not directory.is_dir():
+            raise ValueError(f"expected a directory to save the model in, {directory} is a file")
+        if not overwrite and directory.is_dir() and any(directory.iterdir()):
+            raise FileExistsError(f"{directory} is not empty (a saved model?)")
+        staging = _sibling(directory, "tmp")
+        try:
+            (staging / PARAMS_FILE).write_bytes(params_bytes)
+            (staging / MODEL_FILE).write_text(text)
+            _replace_directory(staging, directory)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
     return directory
+
+
+@contextlib.contextmanager
+def target_lock(target: Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``.NAME.lock`` beside ``target`` (blocks until free).
+
+    The lock file stays after release (removing it would let a waiting process lock a file
+    no longer on disk); the lock itself dies with the process, so a crash never leaves it held.
+    """
+    lock = target.with_name(f".{target.name}.lock")
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the flock
 
 
 def _replace_directory(new: Path, target: Path) -> None:
@@ -154,16 +212,31 @@ def _sibling(path: Path, tag: str) -> Path:
 
 
 def load(directory: str | Path) -> FittedModel:
-    """Inverse of :func:`save` (arrays loaded with ``allow_pickle=False``)."""
-    directory = Path(directory)
-    if not (directory / MODEL_FILE).is_file():
+    """Inverse of :func:`save`: verify both digests, then rebuild the model.
+
+    Raises ``FileNotFoundError`` when a file is missing and ``ValueError`` naming the file when
+    ``model.json`` is not valid JSON, has another format version or an edited field, or
+    ``params.npz`` is not the file saved with it (arrays are read with ``allow_pickle=False``).
+    """
+    directory = model_directory(directory)
+    model_file, params_file = directory / MODEL_FILE, directory / PARAMS_FILE
+    if not model_file.is_file():
         raise FileNotFoundError(f"no saved model in {directory} (missing {MODEL_FILE})")
-    doc = json.loads((directory / MODEL_FILE).read_text())
-    if doc.get("format_version") != FORMAT_VERSION:
-        raise ValueError(f"unsupported model format version {doc.get('format_version')!r}")
+    doc = _read_model_json(model_file)
+    if not params_file.is_file():
+        raise FileNotFoundError(f"{params_file} is missing")
+    params_bytes = params_file.read_bytes()
+    if hashlib.sha256(params_bytes).hexdigest() != doc["params_sha256"]:
+        raise ValueError(
+            f"{params_file} does not match the SHA-256 stored in {MODEL_FILE} (truncated, "
+            "corrupted, or from another save)"
+        )
+    try:
+        with np.load(io.BytesIO(params_bytes), allow_pickle=False) as npz:
+            flat = {name: npz[name] for name in npz.files}
+    except (ValueError, OSError, zipfile.BadZipFile, EOFError) as exc:
+        raise ValueError(f"{params_file} is not a readable parameter archive ({exc})") from None
     method = get_method(doc["method"])
-    with np.load(directory / PARAMS_FILE, allow_pickle=False) as npz:
-        flat = {name: npz[name] for name in npz.files}
     return FittedModel(
         method=method.name,
         params=unflatten_params(flat),
@@ -172,3 +245,23 @@ def load(directory: str | Path) -> FittedModel:
         budget=PrivacyBudget(**doc["budget"]),
         ledger=PrivacyLedger.from_dict(doc["ledger"]),
     )
+
+
+def _read_model_json(path: Path) -> dict[str, Any]:
+    """``model.json``'s fields, after checking its format version and digest."""
+    try:
+        doc = json.loads(path.read_bytes())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path} is not valid JSON ({exc})") from None
+    version = doc.get("format_version") if isinstance(doc, dict) else None
+    if version != FORMAT_VERSION:
+        raise ValueError(
+            f"{path} has model format version {version!r}, this jdp reads version "
+            f"{FORMAT_VERSION} (which adds integrity digests): refit the model"
+        )
+    if not isinstance(doc.get("params_sha256"), str) or doc.get("digest") != _digest(doc):
+        raise ValueError(
+            f"{path} does not match its digest: it was edited or corrupted (the ledger, "
+            "budget and every other field are covered)"
+        )
+    return doc
