@@ -79,6 +79,41 @@ class UnaccountedSchemaWarning(UserWarning):
     """A schema released with DP was used without its release: its cost is not in the ledger."""
 
 
+def state_column_name(name: str) -> str:
+    """Name of the state indicator of a numeric column with point masses or missing values
+    (its span in :class:`jdp.data.transforms.TableEncoder`)."""
+    return f"{name}#state"
+
+
+class Problems:
+    """Collects validation errors so that one exception reports all of them.
+
+    :meth:`raise_if_any` re-raises a single problem as it is; several become one exception
+    whose first line reads ``"N problems: a; b; c"`` (what the CLI prints), followed by one
+    line per problem. The type is the problems' common type, else ``ValueError``.
+    """
+
+    def __init__(self) -> None:
+        self.errors: list[Exception] = []
+
+    def add(self, error: Exception) -> None:
+        self.errors.append(error)
+
+    def __bool__(self) -> bool:
+        return bool(self.errors)
+
+    def raise_if_any(self) -> None:
+        if not self.errors:
+            return
+        if len(self.errors) == 1:
+            raise self.errors[0]
+        lines = [str(e).splitlines()[0] for e in self.errors]
+        types = {type(e) for e in self.errors}
+        cls = types.pop() if len(types) == 1 else ValueError
+        summary = f"{len(lines)} problems: " + "; ".join(lines)
+        raise cls("\n".join([summary, *(f"- {line}" for line in lines)]))
+
+
 def _is_category_value(value: object) -> bool:
     return isinstance(value, (str, bool, Integral)) and not isinstance(value, np.bool_)
 
@@ -92,20 +127,29 @@ class Column:
     lower: float | None = None
     upper: float | None = None
     categories: tuple[Any, ...] | None = None
+    point_masses: tuple[float, ...] = ()
+    nullable: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise TypeError(f"expected a non-empty column name, got {self.name!r}")
         if self.kind not in KINDS:
             raise ValueError(f"column {self.name!r}: expected kind in {KINDS}, got {self.kind!r}")
+        if not isinstance(self.nullable, bool):
+            raise TypeError(
+                f"column {self.name!r}: expected nullable to be a bool, got {self.nullable!r}"
+            )
         if self.kind == "categorical":
             self._check_categorical()
         else:
             self._check_numeric()
+            self._check_point_masses()
 
     def _check_categorical(self) -> None:
         if self.lower is not None or self.upper is not None:
             raise ValueError(f"column {self.name!r}: a categorical column takes no bounds")
+        if self.point_masses:
+            raise ValueError(f"column {self.name!r}: a categorical column takes no point_masses")
         if self.categories is None or len(self.categories) == 0:
             raise ValueError(f"column {self.name!r}: expected a non-empty list of categories")
         cats = tuple(c.item() if isinstance(c, np.generic) else c for c in self.categories)
@@ -114,8 +158,9 @@ class Column:
             raise TypeError(
                 f"column {self.name!r}: categories must be str, int or bool, got {bad[0]!r}"
             )
+        dup = next((c for i, c in enumerate(cats) if c in cats[:i]), None)
         if len(set(cats)) != len(cats):
-            raise ValueError(f"column {self.name!r}: duplicate categories in {list(cats)}")
+            raise ValueError(f"column {self.name!r}: duplicate category {dup!r} in its list")
         if len({type(c) for c in cats}) > 1:
             raise TypeError(f"column {self.name!r}: categories mix types: {list(cats)}")
         object.__setattr__(self, "categories", cats)
@@ -143,6 +188,30 @@ class Column:
                 f"column {self.name!r}: expected lower < upper, got [{self.lower}, {self.upper}]"
             )
 
+    def _check_point_masses(self) -> None:
+        masses = self.point_masses
+        if isinstance(masses, (str, bytes)) or not isinstance(masses, (tuple, list)):
+            raise TypeError(
+                f"column {self.name!r}: expected point_masses to be a list of numbers, "
+                f"got {masses!r}"
+            )
+        out = []
+        for m in masses:
+            if isinstance(m, bool) or not isinstance(m, Real) or not math.isfinite(float(m)):
+                raise TypeError(f"column {self.name!r}: expected a finite point mass, got {m!r}")
+            m = float(m)
+            if not self.lower <= m <= self.upper:
+                raise ValueError(
+                    f"column {self.name!r}: point mass {m:g} is outside the bounds "
+                    f"[{self.lower:g}, {self.upper:g}]"
+                )
+            if self.kind == "integer" and not m.is_integer():
+                raise ValueError(f"column {self.name!r}: expected integer point masses, got {m:g}")
+            if m in out:
+                raise ValueError(f"column {self.name!r}: point mass {m:g} is listed twice")
+            out.append(m)
+        object.__setattr__(self, "point_masses", tuple(out))
+
     @property
     def is_numeric(self) -> bool:
         return self.kind != "categorical"
@@ -160,20 +229,32 @@ class Column:
             out["upper"] = int(self.upper) if as_int else self.upper
         else:
             out["categories"] = list(self.categories)
+        if self.point_masses:
+            as_int = self.kind == "integer"
+            out["point_masses"] = [int(m) if as_int else m for m in self.point_masses]
+        if self.nullable:
+            out["nullable"] = True
         return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Column:
-        unknown = set(data) - {"name", "kind", "lower", "upper", "categories"}
+        if not isinstance(data, dict):
+            raise TypeError(f"expected a column object, got {data!r}")
+        unknown = set(data) - {
+            "name", "kind", "lower", "upper", "categories", "point_masses", "nullable"
+        }  # fmt: skip
         if unknown:
             raise ValueError(f"column {data.get('name')!r}: unknown schema keys {sorted(unknown)}")
         cats = data.get("categories")
+        masses = data.get("point_masses", ())
         return cls(
             name=data.get("name"),
             kind=data.get("kind"),
             lower=data.get("lower"),
             upper=data.get("upper"),
             categories=None if cats is None else tuple(cats),
+            point_masses=tuple(masses) if isinstance(masses, list) else masses,
+            nullable=data.get("nullable", False),
         )
 
 
@@ -189,6 +270,8 @@ class Schema:
     columns: tuple[Column, ...]
     target: str | None = None
     from_release: bool = False
+    missing_values: tuple[str, ...] = ("",)
+    ignore: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         cols = tuple(self.columns)
@@ -197,17 +280,42 @@ class Schema:
         for c in cols:
             if not isinstance(c, Column):
                 raise TypeError(f"expected Column entries, got {type(c).__name__}")
+        problems = Problems()
         names = [c.name for c in cols]
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
-            raise ValueError(f"duplicate column names in schema: {dup}")
+            problems.add(ValueError(f"duplicate column names in schema: {dup}"))
+        for c in cols:
+            if state_column_name(c.name) in names and (c.point_masses or c.nullable):
+                problems.add(
+                    ValueError(
+                        f"column name {state_column_name(c.name)!r} is reserved for the state "
+                        f"indicator of column {c.name!r}"
+                    )
+                )
         if self.target is not None:
             if self.target not in names:
-                raise ValueError(f"target column {self.target!r} is not in the schema")
-            if cols[names.index(self.target)].kind != "categorical":
-                raise ValueError(f"target column {self.target!r} must be categorical")
+                problems.add(ValueError(f"target column {self.target!r} is not in the schema"))
+            elif cols[names.index(self.target)].kind != "categorical":
+                problems.add(ValueError(f"target column {self.target!r} must be categorical"))
+            elif cols[names.index(self.target)].nullable:
+                problems.add(ValueError(f"target column {self.target!r} must not be nullable"))
         if not isinstance(self.from_release, bool):
-            raise TypeError(f"expected from_release to be a bool, got {self.from_release!r}")
+            problems.add(
+                TypeError(f"expected from_release to be a bool, got {self.from_release!r}")
+            )
+        for field_name in ("missing_values", "ignore"):
+            value = getattr(self, field_name)
+            if isinstance(value, str) or not all(isinstance(v, str) for v in value):
+                problems.add(
+                    TypeError(f"expected {field_name} to be a list of strings, got {value!r}")
+                )
+            else:
+                object.__setattr__(self, field_name, tuple(value))
+        clash = [n for n in self.ignore if n in names] if not problems else []
+        if clash:
+            problems.add(ValueError(f"column {clash[0]!r} is both in the schema and ignored"))
+        problems.raise_if_any()
         object.__setattr__(self, "columns", cols)
 
     # -- access -----------------------------------------------------------------------------
@@ -234,6 +342,10 @@ class Schema:
         out = {"target": self.target, "columns": [c.to_dict() for c in self.columns]}
         if self.from_release:
             out["from_release"] = True
+        if self.missing_values != ("",):
+            out["missing_values"] = list(self.missing_values)
+        if self.ignore:
+            out["ignore"] = list(self.ignore)
         return out
 
     @classmethod
@@ -243,12 +355,33 @@ class Schema:
                 "this is a saved SchemaRelease: load it with jdp.data.dp_schema.load_schema "
                 "(or SchemaRelease.load) so that its privacy cost is kept"
             )
-        if not isinstance(data, dict) or "columns" not in data:
+        if (
+            not isinstance(data, dict)
+            or "columns" not in data
+            or not isinstance(data["columns"], list)
+        ):
             raise ValueError("expected a schema object with a 'columns' list")
+        unknown = set(data) - {
+            "target", "columns", "from_release", "missing_values", "ignore", "description"
+        }  # fmt: skip
+        problems = Problems()
+        if unknown:
+            problems.add(ValueError(f"unknown schema keys {sorted(unknown)}"))
+        columns = []
+        for c in data["columns"]:
+            try:
+                columns.append(Column.from_dict(c))
+            except (TypeError, ValueError) as exc:
+                problems.add(exc)
+        problems.raise_if_any()
+        lists = {
+            k: tuple(data[k]) for k in ("missing_values", "ignore") if isinstance(data.get(k), list)
+        }
         return cls(
-            columns=tuple(Column.from_dict(c) for c in data["columns"]),
+            columns=tuple(columns),
             target=data.get("target"),
             from_release=data.get("from_release", False),
+            **{k: lists.get(k, data[k]) for k in ("missing_values", "ignore") if k in data},
         )
 
     def to_json(self, **kwargs: Any) -> str:
@@ -287,17 +420,28 @@ class Schema:
             raise ValueError(
                 f"too few rows: expected at least {MIN_ROWS}" + private_detail(f"got {len(data)}")
             )
+        data = data.drop(columns=[n for n in self.ignore if n in data.columns])
+        problems = Problems()
         if self.target is not None and self.target not in data.columns:
-            raise ValueError(f"target column {self.target!r} is missing from the data")
-        missing = [n for n in self.names if n not in data.columns]
-        if missing:
-            raise ValueError(f"column {missing[0]!r} of the schema is missing from the data")
-        extra = [str(n) for n in data.columns if n not in self.names]
-        if extra:
-            raise ValueError(f"column {extra[0]!r} of the data is not in the schema")
-        labels = {
-            c.name: _category_values(c, data[c.name]) for c in self.columns if not c.is_numeric
-        }
+            problems.add(ValueError(f"target column {self.target!r} is missing from the data"))
+        for name in self.names:
+            if name not in data.columns and name != self.target:
+                problems.add(ValueError(f"column {name!r} of the schema is missing from the data"))
+        for name in data.columns:
+            if name not in self.names:
+                problems.add(ValueError(f"column {str(name)!r} of the data is not in the schema"))
+        labels = {}
+        for c in self.columns:
+            if c.name not in data.columns:
+                continue
+            try:
+                if c.is_numeric:
+                    _check_numeric_values(c, data[c.name])
+                else:
+                    labels[c.name] = _category_values(c, data[c.name])
+            except (TypeError, ValueError) as exc:
+                problems.add(exc)
+        problems.raise_if_any()
         keep = self._in_domain(labels, len(data))
         data = data.loc[keep]
         out = {}
@@ -326,6 +470,8 @@ class Schema:
         bad = []
         for name, values in labels.items():
             domain = set(self[name].categories)
+            if self[name].nullable:
+                domain.add(None)
             inside = np.fromiter((v in domain for v in values), dtype=bool, count=n)
             if not inside.all():
                 bad.append(name)
@@ -333,10 +479,15 @@ class Schema:
         if not bad:
             return keep
         if not self.from_release:
-            raise ValueError(
-                f"column {bad[0]!r} has values not in the schema's categories (not shown: "
-                "they may be rare private values)"
-            )
+            problems = Problems()
+            for name in bad:
+                problems.add(
+                    ValueError(
+                        f"column {name!r} has values not in the schema's categories (not shown: "
+                        "they may be rare private values)"
+                    )
+                )
+            problems.raise_if_any()
         if keep.sum() < MIN_ROWS:
             raise ValueError(
                 f"expected at least {MIN_ROWS} rows whose categories are in the DP-released schema"
@@ -367,40 +518,77 @@ def write_atomic(path: str | Path, text: str | bytes) -> None:
         raise
 
 
-def _conform_numeric(col: Column, series: pd.Series) -> tuple[np.ndarray, int]:
+def _missing_message(col: Column, n_missing: int, what: str = "missing value(s)") -> str:
+    """The error for missing values in a non-nullable column (the count is private)."""
+    return (
+        f"column {col.name!r} has {what} and is not nullable"
+        + private_detail(f"{n_missing} of them")
+        + ' (declare "nullable": true in the schema to model them)'
+    )
+
+
+def _check_numeric_values(col: Column, series: pd.Series) -> None:
+    """Raise on a wrong dtype, a missing value in a non-nullable column, inf, or a
+    non-integer value in an integer column (one problem per column)."""
     if pd.api.types.is_bool_dtype(series) or not pd.api.types.is_numeric_dtype(series):
         raise TypeError(f"column {col.name!r}: expected a numeric dtype, got {series.dtype}")
-    x = series.to_numpy(dtype=np.float64)
-    n_nan = int(np.isnan(x).sum())
-    if n_nan:
-        raise ValueError(f"column {col.name!r} has {n_nan} NaN value(s)")
+    x = series.to_numpy(dtype=np.float64, na_value=np.nan)
+    missing = np.isnan(x)
+    if missing.any() and not col.nullable:
+        raise ValueError(_missing_message(col, int(missing.sum()), "NaN or missing value(s)"))
     n_inf = int(np.isinf(x).sum())
     if n_inf:
-        raise ValueError(f"column {col.name!r} has {n_inf} infinite value(s)")
-    if col.kind == "integer" and not np.all(x == np.round(x)):
+        raise ValueError(f"column {col.name!r} has infinite value(s)" + private_detail(str(n_inf)))
+    present = x[~missing]
+    if col.kind == "integer" and not np.all(present == np.round(present)):
         raise ValueError(f"column {col.name!r} is declared integer but has non-integer values")
+
+
+def _conform_numeric(col: Column, series: pd.Series) -> tuple[np.ndarray, int]:
+    """Checked values clipped to the bounds (missing stays missing: NaN, or ``pd.NA`` in a
+    nullable integer column's ``Int64`` array) and the private count of clipped values."""
+    _check_numeric_values(col, series)
+    x = series.to_numpy(dtype=np.float64, na_value=np.nan)
     n_clipped = int(((x < col.lower) | (x > col.upper)).sum())
     x = np.clip(x, col.lower, col.upper)
-    return (x.astype(np.int64) if col.kind == "integer" else x), n_clipped
+    if col.kind != "integer":
+        return x, n_clipped
+    if col.nullable:
+        return pd.array(x, dtype="Int64"), n_clipped
+    return x.astype(np.int64), n_clipped
 
 
 def _category_values(col: Column, series: pd.Series) -> np.ndarray:
-    """The values of a categorical column as Python objects, after the NaN and type checks."""
-    if series.isna().any():
-        raise ValueError(f"column {col.name!r} has {int(series.isna().sum())} missing value(s)")
+    """The values of a categorical column as Python objects (``None`` where missing), after
+    the missing-value and type checks."""
+    missing = series.isna().to_numpy()
+    if missing.any() and not col.nullable:
+        raise ValueError(_missing_message(col, int(missing.sum())))
     want_str = isinstance(col.categories[0], str)
     values = series.to_numpy(dtype=object)
-    if want_str != all(isinstance(v, str) for v in values):
+    if want_str != all(isinstance(v, str) for v in values[~missing]):
         kind = "string" if want_str else "non-string"
         raise TypeError(
             f"column {col.name!r}: expected {kind} categories, got dtype {series.dtype}"
         )
-    return np.array([v.item() if isinstance(v, np.generic) else v for v in values], dtype=object)
+    return np.array(
+        [
+            None if m else (v.item() if isinstance(v, np.generic) else v)
+            for v, m in zip(values, missing)
+        ],
+        dtype=object,
+    )
 
 
 def typed_labels(column: Column, values: np.ndarray) -> np.ndarray:
-    """Category labels as the array type of their domain: bool, int64, or object (str)."""
+    """Category labels as the array type of their domain: bool, int64, or object (str); a
+    nullable column's labels stay objects, ``None`` where missing."""
     first = column.categories[0]
+    if column.nullable:
+        canonical = {c: c for c in column.categories}  # 1.0 (read beside a blank) -> 1
+        out = np.empty(len(values), dtype=object)
+        out[:] = [None if v is None else canonical.get(v, v) for v in values]
+        return out
     if isinstance(first, bool):
         return np.asarray(values, dtype=object).astype(bool)
     if isinstance(first, int):

@@ -28,6 +28,7 @@ a few floating-point ulps for continuous ones.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from functools import cached_property
@@ -37,7 +38,7 @@ import jax
 import numpy as np
 import pandas as pd
 
-from jdp.data.schema import Column, Schema, Table, typed_labels
+from jdp.data.schema import Column, Schema, Table, state_column_name, typed_labels
 
 Activation = Literal["sigmoid", "tanh", "identity", "softmax"]
 
@@ -58,9 +59,14 @@ class Span:
 
 
 def category_index(column: Column, values: np.ndarray | pd.Series) -> np.ndarray:
-    """Positions of ``values`` in ``column.categories`` (int64); raises on an unseen value."""
+    """Positions of ``values`` in ``column.categories`` (int64); raises on an unseen value.
+    A nullable column's missing values (``None``, NaN, ``pd.NA``) get position ``K`` (one past
+    the categories: the "missing" category)."""
     lookup = {c: i for i, c in enumerate(column.categories)}
     values = np.asarray(values, dtype=object)
+    if column.nullable:
+        values = np.where(pd.isna(values), _MISSING, values)
+        lookup[_MISSING] = len(column.categories)
     try:
         return np.fromiter((lookup[v] for v in values), dtype=np.int64, count=len(values))
     except KeyError as exc:
@@ -70,10 +76,17 @@ def category_index(column: Column, values: np.ndarray | pd.Series) -> np.ndarray
 
 
 def category_labels(column: Column, index: np.ndarray) -> np.ndarray:
-    """Inverse of :func:`category_index`, as an array of the categories' own type."""
-    return typed_labels(
-        column, np.asarray(column.categories, dtype=object)[np.asarray(index, dtype=np.int64)]
-    )
+    """Inverse of :func:`category_index`, as an array of the categories' own type (objects,
+    ``None`` at position ``K``, for a nullable column)."""
+    labels = list(column.categories) + ([None] if column.nullable else [])
+    return typed_labels(column, np.asarray(labels, dtype=object)[np.asarray(index, dtype=np.int64)])
+
+
+class _Missing:
+    """The lookup key of a missing value in :func:`category_index`."""
+
+
+_MISSING = _Missing()
 
 
 def _numeric_activation(lo: float, hi: float) -> Activation:
@@ -82,6 +95,50 @@ def _numeric_activation(lo: float, hi: float) -> Activation:
     if (lo, hi) == (-1.0, 1.0):
         return "tanh"
     return "identity"
+
+
+def has_state(column: Column) -> bool:
+    """Whether a numeric column gets a state indicator (point masses or missing values)."""
+    return column.is_numeric and bool(column.point_masses or column.nullable)
+
+
+def state_categories(column: Column) -> tuple[str, ...]:
+    """The states of a numeric column: ``"value"`` (the continuous part), one ``"=m"`` per
+    declared point mass ``m``, and ``"missing"`` if the column is nullable (public)."""
+    masses = tuple("=" + format(m, ".17g") for m in column.point_masses)
+    return ("value", *masses, *(("missing",) if column.nullable else ()))
+
+
+def numeric_values(series: pd.Series | np.ndarray) -> np.ndarray:
+    """A numeric column's values as float64, NaN where missing (``pd.NA`` included)."""
+    return pd.Series(series).to_numpy(dtype=np.float64, na_value=np.nan)
+
+
+def numeric_state(column: Column, x: np.ndarray) -> np.ndarray:
+    """The state of each value (:func:`state_categories` index, int64): 0 for a value off the
+    point masses, ``1 + j`` for a value equal to point mass ``j``, the last for missing. A
+    function of each record's own value and the public schema."""
+    state = np.zeros(len(x), dtype=np.int64)
+    for j, m in enumerate(column.point_masses):
+        state[x == m] = 1 + j
+    if column.nullable:
+        state[np.isnan(x)] = 1 + len(column.point_masses)
+    return state
+
+
+def numeric_column(column: Column, values: np.ndarray, state: np.ndarray | None) -> np.ndarray:
+    """Values in ``[lower, upper]`` (integers rounded) with ``state`` applied: the point mass
+    exactly where the state names one, missing where it says missing. Array type: float64
+    (NaN = missing), int64, or pandas ``Int64`` for a nullable integer column."""
+    v = np.clip(np.asarray(values, dtype=np.float64), column.lower, column.upper)
+    if column.kind == "integer":
+        v = np.clip(np.round(v), column.lower, column.upper)
+    if state is not None:
+        masses = np.asarray((np.nan, *column.point_masses, np.nan))
+        v = np.where(state == 0, v, masses[state])
+    if column.kind != "integer":
+        return v
+    return pd.array(v, dtype="Int64") if column.nullable else v.astype(np.int64)
 
 
 @dataclass(frozen=True)
@@ -112,25 +169,56 @@ class TableEncoder:
         object.__setattr__(self, "continuous_range", (a, b))
         if self.exclude_target and self.schema.target is None:
             raise ValueError("exclude_target=True needs a schema with a target column")
-        if not self.columns:
+        if not self.source_columns:
             raise ValueError("nothing to encode: the schema has no column besides the target")
 
     # -- layout -----------------------------------------------------------------------------
     @cached_property
-    def columns(self) -> tuple[Column, ...]:
+    def source_columns(self) -> tuple[Column, ...]:
+        """The schema's columns that are encoded (all but an excluded target)."""
         skip = self.schema.target if self.exclude_target else None
         return tuple(c for c in self.schema.columns if c.name != skip)
+
+    @cached_property
+    def columns(self) -> tuple[Column, ...]:
+        """One column per span, in span order: each source column as it is, except that a
+        numeric column with point masses or ``nullable`` becomes its value part (the same
+        column without them) followed by its state indicator, a categorical column named
+        :func:`~jdp.data.schema.state_column_name` with :func:`state_categories`."""
+        out = []
+        for col in self.source_columns:
+            if has_state(col):
+                out.append(dataclasses.replace(col, point_masses=(), nullable=False))
+                out.append(
+                    Column(
+                        name=state_column_name(col.name),
+                        kind="categorical",
+                        categories=state_categories(col),
+                    )
+                )
+            else:
+                out.append(col)
+        return tuple(out)
 
     @cached_property
     def spans(self) -> tuple[Span, ...]:
         spans, start = [], 0
         numeric_act = _numeric_activation(*self.continuous_range)
         for col in self.columns:
-            size = 1 if col.is_numeric else len(col.categories)
+            size = 1 if col.is_numeric else len(col.categories) + col.nullable
             act: Activation = numeric_act if col.is_numeric else "softmax"
             spans.append(Span(col.name, col.kind, start, start + size, act))
             start += size
         return tuple(spans)
+
+    @cached_property
+    def _layout(self) -> tuple[tuple[Column, Span, Span | None], ...]:
+        """(source column, its value or one-hot span, its state span or None)."""
+        spans = iter(self.spans)
+        return tuple(
+            (col, next(spans), next(spans) if has_state(col) else None)
+            for col in self.source_columns
+        )
 
     @property
     def width(self) -> int:
@@ -138,7 +226,9 @@ class TableEncoder:
 
     @cached_property
     def row_norm_bound(self) -> float:
-        """The largest L2 norm of an encoded row before unit-norm scaling (public)."""
+        """The largest L2 norm of an encoded row before unit-norm scaling (public): each
+        numeric coordinate is in ``[a, b]`` and each one-hot block (categories, states) has
+        exactly one 1."""
         a, b = self.continuous_range
         n_numeric = sum(c.is_numeric for c in self.columns)
         return math.sqrt(n_numeric * max(a * a, b * b) + (len(self.columns) - n_numeric))
@@ -156,16 +246,24 @@ class TableEncoder:
         return self.schema.conform(data)
 
     def encode(self, data: Table | pd.DataFrame) -> np.ndarray:
-        """Encode a table (a DataFrame is first checked and clipped by ``schema.conform``)."""
+        """Encode a table (a DataFrame is first checked and clipped by ``schema.conform``).
+
+        A missing numeric value's value coordinate is the public midpoint of its range (its
+        state says "missing"); a point mass's is the mass itself.
+        """
         frame = self._table(data).frame
         a, b = self.continuous_range
+        rows = np.arange(len(frame))
         out = np.zeros((len(frame), self.width), dtype=np.float64)
-        for col, span in zip(self.columns, self.spans):
+        for col, span, state_span in self._layout:
             if col.is_numeric:
-                u = (frame[col.name].to_numpy(dtype=np.float64) - col.lower) / col.width
+                x = numeric_values(frame[col.name])
+                u = (np.where(np.isnan(x), (col.lower + col.upper) / 2, x) - col.lower) / col.width
                 out[:, span.start] = a + (b - a) * u
+                if state_span is not None:
+                    out[rows, state_span.start + numeric_state(col, x)] = 1.0
             else:
-                out[np.arange(len(frame)), span.start + category_index(col, frame[col.name])] = 1.0
+                out[rows, span.start + category_index(col, frame[col.name])] = 1.0
         return out / self.scale
 
     def encode_target(self, data: Table | pd.DataFrame) -> np.ndarray:
@@ -180,6 +278,8 @@ class TableEncoder:
     ) -> pd.DataFrame:
         """Map encoded rows back to a DataFrame with the schema's columns, labels and dtypes.
 
+        A state indicator (argmax of its block) puts a point mass back exactly, or a missing
+        value (NaN; ``pd.NA`` in a nullable integer column; ``None`` for a category).
         ``target_codes`` (category indices) is required when ``exclude_target`` is set.
         """
         x = np.asarray(x, dtype=np.float64)
@@ -190,14 +290,15 @@ class TableEncoder:
         x = x * self.scale
         a, b = self.continuous_range
         decoded: dict[str, Any] = {}
-        for col, span in zip(self.columns, self.spans):
+        for col, span, state_span in self._layout:
             if col.is_numeric:
                 u = np.clip((x[:, span.start] - a) / (b - a), 0.0, 1.0)
-                v = col.lower + u * col.width
-                if col.kind == "integer":
-                    decoded[col.name] = np.clip(np.round(v), col.lower, col.upper).astype(np.int64)
-                else:
-                    decoded[col.name] = np.clip(v, col.lower, col.upper)
+                state = (
+                    None
+                    if state_span is None
+                    else np.argmax(x[:, state_span.start : state_span.stop], axis=1)
+                )
+                decoded[col.name] = numeric_column(col, col.lower + u * col.width, state)
             else:
                 decoded[col.name] = category_labels(
                     col, np.argmax(x[:, span.start : span.stop], axis=1)
@@ -216,44 +317,61 @@ class TableEncoder:
 # -- discretisation (histogram-based methods) -----------------------------------------------
 
 
-def n_bins(column: Column, bins: int) -> int:
-    """Number of cells of ``column``: its categories, its integers (if at most ``bins``), or
+def _base_bins(column: Column, bins: int) -> int:
+    """Cells of a numeric column's value part: its integers (if at most ``bins``) or
     ``bins`` equal-width cells of its public bounds."""
-    if not column.is_numeric:
-        return len(column.categories)
     if column.kind == "integer":
         return min(bins, int(column.upper - column.lower) + 1)
     return bins
 
 
+def n_bins(column: Column, bins: int) -> int:
+    """Number of cells of ``column``: its categories (plus one "missing" cell if nullable),
+    or for a numeric column its value cells (:func:`discretize`) plus one cell per point
+    mass and one "missing" cell if nullable. Public: a function of the schema."""
+    if not column.is_numeric:
+        return len(column.categories) + column.nullable
+    return _base_bins(column, bins) + len(state_categories(column)) - 1
+
+
 def discretize(column: Column, values: np.ndarray | pd.Series, bins: int) -> np.ndarray:
     """Cell index (int64) of each value: category position or equal-width bin of the bounds.
 
-    An integer column with ``R = upper - lower + 1`` values in ``B = n_bins`` cells puts
+    An integer column with ``R = upper - lower + 1`` values in ``B`` value cells puts
     ``x`` in cell ``floor((x - lower) B / R)``, so each cell holds a run of whole integers.
+    A value equal to point mass ``j`` goes to cell ``B + j`` (a cell of its own, not spread
+    over the value cell around it) and a missing value to the last cell: each record still
+    falls in exactly one cell.
     """
     if not column.is_numeric:
         return category_index(column, values)
-    x = np.asarray(values, dtype=np.float64)
-    b = n_bins(column, bins)
+    x = numeric_values(values)
+    b = _base_bins(column, bins)
     if column.kind == "integer":
         r = int(column.upper - column.lower) + 1
-        return np.clip(((x - column.lower) * b) // r, 0, b - 1).astype(np.int64)
-    return np.clip(np.floor((x - column.lower) / column.width * b), 0, b - 1).astype(np.int64)
+        cells = np.clip(((x - column.lower) * b) // r, 0, b - 1)
+    else:
+        cells = np.clip(np.floor((x - column.lower) / column.width * b), 0, b - 1)
+    state = numeric_state(column, x)
+    return np.where(state == 0, cells, b + state - 1).astype(np.int64)
 
 
 def undiscretize(
     rng: np.random.Generator, column: Column, cells: np.ndarray, bins: int
 ) -> np.ndarray:
-    """Values for cell indices: the category, or a uniform draw inside the cell."""
+    """Values for cell indices: the category, a uniform draw inside a value cell, the point
+    mass of a mass cell, or missing (array types as :func:`numeric_column`)."""
     cells = np.asarray(cells, dtype=np.int64)
     if not column.is_numeric:
         return category_labels(column, cells)
-    b = n_bins(column, bins)
+    b = _base_bins(column, bins)
+    value_cells = np.minimum(cells, b - 1)
+    state = np.maximum(cells - b + 1, 0)
     if column.kind == "integer":
         r = int(column.upper - column.lower) + 1
-        first = -((-cells * r) // b)  # ceil(k R / B)
-        stop = -((-(cells + 1) * r) // b)  # ceil((k + 1) R / B)
-        return (column.lower + rng.integers(first, stop)).astype(np.int64)
-    u = (cells + rng.random(len(cells))) / b
-    return np.clip(column.lower + u * column.width, column.lower, column.upper)
+        first = -((-value_cells * r) // b)  # ceil(k R / B)
+        stop = -((-(value_cells + 1) * r) // b)  # ceil((k + 1) R / B)
+        values = column.lower + rng.integers(first, stop)
+    else:
+        values = column.lower + (value_cells + rng.random(len(cells))) / b * column.width
+    return numeric_column(column, values, state if has_state(column) else None)
