@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import warnings
 
+import pandas as pd
 import pytest
 
 from jdp.data import datasets
@@ -68,3 +69,50 @@ def test_installed_optional_dataset_conforms(name):
         pytest.skip(f"{name} not installed")
     table = data.schema.conform(data.test)
     assert len(table) == len(data.test) > 1000
+
+
+def test_read_csv_reads_only_the_declared_missing_tokens(tmp_path):
+    """ "NA", "None", "null", "nan" are values (a codebook category "NA" stays a category);
+    only the schema's missing_values tokens (default: the empty field) are missing, and the
+    schema's ignored columns are not read."""
+    from jdp.data.schema import Column, Schema
+
+    path = tmp_path / "t.csv"
+    path.write_text(
+        "id,code,x,k\n1,NA,1.5,3\n2,None,,4\n3,null,2.5,\n4,,0.5,7\n5,nan,0.0,1\n6,?,1.0,2\n"
+    )
+    columns = (
+        Column(
+            name="code",
+            kind="categorical",
+            categories=("NA", "None", "null", "nan", "?"),
+            nullable=True,
+        ),
+        Column(name="x", kind="continuous", lower=0, upper=3, nullable=True),
+        Column(name="k", kind="integer", lower=0, upper=9, nullable=True),
+    )
+    schema = Schema(columns=columns, ignore=("id",))
+    frame = datasets.read_csv(path, schema)
+    assert list(frame.columns) == ["code", "x", "k"]
+    assert frame["code"].tolist()[:3] == ["NA", "None", "null"] and pd.isna(frame["code"][3])
+    table = schema.conform(frame)
+    assert table.frame["x"].isna().tolist() == [False, True, False, False, False, False]
+    assert table.frame["k"].isna().tolist() == [False, False, True, False, False, False]
+    # a declared token: "?" now reads as missing too
+    frame = datasets.read_csv(
+        path, Schema(columns=columns, ignore=("id",), missing_values=("", "?"))
+    )
+    assert pd.isna(frame["code"][5]) and frame["code"][0] == "NA"
+    # without nullable, the missing value is an error naming the column
+    strict = Schema(columns=(columns[0], Column(name="x", kind="continuous", lower=0, upper=3),
+                             columns[2]), ignore=("id",))  # fmt: skip
+    with pytest.raises(ValueError, match="column 'x' has NaN or missing value"):
+        strict.conform(datasets.read_csv(path, strict))
+
+
+def test_adult_schema_declares_the_zero_masses():
+    schema = load_adult().schema
+    assert schema["capital-gain"].point_masses == (0.0,) == schema["capital-loss"].point_masses
+    assert all(
+        not c.point_masses for c in schema.columns if c.name not in {"capital-gain", "capital-loss"}
+    )

@@ -95,8 +95,11 @@ def test_out_of_bounds_values_clip_and_are_counted():
     with pytest.warns(ClipWarning, match="values of column 'age'.*values of column 'income'") as w:
         table = SCHEMA.conform(data)
     assert not any(ch.isdigit() for ch in str(w[0].message).split("[")[0])  # counts are private
-    with show_private_details(), pytest.warns(
-        ClipWarning, match=r"2 value\(s\) of column 'age'.*1 value\(s\) of column 'income'"
+    with (
+        show_private_details(),
+        pytest.warns(
+            ClipWarning, match=r"2 value\(s\) of column 'age'.*1 value\(s\) of column 'income'"
+        ),
     ):
         SCHEMA.conform(data)
     assert table.clip_counts == {"age": 2, "income": 1}
@@ -175,3 +178,126 @@ def test_infer_schema_nonprivate_warns_and_reads_the_data():
     assert schema["income"].kind == "continuous"
     assert schema["color"].categories == ("blue", "green", "red")
     assert schema.target == "label" and schema["label"].categories == (0, 1)
+
+
+# -- point masses, nullable columns, ignored columns, all problems at once -----------------
+
+
+def test_point_masses_nullable_ignore_round_trip_through_json(tmp_path):
+    schema = Schema(
+        columns=(
+            Column(name="gain", kind="integer", lower=0, upper=99_999, point_masses=[0]),
+            Column(name="x", kind="continuous", lower=0, upper=1, nullable=True),
+            Column(name="c", kind="categorical", categories=("NA", "b"), nullable=True),
+        ),
+        missing_values=("", "?"),
+        ignore=("id",),
+    )
+    assert schema["gain"].point_masses == (0.0,)
+    text = schema.to_json()
+    assert '"point_masses": [0]' in text and '"nullable": true' in text and '"ignore"' in text
+    assert Schema.from_json(text) == schema
+    schema.save(tmp_path / "s.json")
+    assert Schema.load(tmp_path / "s.json") == schema
+    assert "point_masses" not in SCHEMA.to_json() and "missing_values" not in SCHEMA.to_json()
+
+
+@pytest.mark.parametrize(
+    "kwargs, err, match",
+    [
+        ({"kind": "integer", "point_masses": (0.5,)}, ValueError, "integer point masses"),
+        ({"kind": "integer", "point_masses": (100,)}, ValueError, "outside the bounds"),
+        ({"kind": "integer", "point_masses": (0, 0)}, ValueError, "point mass 0 is listed twice"),
+        ({"kind": "integer", "point_masses": ("0",)}, TypeError, "finite point mass"),
+        ({"kind": "integer", "point_masses": 0}, TypeError, "list of numbers"),
+        ({"kind": "integer", "nullable": "yes"}, TypeError, "nullable to be a bool"),
+    ],
+)
+def test_bad_point_masses_raise(kwargs, err, match):
+    with pytest.raises(err, match=match):
+        Column(name="a", lower=0, upper=10, **kwargs)
+    with pytest.raises(ValueError, match="categorical column takes no point_masses"):
+        Column(name="a", kind="categorical", categories=("x",), point_masses=(0,))
+
+
+def test_duplicate_category_is_named():
+    with pytest.raises(ValueError, match="column 'a': duplicate category 'y' in its list"):
+        Column(name="a", kind="categorical", categories=("x", "y", "z", "y"))
+
+
+def test_schema_file_reports_every_bad_column_at_once():
+    data = {
+        "target": "label",
+        "columns": [
+            {"name": "a", "kind": "continuous", "lower": 1, "upper": 0},
+            {"name": "b", "kind": "categorical", "categories": ["x", "x"]},
+            {"name": "c", "kind": "integer", "lower": 0, "upper": 5},
+            {"name": "d", "kind": "real"},
+        ],
+    }
+    with pytest.raises(ValueError) as info:
+        Schema.from_dict(data)
+    first = str(info.value).splitlines()[0]
+    assert first.startswith("3 problems: column 'a': expected lower < upper")
+    assert "column 'b': duplicate category 'x'" in first and "column 'd': expected kind" in first
+    good = {"name": "label", "kind": "categorical", "categories": [0, 1], "nullable": True}
+    with pytest.raises(ValueError, match="target column 'label' must not be nullable"):
+        Schema.from_dict({"target": "label", "columns": [good]})
+
+
+def test_conform_reports_every_bad_column_at_once():
+    data = frame(income=[1.0, np.inf, 3.0], color=["red", "pink", "blue"]).drop(columns="age")
+    data["extra"] = 1
+    with pytest.raises(ValueError) as info:
+        SCHEMA.conform(data)
+    first = str(info.value).splitlines()[0]
+    assert first.startswith("3 problems: ")
+    for part in (
+        "column 'age' of the schema is missing",
+        "column 'extra' of the data is not in the schema",
+        "column 'income' has infinite value",
+    ):
+        assert part in first
+    # out-of-domain categories are checked once the rest is sound, also all at once
+    with pytest.raises(ValueError, match="^2 problems: column 'color' has values not in"):
+        SCHEMA.conform(frame(color=["red", "pink", "blue"], label=[0, 5, 1]))
+
+
+def test_ignored_columns_are_dropped_before_checking():
+    schema = Schema(columns=SCHEMA.columns, target="label", ignore=("id", "notes"))
+    table = schema.conform(frame().assign(id=[7, 8, 9]))
+    assert list(table.frame.columns) == SCHEMA.names
+    with pytest.raises(ValueError, match="column 'age' is both in the schema and ignored"):
+        Schema(columns=SCHEMA.columns, ignore=("age",))
+
+
+def test_nullable_columns_accept_missing_values_others_name_the_column():
+    schema = Schema(
+        columns=tuple(
+            Column(**{**c.to_dict(), "nullable": c.name != "label"}) for c in SCHEMA.columns
+        ),
+        target="label",
+    )
+    data = frame(
+        age=pd.array([20, None, 61], dtype="Int64"),
+        income=[np.nan, 2e4, 9.9e4],
+        color=["red", None, "NA"],
+    )
+    with pytest.raises(ValueError, match="column 'color' has values not in"):  # "NA" is a value
+        schema.conform(data)
+    table = schema.conform(data.assign(color=["red", None, "blue"]))
+    assert table.frame["age"].dtype == "Int64" and table.frame["age"].isna().tolist() == [
+        False,
+        True,
+        False,
+    ]
+    assert np.isnan(table.frame["income"][0]) and pd.isna(table.frame["color"][1])
+    # not nullable: the error names the column; the count only under show_private_details
+    with pytest.raises(ValueError) as info:
+        SCHEMA.conform(frame(age=[20.0, np.nan, np.nan], color=["red", None, "blue"]))
+    message = str(info.value)
+    assert message.startswith("2 problems: column 'age' has NaN or missing value(s)")
+    assert "column 'color' has missing value(s) and is not nullable" in message
+    assert not any(ch.isdigit() for ch in message.split("problems")[1])
+    with show_private_details(), pytest.raises(ValueError, match=r"'age'.*\(2 of them\)"):
+        SCHEMA.conform(frame(age=[20.0, np.nan, np.nan]))

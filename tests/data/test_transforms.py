@@ -81,8 +81,11 @@ def test_out_of_bound_values_clip_to_range_ends_and_are_counted():
     data = random_frame(np.random.default_rng(2), 10)
     data.loc[0, "x"], data.loc[1, "k"], data.loc[2, "k"] = 5e6, -100, 1000
     encoder = TableEncoder(SCHEMA, continuous_range=(-1.0, 1.0))
-    with show_private_details(), pytest.warns(  # the counts are shown only on request
-        ClipWarning, match=r"1 value\(s\) of column 'x'.*2 value\(s\) of column 'k'"
+    with (
+        show_private_details(),
+        pytest.warns(  # the counts are shown only on request
+            ClipWarning, match=r"1 value\(s\) of column 'x'.*2 value\(s\) of column 'k'"
+        ),
     ):
         z = encoder.encode(data)
     x_col, k_col = encoder.spans[0].start, encoder.spans[1].start
@@ -169,3 +172,124 @@ def test_continuous_cells_round_trip_to_the_same_cell():
     assert cells.min() == 0 and cells.max() == 31
     back = undiscretize(np.random.default_rng(6), col, cells, 32)
     assert np.array_equal(discretize(col, back, 32), cells)
+
+
+# -- point masses and missing values --------------------------------------------------------
+
+STATE_SCHEMA = Schema(
+    columns=(
+        Column(name="gain", kind="integer", lower=0, upper=99_999, point_masses=(0, 99_999)),
+        Column(
+            name="x", kind="continuous", lower=-2.0, upper=3.0, point_masses=(0.5,), nullable=True
+        ),
+        Column(name="k", kind="integer", lower=0, upper=9, nullable=True),
+        Column(name="c", kind="categorical", categories=("NA", "b", "c"), nullable=True),
+        Column(name="n", kind="categorical", categories=(1, 2), nullable=True),
+        Column(name="y", kind="categorical", categories=(0, 1)),
+    ),
+    target="y",
+)
+
+
+def state_frame(rng: np.random.Generator, n: int) -> pd.DataFrame:
+    """Rows mixing masses, tails, missing values and the literal category "NA"."""
+    gain = np.where(rng.random(n) < 0.6, 0, rng.integers(1, 100_000, size=n))
+    gain[:2] = [99_999, 0]
+    x = rng.uniform(-2.0, 3.0, size=n)
+    x[rng.random(n) < 0.3] = 0.5
+    x[rng.random(n) < 0.2] = np.nan
+    k = pd.array(np.where(rng.random(n) < 0.25, -1, rng.integers(0, 10, size=n)), dtype="Int64")
+    k[k == -1] = pd.NA
+    c = rng.choice(np.array(["NA", "b", "c", None], dtype=object), size=n)
+    nn = rng.choice(np.array([1, 2, None], dtype=object), size=n)
+    return pd.DataFrame(
+        {"gain": gain, "x": x, "k": k, "c": c, "n": nn, "y": rng.integers(0, 2, size=n)}
+    )
+
+
+@pytest.mark.parametrize("options", OPTIONS)
+def test_round_trip_restores_point_masses_and_missing_values_exactly(options):
+    table = STATE_SCHEMA.conform(state_frame(np.random.default_rng(7), 400))
+    frame = table.frame
+    assert frame["x"].isna().any() and frame["k"].isna().any() and (frame["c"] == "NA").any()
+    out = round_trip(TableEncoder(STATE_SCHEMA, **options), table)
+    pd.testing.assert_frame_equal(out.drop(columns="x"), frame.drop(columns="x"))
+    assert out["k"].dtype == "Int64" and out["gain"].dtype == np.int64
+    # masses and missing values come back exactly; the rest within a few ulps
+    for mask in (frame["x"].isna(), frame["x"] == 0.5):
+        pd.testing.assert_series_equal(out["x"][mask], frame["x"][mask])
+    np.testing.assert_allclose(out["x"], frame["x"], rtol=0, atol=8 * np.spacing(3.0))
+
+
+def test_state_indicator_is_a_categorical_span_after_the_value():
+    enc = TableEncoder(STATE_SCHEMA)
+    assert [(s.name, s.kind, s.size, s.activation) for s in enc.spans] == [
+        ("gain", "integer", 1, "sigmoid"),
+        ("gain#state", "categorical", 3, "softmax"),
+        ("x", "continuous", 1, "sigmoid"),
+        ("x#state", "categorical", 3, "softmax"),
+        ("k", "integer", 1, "sigmoid"),
+        ("k#state", "categorical", 2, "softmax"),
+        ("c", "categorical", 4, "softmax"),  # 3 categories + missing
+        ("n", "categorical", 3, "softmax"),
+        ("y", "categorical", 2, "softmax"),
+    ]
+    assert [c.name for c in enc.columns] == [s.name for s in enc.spans]
+    assert enc.columns[1].categories == ("value", "=0", "=99999")
+    assert enc.columns[3].categories == ("value", "=0.5", "missing")
+    # the state decides: a soft "mass" state puts the mass back whatever the value part says
+    x = np.zeros((1, enc.width))
+    x[0, 0] = 0.7  # gain's value part
+    x[0, 1:4] = [0.2, 0.1, 0.7]  # gain#state: argmax "=99999"
+    x[0, 9:11] = [0.4, 0.6]  # k#state: missing
+    out = enc.decode(x)
+    assert out["gain"].iloc[0] == 99_999 and out["k"].isna().iloc[0]
+    x[0, 1:4] = [0.8, 0.1, 0.1]  # gain#state: "value" -> the value part decodes
+    assert enc.decode(x)["gain"].iloc[0] == 69_999
+
+
+@pytest.mark.parametrize("options", OPTIONS)
+def test_row_norm_bound_holds_with_state_indicators(options):
+    """Privacy: the indicators are one-hot blocks counted in the public row-norm bound, which
+    still holds (and is attained) on adversarial rows: every numeric value at its
+    largest-magnitude end, a missing value (encoded at the public midpoint)."""
+    enc = TableEncoder(STATE_SCHEMA, **options)
+    frame = state_frame(np.random.default_rng(8), 300)
+    limit = 1.0 if enc.unit_norm else enc.row_norm_bound
+    assert np.linalg.norm(enc.encode(frame), axis=1).max() <= limit * (1 + 1e-12)
+    a, b = enc.continuous_range
+    top = abs(b) >= abs(a)
+    extreme = frame.iloc[:2].copy()
+    extreme["gain"] = 99_999 if top else 0
+    extreme["x"] = 3.0 if top else -2.0
+    extreme["k"] = pd.array([9 if top else 0] * 2, dtype="Int64")
+    np.testing.assert_allclose(np.linalg.norm(enc.encode(extreme), axis=1), limit, rtol=1e-12)
+    n_blocks = sum(not c.is_numeric for c in enc.columns)
+    n_numeric = sum(c.is_numeric for c in enc.columns)
+    assert enc.row_norm_bound == pytest.approx(np.sqrt(n_numeric * max(a * a, b * b) + n_blocks))
+
+
+def test_mass_and_missing_cells_hold_one_record_each():
+    """Discretisation: a mass value and a missing value each get a cell of their own; every
+    record is in exactly one cell of each column (the histogram sensitivity is unchanged),
+    and sampling a cell gives back the mass exactly or a missing value."""
+    rng = np.random.default_rng(9)
+    frame = STATE_SCHEMA.conform(state_frame(rng, 500)).frame
+    for col in STATE_SCHEMA.columns:
+        for bins in (4, 32):
+            cells = discretize(col, frame[col.name], bins)
+            b = n_bins(col, bins)
+            assert cells.min() >= 0 and cells.max() < b
+            counts = np.bincount(cells, minlength=b)
+            assert counts.sum() == len(frame)
+            back = undiscretize(rng, col, cells, bins)
+            assert np.array_equal(discretize(col, back, bins), cells)
+    gain = STATE_SCHEMA["gain"]
+    cells = discretize(gain, frame["gain"], 32)
+    assert n_bins(gain, 32) == 34
+    assert np.array_equal(cells == 32, frame["gain"].to_numpy() == 0)
+    assert np.array_equal(cells == 33, frame["gain"].to_numpy() == 99_999)
+    x = STATE_SCHEMA["x"]
+    back = undiscretize(rng, x, discretize(x, frame["x"], 8), 8)
+    np.testing.assert_array_equal(np.isnan(back), frame["x"].isna())
+    np.testing.assert_array_equal(back == 0.5, frame["x"] == 0.5)
