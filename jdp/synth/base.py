@@ -221,9 +221,9 @@ def fit_model(
     m = get_method(method)
     if not isinstance(budget, PrivacyBudget):
         raise TypeError(f"expected a PrivacyBudget, got {type(budget).__name__}")
-    spent = PrivacyLedger()
+    spent, release = PrivacyLedger(), None
     if isinstance(schema, SchemaRelease):
-        spent, schema = schema.ledger, schema.schema
+        release, spent, schema = schema, schema.ledger, schema.schema
         if isinstance(data, Table) and data.schema != schema:
             raise ValueError("the Table was conformed to another schema than the release's")
     used = data.schema if isinstance(data, Table) else schema
@@ -241,7 +241,7 @@ def fit_model(
                 "a schema is required: declare one (jdp.Schema), load one (Schema.load), or use "
                 "jdp.data.dp_schema.infer_schema_dp"
             )
-        data = schema.conform(data)
+        data = (schema if release is None else release).conform(data)  # maps to 'other'
     message = budget.delta_warning(len(data), show_n=private_details_shown())
     if message:
         warnings.warn(message, DeltaWarning, stacklevel=2)
