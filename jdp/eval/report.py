@@ -50,9 +50,16 @@ def evaluate_tables(
     seed: int = 0,
     n_bins: int = 10,
     n_queries: int = 1000,
+    max_rows: int | None = None,
+    positive: str | None = None,
     progress: bool = False,
 ) -> dict[str, Any]:
     """All evaluation numbers of ``synthetic`` against the real data.
+
+    Large tables are evaluated on uniform random subsamples of at most ``max_rows`` rows per
+    table (seeded by ``seed``; ``None`` evaluates every row): the scores are then estimates
+    whose sampling error shrinks like ``1/sqrt(max_rows)``, and the returned ``rows`` says
+    how many rows each table had and ``evaluated_rows`` how many were used.
 
     Args:
         real_train: the real table the synthesizer was fitted on; the fidelity measures
@@ -65,11 +72,14 @@ def evaluate_tables(
             reproducible by design; it is not a privacy mechanism).
         n_bins: quantile bins per numeric column for the marginal TVDs.
         n_queries: random counting queries (0 skips them).
-        progress: progress bar for the TSTR fits.
+        max_rows: the largest number of rows evaluated per table (``None``: all).
+        positive: the positive class of a binary target (default: the larger label).
+        progress: progress bars on stderr (TSTR fits, then the fidelity measures).
 
     Returns:
         ``{"tstr": rows or None, "two_way_tvd": float or None (one column), "columns":
-        rows, "queries": summary or None, "rows": {"real_train", "synthetic", "real_test"}}``.
+        rows, "queries": summary or None, "rows" and "evaluated_rows": {"real_train",
+        "synthetic", "real_test"}}``.
     """
     if (real_test is None) != (target is None):
         raise ValueError("expected both real_test and target (for TSTR) or neither")
@@ -78,6 +88,13 @@ def evaluate_tables(
     if real_test is not None:
         tables["real_test"] = real_test
     check_tables(tables, target=target)  # errors name the tables as the caller knows them
+    rows = {name: len(tables[name]) if name in tables else None for name in _TABLES}
+    if max_rows is not None:
+        max_rows = check_count("max_rows", max_rows, minimum=1)
+        rng = np.random.default_rng(seed)
+        tables = {name: subsample(rng, frame, max_rows) for name, frame in tables.items()}
+        real_train, synthetic = tables["real_train"], tables["synthetic"]
+        real_test = tables.get("real_test")
     tstr = None
     if real_test is not None:
         tstr = tstr_table(
@@ -87,28 +104,55 @@ def evaluate_tables(
             target,
             classifiers=classifiers,
             seed=seed,
+            positive=positive,
             progress=progress,
         )
+    fidelity = _stages(progress)
+    two_way = two_way_tvd(real_train, synthetic, n_bins=n_bins) if real_train.shape[1] > 1 else None
+    next(fidelity)
+    columns = column_distances(real_train, synthetic, n_bins=n_bins)
+    next(fidelity)
+    queries = (
+        query_error_summary(np.random.default_rng(seed), real_train, synthetic, n_queries=n_queries)
+        if n_queries
+        else None
+    )
+    next(fidelity, None)
     return {
         "tstr": tstr,
-        "two_way_tvd": two_way_tvd(real_train, synthetic, n_bins=n_bins)
-        if real_train.shape[1] > 1
-        else None,
+        "two_way_tvd": two_way,
         "n_bins": n_bins,
-        "columns": column_distances(real_train, synthetic, n_bins=n_bins),
-        "queries": (
-            query_error_summary(
-                np.random.default_rng(seed), real_train, synthetic, n_queries=n_queries
-            )
-            if n_queries
-            else None
-        ),
-        "rows": {
-            "real_train": len(real_train),
-            "synthetic": len(synthetic),
-            "real_test": None if real_test is None else len(real_test),
-        },
+        "columns": columns,
+        "queries": queries,
+        "rows": rows,
+        "evaluated_rows": {name: len(tables[name]) if name in tables else None for name in _TABLES},
     }
+
+
+_TABLES = ("real_train", "synthetic", "real_test")
+
+
+def subsample(rng: np.random.Generator, frame: pd.DataFrame, max_rows: int) -> pd.DataFrame:
+    """A uniform random subsample of ``max_rows`` rows without replacement (``frame`` itself
+    when it is no larger), in the original row order."""
+    if len(frame) <= max_rows:
+        return frame
+    chosen = np.sort(rng.choice(len(frame), size=max_rows, replace=False))
+    return frame.iloc[chosen].reset_index(drop=True)
+
+
+def _stages(progress: bool):
+    """A progress bar over the three fidelity measures; ``next()`` after each one."""
+    import sys
+
+    from tqdm.auto import tqdm
+
+    names = ("2-way TVD", "column distances", "counting queries")
+    with tqdm(total=len(names), desc="fidelity", disable=not progress, file=sys.stderr) as bar:
+        for name in names:
+            bar.set_postfix_str(name)
+            yield
+            bar.update()
 
 
 def privacy_section(ledger: PrivacyLedger, delta: float) -> dict[str, Any]:

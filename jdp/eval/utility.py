@@ -102,6 +102,7 @@ def tstr_table(
     *,
     classifiers: Mapping[str, ClassifierMixin] | None = None,
     seed: int = 0,
+    positive: str | None = None,
     progress: bool = False,
 ) -> list[dict]:
     """Train-on-synthetic-test-on-real table beside the train-on-real baseline.
@@ -114,6 +115,8 @@ def tstr_table(
         classifiers: unfitted scikit-learn classifiers by name (each fit uses a clone);
             default :func:`paper_classifiers` ``(seed)``.
         seed: random state of the default classifiers.
+        positive: the positive class of a binary target, as written in the tables (default:
+            the larger label in sorted order).
         progress: show a progress bar on stderr.
 
     Returns:
@@ -128,11 +131,16 @@ def tstr_table(
     Raises:
         ValueError: naming the table and column, for a missing target, mismatched columns,
             NaN or inf, a column numeric in one table and categorical in another, a test
-            target with one class, or a synthetic label the real data never shows.
+            target with one class, a synthetic label the real data never shows, or a
+            ``positive`` class that is not one of a binary target's two labels.
     """
     tables = {"real_train": real_train, "synthetic": synthetic, "real_test": real_test}
     kinds = check_tables(tables, target=target)
     classes = _classes(target, {"real_train": real_train, "real_test": real_test})
+    if positive is not None:
+        classes = _with_positive_last(
+            classes, positive, target, numeric=_numeric(real_train[target])
+        )
     labels = {name: _label_codes(frame[target], classes, name) for name, frame in tables.items()}
     if len(np.unique(labels["real_test"])) < 2:
         raise ValueError(f"target column {target!r} of real_test holds a single class")
@@ -216,12 +224,35 @@ def classification_scores(y_true: np.ndarray, proba: np.ndarray) -> dict[str, fl
     }
 
 
+def _numeric(series: pd.Series) -> bool:
+    return pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series)
+
+
 def _classes(target: str, real: Mapping[str, pd.DataFrame]) -> list[str]:
     """The target's class labels in the real tables, as strings, sorted (numerically if numeric)."""
     values = pd.concat([frame[target] for frame in real.values()], ignore_index=True)
-    if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
+    if _numeric(values):
         return [_numeric_label(v) for v in np.unique(values.to_numpy(dtype=float))]
     return sorted(values.astype(str).unique().tolist())
+
+
+def _with_positive_last(
+    classes: list[str], positive: str, target: str, *, numeric: bool
+) -> list[str]:
+    """The two classes with ``positive`` second (the scored one, class code 1)."""
+    label = positive
+    if numeric:
+        try:
+            label = _numeric_label(float(positive))
+        except ValueError:
+            label = None
+    if len(classes) != 2 or label not in classes:
+        raise ValueError(
+            f"positive class {positive!r} must be one of the two labels of binary target "
+            f"{target!r}; the real data shows {len(classes)} label(s)"
+            + (f": {classes}" if len(classes) <= 10 else "")
+        )
+    return [c for c in classes if c != label] + [label]
 
 
 def _numeric_label(value: float) -> str:
@@ -229,7 +260,7 @@ def _numeric_label(value: float) -> str:
 
 
 def _label_codes(series: pd.Series, classes: list[str], table: str) -> np.ndarray:
-    if pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series):
+    if _numeric(series):
         as_str = series.astype(float).map(_numeric_label)
     else:
         as_str = series.astype(str)
