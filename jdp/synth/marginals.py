@@ -2,8 +2,9 @@
 
 The baseline every DP synthesizer should beat on joint structure and that is hard to beat on
 per-column fidelity. It releases every column's histogram (categories as they are; numeric
-columns in equal-width cells of their public bounds, :func:`jdp.data.transforms.discretize`)
-with one mechanism, and samples each column independently.
+columns in equal-width cells of their public bounds, plus a cell of its own for each declared
+point mass and for missing values, :func:`jdp.data.transforms.discretize`) with one
+mechanism, and samples each column independently (a mass cell gives back the mass exactly).
 
 With a target column and ``condition_on_target=True`` (the default) each feature's histogram
 is taken per class of the target -- a contingency table ``target x feature`` -- and sampling
@@ -18,7 +19,8 @@ Privacy:
   histograms, one per column (the target's plain, each feature's per class when
   conditioned). Every record falls in exactly one cell of each of them (values are clipped
   into the public bounds and categories checked against the public domain before counting;
-  a record has exactly one class), so adding or removing a record changes ``h`` by one in
+  a point mass or a missing value goes to its own cell instead of a value cell, never to
+  both; a record has exactly one class), so adding or removing a record changes ``h`` by one in
   exactly ``d`` cells: L1 sensitivity ``d``, L2 sensitivity ``sqrt(d)``.
   ``noise="laplace"``: Laplace noise of scale ``z d`` per cell, event ``LaplaceDpEvent(z)``;
   ``noise="gaussian"``: Gaussian noise of standard deviation ``z sqrt(d)``, event
