@@ -8,6 +8,7 @@ class from here (``class MyMethod(Synthesizer): method = "my-method"``).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
@@ -20,7 +21,7 @@ from jdp.data.dp_schema import SchemaRelease, load_schema, schema_from_dict
 from jdp.data.schema import Schema, Table
 from jdp.random import key_from_seed
 from jdp.synth.base import FittedModel, fit_model, get_method, sample_model
-from jdp.synth.io import save
+from jdp.synth.io import load, save
 
 __all__ = ["Synthesizer"]
 
@@ -37,7 +38,9 @@ class Synthesizer:
     only -- never for a real release).
 
     Attributes after ``fit``: ``model_`` (:class:`~jdp.synth.base.FittedModel`), ``ledger_``,
-    ``schema_``.
+    ``schema_``. :meth:`load` rebuilds a fitted object from a saved model; :meth:`get_params`
+    returns the constructor's arguments (scikit-learn's convention:
+    ``type(s)(**s.get_params())`` is an unfitted copy).
     """
 
     method: ClassVar[str]
@@ -66,13 +69,57 @@ class Synthesizer:
             raise RuntimeError(f"{type(self).__name__} is not fitted yet: call fit(data) first")
         return self.model_
 
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The constructor's arguments: ``epsilon``, ``delta``, ``schema``, ``seed`` and every
+        field of the method's config (``deep`` is accepted for scikit-learn and ignored: no
+        parameter is itself an estimator)."""
+        del deep
+        config = {f.name: getattr(self.config, f.name) for f in dataclasses.fields(self.config)}
+        return {
+            "epsilon": self.budget.epsilon,
+            "delta": self.budget.delta,
+            "schema": self.schema,
+            "seed": self.seed,
+            **config,
+        }
+
+    @classmethod
+    def load(cls, path: str | Path, *, seed: int | None = None) -> Synthesizer:
+        """A fitted synthesizer from a model saved by :meth:`save` (or ``jdp fit``).
+
+        Called on a method's class, the saved model must be of that method; called on
+        :class:`Synthesizer`, the object is of the saved method's class. ``seed`` seeds the
+        ``sample`` calls (default: fresh OS entropy). The budget, schema, config and ledger are
+        the saved model's; loading spends nothing.
+        """
+        model = load(path)
+        own = getattr(cls, "method", None)
+        if own is not None and own != model.method:
+            raise ValueError(
+                f"{path} holds a {model.method!r} model, not {own!r}: load it with Synthesizer.load"
+            )
+        klass = cls if own is not None else _class_of(model.method)
+        obj = klass.__new__(klass)
+        obj.budget, obj.schema, obj.seed, obj.config = (
+            model.budget,
+            model.schema,
+            seed,
+            model.config,
+        )
+        obj._key = key_from_seed(seed)
+        obj._set_fitted(model)
+        return obj
+
+    def _set_fitted(self, model: FittedModel) -> None:
+        self.model_, self.ledger_, self.schema_ = model, model.ledger, model.schema
+
     def fit(self, data: pd.DataFrame | Table) -> Synthesizer:
         """Fit on ``data`` (a DataFrame with the schema given at construction, or a Table)."""
-        self.model_ = fit_model(
-            self._next_key(), self.method, data, self.budget, self.config, schema=self.schema
+        self._set_fitted(
+            fit_model(
+                self._next_key(), self.method, data, self.budget, self.config, schema=self.schema
+            )
         )
-        self.ledger_ = self.model_.ledger
-        self.schema_ = self.model_.schema
         return self
 
     def sample(self, n: int) -> pd.DataFrame:
@@ -104,3 +151,18 @@ def _as_schema(
     raise TypeError(
         f"expected a Schema, a SchemaRelease, a dict or a JSON path, got {type(schema).__name__}"
     )
+
+
+def _class_of(method: str) -> type[Synthesizer]:
+    """The :class:`Synthesizer` subclass of a registered method (imported with it), or a
+    plain subclass made for it when the method exports none."""
+    get_method(method)  # imports the method's module, which defines its class
+    pending, found = list(Synthesizer.__subclasses__()), []
+    while pending:
+        klass = pending.pop()
+        pending.extend(klass.__subclasses__())
+        if getattr(klass, "method", None) == method:
+            found.append(klass)
+    if found:
+        return found[0]
+    return type(f"Synthesizer[{method}]", (Synthesizer,), {"method": method})
