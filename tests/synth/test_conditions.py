@@ -1,0 +1,79 @@
+"""Conditional sampling by rejection: exact draws, checked conditions, a bounded search."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pandas as pd
+import pytest
+
+from accounting import PrivacyBudget
+from jdp.data.schema import Column, Schema
+from jdp.random import key_from_seed
+from jdp.synth.base import fit_model, sample_model
+from jdp.synth.conditions import matches, parse_where, sample_where
+
+SCHEMA = Schema(
+    columns=(
+        Column(name="colour", kind="categorical", categories=("red", "green", "blue")),
+        Column(name="size", kind="integer", lower=0, upper=9),
+        Column(name="weight", kind="continuous", lower=0.0, upper=1.0),
+    )
+)
+
+
+@pytest.fixture(scope="module")
+def model():
+    rng = np.random.default_rng(0)
+    n = 2000
+    frame = pd.DataFrame(
+        {
+            "colour": rng.choice(["red", "green", "blue"], size=n, p=[0.6, 0.3, 0.1]),
+            "size": rng.integers(0, 10, size=n),
+            "weight": rng.uniform(size=n),
+        }
+    )
+    return fit_model(
+        key_from_seed(0), "marginals", frame, PrivacyBudget(epsilon=2.0, delta=0.0), schema=SCHEMA
+    )
+
+
+def test_parse_where_checks_every_condition_against_the_schema():
+    assert parse_where(["colour=green", " size = 3"], SCHEMA) == {"colour": "green", "size": 3}
+    for item, message in [
+        ("colour", "expected --where COLUMN=VALUE"),
+        ("shape=round", "no column 'shape'"),
+        ("colour=purple", "'purple' is not a category of 'colour'"),
+        ("size=big", "'size' holds integers"),
+        ("size=10", "outside 'size'"),
+        ("weight=0.5", "'weight' is continuous"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            parse_where([item], SCHEMA)
+    with pytest.raises(ValueError, match="twice"):
+        parse_where(["size=1", "size=2"], SCHEMA)
+
+
+def test_kept_rows_are_the_matching_rows_of_the_models_own_draws(model):
+    """Rejection keeps exactly the matching rows of the rounds' draws, in order: each kept
+    row is an unmodified draw from the model, so the kept rows are draws from the model
+    conditioned on the event."""
+    key = key_from_seed(1)
+    where = {"colour": "blue", "size": 4}
+    out = sample_where(key, model, 30, where, batch_rows=500)
+    assert len(out) == 30 and matches(out, where).all()
+    draws = pd.concat(
+        [sample_model(jax.random.fold_in(key, i), model, 500) for i in range(40)],
+        ignore_index=True,
+    )
+    expected = draws[matches(draws, where)].iloc[:30].reset_index(drop=True)
+    pd.testing.assert_frame_equal(out, expected)
+
+
+def test_a_condition_too_rare_for_the_draw_limit_fails_with_the_acceptance_rate(model):
+    with pytest.raises(ValueError, match=r"only \d+ of 500 synthetic rows satisfy colour=red"):
+        sample_where(
+            key_from_seed(2), model, 10_000, {"colour": "red"}, max_draws=500, batch_rows=500
+        )
+    with pytest.raises(ValueError, match="expected n >= 1"):
+        sample_where(key_from_seed(2), model, 0, {"colour": "red"})
