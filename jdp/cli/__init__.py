@@ -18,7 +18,7 @@ import sys
 from jdp.verbosity import show_private_details
 
 # Sub-command modules, in the order ``jdp --help`` lists them.
-COMMANDS = ["demo", "fit", "sample", "evaluate", "report", "datasets", "account"]
+COMMANDS = ["demo", "schema", "fit", "sample", "evaluate", "report", "datasets", "account"]
 
 
 class _Parser(argparse.ArgumentParser):
