@@ -7,7 +7,7 @@ allows, so that an audit measures the mechanism's worst case rather than an aver
   surface: a clipped sum moves by exactly ``C``; a scatter matrix by ``C^2``).
 * :func:`corner_canary` -- the corner of a declared box (maximises an L1 sensitivity such as
   Lap-PCA's ``(||r||_1^2 + ||r||_2^2) / 2``).
-* :func:`gradient_canaries` -- ``m`` random directions of norm ``C`` in a high-dimensional
+* :func:`gradient_canaries` -- ``m`` random sign vectors of norm ``C`` in a high-dimensional
   parameter space (nearly orthogonal, so each canary is detected on its own; the
   "gradient-space" or Dirac canaries of Nasr et al. 2021 and Steinke et al. 2023).
 
@@ -67,15 +67,15 @@ def corner_canary(lower: object, upper: object) -> np.ndarray:
 
 
 def gradient_canaries(key: jax.Array, m: int, dim: int, l2_clip_norm: float) -> jax.Array:
-    """``m`` directions uniform on the sphere of radius ``C`` in ``R^dim``, shape ``(m, dim)``.
+    """``m`` random sign vectors ``C s / sqrt(dim)``, ``s`` uniform in ``{-1, 1}^dim``: norm
+    exactly ``C``, shape ``(m, dim)``.
 
     For ``dim >> m`` they are nearly orthogonal (``|<u_i, u_j>| ~ C^2 / sqrt(dim)``), so a
     canary's score is barely moved by the others."""
     m = check_count("m", m, minimum=1)
     dim = check_count("dim", dim, minimum=1)
     c = check_positive("l2_clip_norm", l2_clip_norm)
-    g = jax.random.normal(key, (m, dim))
-    return c * g / jnp.linalg.norm(g, axis=1, keepdims=True)
+    return jax.random.rademacher(key, (m, dim), dtype=jnp.float32) * (c / np.sqrt(dim))
 
 
 def _flat(parts: Sequence[object], trials_axis: bool) -> list[np.ndarray]:
