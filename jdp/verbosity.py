@@ -41,10 +41,23 @@ def private_detail(text: str) -> str:
     return f" ({text})" if private_details_shown() else ""
 
 
+_QUIET: ContextVar[bool] = ContextVar("jdp_no_progress", default=False)
+
+
+@contextlib.contextmanager
+def no_progress(enabled: bool = True) -> Iterator[None]:
+    """Inside this block :func:`progress_on_terminal` is False (``jdp ... --quiet``)."""
+    token = _QUIET.set(bool(enabled))
+    try:
+        yield
+    finally:
+        _QUIET.reset(token)
+
+
 def progress_on_terminal() -> bool:
     """Whether long work shows a progress bar by default: when stderr is a terminal (not in
-    logs, pipes or CI output). Bars show steps and the running epsilon, never a count of the
-    private records."""
+    logs, pipes or CI output) and not inside :func:`no_progress`. Bars show steps and the
+    running epsilon, never a count of the private records."""
     import sys
 
-    return bool(getattr(sys.stderr, "isatty", lambda: False)())
+    return not _QUIET.get() and bool(getattr(sys.stderr, "isatty", lambda: False)())

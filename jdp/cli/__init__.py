@@ -4,15 +4,19 @@ Each sub-command lives in its own module of this package and exposes
 ``register(subparsers) -> None``, which adds its parser and sets ``func(args) -> int``.
 Only the module of the command being run is imported (some pull in JAX or scikit-learn,
 which take seconds to import); ``jdp --help`` imports them all to list their help.
-Bad input exits with status 2 and a one-line reason on stderr. Warnings and errors show no
-private counts (row count, clipped values, ``1/n``) unless the command was given ``--verbose``
-(:mod:`jdp.verbosity`).
+Bad input, or an output that cannot be written, exits with status 2 and a one-line reason
+on stderr (one JSON object under ``--json``); Ctrl-C exits 130, a closed pipe 141
+(:func:`main`). Warnings and errors show no private counts (row count, clipped values,
+``1/n``) unless the command was given ``--verbose`` (:mod:`jdp.verbosity`).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import json
+import os
+import re
 import sys
 
 from jdp.verbosity import show_private_details
@@ -22,11 +26,49 @@ COMMANDS = ["demo", "schema", "fit", "sample", "evaluate", "report", "datasets",
 
 
 class _Parser(argparse.ArgumentParser):
-    """``ArgumentParser`` whose usage errors are one line (``jdp CMD: error: reason``)."""
+    """``ArgumentParser`` whose usage errors are one line (``jdp CMD: error: reason``), or one
+    JSON object on stderr when the command line has ``--json``."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        print(f"{self.prog}: error: {message}", file=sys.stderr)
-        sys.exit(2)
+        sys.exit(_fail(self.prog.removeprefix("jdp").strip() or None, message, 2))
+
+
+#: Whether errors are printed as JSON (the command line has ``--json``); set by :func:`main`.
+_JSON_ERRORS = False
+
+#: A negative number in exponent form (argparse takes ``-1e-5`` for an option, not a value).
+_NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)[eE][-+]?\d+$")
+
+
+def _fail(command: str | None, message: str, code: int) -> int:
+    """Print ``message`` as the one error line of ``command`` (JSON under ``--json``)."""
+    if _JSON_ERRORS:
+        print(json.dumps({"error": message, "command": command}), file=sys.stderr)
+    else:
+        print(f"jdp {command}: error: {message}" if command else f"jdp: error: {message}",
+              file=sys.stderr)  # fmt: skip
+    return code
+
+
+def _message(exc: BaseException) -> str:
+    """The first line of an error; an ``OSError`` as ``reason: file``."""
+    if isinstance(exc, OSError) and exc.strerror:
+        names = [str(f) for f in (exc.filename, exc.filename2) if f is not None]
+        return ": ".join([exc.strerror, " -> ".join(names)] if names else [exc.strerror])
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _attach_negative_values(argv: list[str]) -> list[str]:
+    """``--delta -1e-5`` -> ``--delta=-1e-5``, so that the value reaches its range check."""
+    out: list[str] = []
+    for arg in argv:
+        prev = out[-1] if out else ""
+        if _NEGATIVE_NUMBER.match(arg) and prev.startswith("--") and "=" not in prev:
+            out[-1] = f"{prev}={arg}"
+        else:
+            out.append(arg)
+    return out
 
 
 def _selected_command(argv: list[str]) -> str | None:
@@ -37,9 +79,12 @@ def _selected_command(argv: list[str]) -> str | None:
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser, with full arguments for ``command`` (or for every command if None)."""
+    from jdp import __version__
+
     parser = _Parser(
         prog="jdp", description="Differentially private synthetic data and generative models."
     )
+    parser.add_argument("--version", action="version", version=f"jdp {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     for name in COMMANDS:
         if command in (None, name):
@@ -50,15 +95,34 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    args = build_parser(_selected_command(argv)).parse_args(argv)
+    """Run ``jdp`` on ``argv``; return the exit status.
+
+    0: done (also after ``--help``, ``--version``). 2: bad input (usage errors included) or a failed read/write (one line on stderr naming the problem; one
+    JSON object ``{"error": ..., "command": ...}`` under ``--json``). 130: interrupted
+    (Ctrl-C), one line. 141 (128 + SIGPIPE, what a shell reports for a Unix tool killed by
+    SIGPIPE): the reader of stdout went away (``jdp ... | head``), silently. Any other
+    exception is a bug and shows its traceback.
+    """
+    global _JSON_ERRORS
+    argv = _attach_negative_values(sys.argv[1:] if argv is None else list(argv))
+    _JSON_ERRORS = "--json" in argv
+    command = _selected_command(argv)
     try:
+        try:
+            args = build_parser(command).parse_args(argv)
+        except SystemExit as exc:  # --help, --version, a usage error (already printed)
+            return exc.code if isinstance(exc.code, int) else 0
         with show_private_details(getattr(args, "verbose", False)):
             return int(args.func(args) or 0)
-    except (ValueError, TypeError, FileNotFoundError, KeyError) as exc:
-        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        print(f"jdp {args.command}: error: {message}", file=sys.stderr)
-        return 2
+    except KeyboardInterrupt:
+        return _fail(command, "interrupted", 130)
+    except BrokenPipeError:
+        # stdout's reader is gone: point stdout at /dev/null so the final flush is quiet
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
+    except (ValueError, TypeError, KeyError, OSError) as exc:
+        return _fail(command, _message(exc), 2)
 
 
 if __name__ == "__main__":

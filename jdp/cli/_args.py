@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
+import secrets
 import sys
 import warnings
 import zlib
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -24,13 +27,28 @@ if TYPE_CHECKING:
 #: Commands that draw randomness from ``--seed``; each gets its own stream.
 SEED_STREAMS = ("fit", "sample")
 
+#: ``--seed`` takes an integer in ``[0, MAX_SEED]`` (a 63-bit ``jax.random.key`` seed).
+MAX_SEED = 2**63 - 1
+
+
+def seed_value(text: str) -> int:
+    """``--seed``'s type: an integer in ``[0, MAX_SEED]`` (argparse reports the error)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer seed, got {text!r}") from None
+    if not 0 <= value <= MAX_SEED:
+        raise argparse.ArgumentTypeError(f"expected a seed in [0, 2**63 - 1], got {text}")
+    return value
+
+
 #: The shared flags: name -> (option strings, ``add_argument`` keyword arguments).
 FLAGS: Mapping[str, tuple[tuple[str, ...], Mapping[str, Any]]] = {
     "json": (("--json",), {"action": "store_true", "help": "print one JSON object"}),
     "quiet": (("--quiet",), {"action": "store_true", "help": "no progress output"}),
     "seed": (
         ("--seed",),
-        {"type": int, "help": "fixed seed (research only; default: OS entropy)"},
+        {"type": seed_value, "help": "fixed seed (research only; default: OS entropy)"},
     ),
     "verbose": (
         ("--verbose",),
@@ -81,13 +99,91 @@ def add_flags(parser: argparse.ArgumentParser, *names: str, **overrides: Mapping
 
 
 def add_command(
-    subparsers: argparse._SubParsersAction, name: str, doc: str, *, help: str
+    subparsers: argparse._SubParsersAction, name: str, doc: str, *, help: str, **kwargs: Any
 ) -> argparse.ArgumentParser:
     """The parser of command ``name``: ``help`` for ``jdp --help``, and as description the
-    second paragraph of the command module's docstring ``doc`` (its first is the synopsis)."""
+    second paragraph of the command module's docstring ``doc`` (its first is the synopsis);
+    ``kwargs`` go to ``add_parser``."""
     return subparsers.add_parser(
-        name, help=help, description=doc.split("\n\n")[1].replace("\n", " ")
+        name, help=help, description=doc.split("\n\n")[1].replace("\n", " "), **kwargs
     )
+
+
+def output_path(text: str, *, kind: str, flag: str = "--out") -> Path:
+    """Check an output path before any work: raises ``ValueError`` with a one-line reason.
+
+    Refuses an empty path, a path below a file, a parent directory the user cannot write
+    (outputs are written beside the target, then renamed into place), a ``kind="dir"``
+    target that is a file, and a ``kind="file"`` target that is a directory.
+    """
+    if kind not in ("dir", "file"):
+        raise ValueError(f"expected kind 'dir' or 'file', got {kind!r}")
+    if not str(text).strip():
+        raise ValueError(f"expected a path for {flag}, got an empty string")
+    path = Path(text)
+    parent = Path(os.path.abspath(path)).parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise ValueError(f"{flag} {path}: {parent} is a file, not a directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ValueError(f"{flag} {path}: directory {parent} is not writable")
+    if kind == "dir" and path.exists() and not path.is_dir():
+        raise ValueError(f"{flag} {path} exists and is not a directory")
+    if kind == "file" and path.is_dir():
+        raise ValueError(f"{flag} {path} is a directory; expected a file path")
+    return path
+
+
+@contextlib.contextmanager
+def replaced_file(path: Path) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; on success rename it to ``path``.
+
+    An error, Ctrl-C or ``kill -9`` before the end leaves the old ``path`` (or none) and
+    never a partial file under its name (a hidden ``.NAME.*.tmp`` at most, after kill -9).
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def ledger_progress(command: str, enabled: bool) -> Iterator[None]:
+    """While enabled, print each privacy-ledger entry as it is spent, on one stderr line
+    (``jdp fit: spent dp-em x 7 (9 entries)``, rewritten in place on a terminal).
+
+    Wraps :meth:`accounting.PrivacyLedger.record` for the block: every mechanism's event
+    passes through it, so every method shows its phases. Labels and counts of ledger entries
+    are public (they follow from the config), never a count of private records.
+    """
+    if not enabled:
+        yield
+        return
+    from accounting import PrivacyLedger
+
+    record = PrivacyLedger.record
+    state = {"label": None, "repeat": 0, "shown": False}
+
+    def recording(self: PrivacyLedger, label: str, *args: Any, **kwargs: Any) -> PrivacyLedger:
+        ledger = record(self, label, *args, **kwargs)
+        state["repeat"] = state["repeat"] + 1 if label == state["label"] else 1
+        state["label"], state["shown"] = label, True
+        times = f" x {state['repeat']}" if state["repeat"] > 1 else ""
+        line = f"jdp {command}: spent {label}{times} ({len(ledger.entries)} entries)"
+        print(f"\r\033[K{line}", end="", file=sys.stderr, flush=True)
+        return ledger
+
+    PrivacyLedger.record = recording  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        PrivacyLedger.record = record  # type: ignore[method-assign]
+        if state["shown"]:
+            print(file=sys.stderr, flush=True)
 
 
 def command_key(seed: int | None, command: str) -> jax.Array:
@@ -121,13 +217,13 @@ def model_summary(model: FittedModel, **details: Any) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def one_line_warnings(command: str) -> Iterator[None]:
+def one_line_warnings(command: str) -> Iterator[list[warnings.WarningMessage]]:
     """Collect warnings and print each as one ``jdp COMMAND: warning: message`` line on
-    stderr (clipped values, a large delta, ...)."""
+    stderr (clipped values, a large delta, ...); yields the list of caught warnings."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("default")
         try:
-            yield
+            yield caught
         finally:
             for w in caught:
                 print(f"jdp {command}: warning: {w.message}", file=sys.stderr)

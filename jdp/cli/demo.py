@@ -1,9 +1,9 @@
 """``jdp demo``: P3GM (or another registered method) on the embedded UCI Adult data, end to end.
 
 Fits P3GM on Adult's training split at epsilon = 1 and delta = 1e-5 (``--method marginals``
-for the DP marginals baseline), samples synthetic rows -- by default the marginals' noisy row
-count, or for other methods as many rows as the public Adult test split has (the exact
-training count is private) -- writes the synthetic CSV and the model, prints the privacy
+for the DP marginals baseline), samples synthetic rows -- by default the model's released noisy
+row count, or for methods that release none as many rows as the public Adult test split has
+(the exact training count is private) -- writes the synthetic CSV and the model, prints the privacy
 statement from the ledger and a train-on-synthetic-test-on-real (TSTR) table beside the
 real-data baseline. For speed the demo scores two classifiers, LogisticRegression and
 XGBoost (GradientBoosting when XGBoost is not installed); ``--classifiers all`` runs the
@@ -15,11 +15,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 import jax
 
-from jdp.cli._args import add_command, add_flags, model_summary, one_line_warnings
+from jdp.cli._args import (
+    add_command,
+    add_flags,
+    ledger_progress,
+    model_summary,
+    one_line_warnings,
+    output_path,
+    replaced_file,
+)
 
 METHOD = "p3gm"
 
@@ -74,28 +81,31 @@ def _progress(args: argparse.Namespace, message: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from accounting import PrivacyBudget
+    from jdp.cli.fit import check_private
     from jdp.data.datasets import load_adult
     from jdp.eval.report import format_table
     from jdp.eval.utility import tstr_table
     from jdp.random import key_from_seed
-    from jdp.synth.base import fit_model, sample_model
+    from jdp.synth.base import fit_model, noisy_row_count, sample_model
     from jdp.synth.io import save
-    from jdp.synth.marginals import noisy_row_count
+    from jdp.verbosity import no_progress, progress_on_terminal
 
+    out = output_path(args.out, kind="dir")
     budget = PrivacyBudget(epsilon=args.epsilon, delta=args.delta)
+    check_private(args.method)
     classifiers = demo_classifiers(args.classifiers, 0 if args.seed is None else args.seed)
     fit_key, sample_key = jax.random.split(key_from_seed(args.seed))
-    with one_line_warnings("demo"):
+    with no_progress(args.quiet), one_line_warnings("demo"):
         adult = load_adult()
         _progress(args, f"fitting {args.method} on Adult ({adult.citation.split('.')[0]}) ...")
-        model = fit_model(fit_key, args.method, adult.train, budget, schema=adult.schema)
+        with ledger_progress("demo", progress_on_terminal()):
+            model = fit_model(fit_key, args.method, adult.train, budget, schema=adult.schema)
         rows = args.rows
         if rows is None:
-            rows = noisy_row_count(model) if model.method == "marginals" else len(adult.test)
+            rows = noisy_row_count(model) or len(adult.test)
         synthetic = sample_model(sample_key, model, rows)
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        synthetic.to_csv(out / "synthetic.csv", index=False)
+        with replaced_file(out / "synthetic.csv") as tmp:
+            synthetic.to_csv(tmp, index=False)
         save(model, out / "model")
         _progress(args, f"wrote {rows} synthetic rows to {out / 'synthetic.csv'}; TSTR ...")
         table = tstr_table(

@@ -7,8 +7,13 @@ options are set with ``--set NAME=VALUE`` (repeatable). Without ``--seed`` the n
 fresh OS entropy; a seed is for research reproducibility only.
 
 Every fit spends its budget again and no ledger spans several fits, so ``fit`` refuses a
-non-empty ``--out`` (exit 2, nothing written) unless ``--force``. Warnings and errors show no
-private counts unless ``--verbose``. The key is drawn from the ``fit`` stream of ``--seed``
+non-empty ``--out`` (exit 2, nothing written) unless ``--overwrite`` (alias ``--force``); the
+model is saved atomically under a lock (:func:`jdp.synth.io.save`). A non-private method
+(``pgm``) is refused before any data is read. On a terminal each privacy-ledger entry is shown
+as it is spent (``--quiet``: nothing). ``jdp fit --help`` lists the methods, ``jdp fit
+--method M --help`` the options of M. Warnings and errors show no private counts unless
+``--verbose``; ``--json`` reports ``delta_ge_1_over_n`` (true when delta >= 1/n, the count
+itself only with ``--verbose``). The key is drawn from the ``fit`` stream of ``--seed``
 (:func:`jdp.cli._args.command_key`), never the one ``jdp sample --seed`` uses.
 """
 
@@ -16,21 +21,49 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import inspect
 import json
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from jdp.cli._args import DATA_FLAGS, add_command, add_flags, model_summary, one_line_warnings
+from jdp.cli._args import (
+    DATA_FLAGS,
+    add_command,
+    add_flags,
+    ledger_progress,
+    model_summary,
+    one_line_warnings,
+    output_path,
+)
 from jdp.data.schema import Schema
 
 if TYPE_CHECKING:
     from jdp.data.dp_schema import SchemaRelease
 
 
+DEFAULT_METHOD = "marginals"
+#: Longest one-line meaning of an option in ``jdp fit --method M --help``.
+MEANING_WIDTH = 100
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = add_command(subparsers, "fit", __doc__, help="fit a DP synthesizer and save it")
+    parser = add_command(
+        subparsers,
+        "fit",
+        __doc__,
+        help="fit a DP synthesizer and save it",
+        add_help=False,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "-h",
+        "--help",
+        action=_MethodHelp,
+        help="show this help (with --method M before it: M's options) and exit",
+    )
     add_flags(
         parser,
         "method",
@@ -38,7 +71,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "delta",
         *DATA_FLAGS,
         "out",
-        method={"default": "marginals", "help": "synthesizer name (default: marginals)"},
+        method={"help": f"synthesizer name (default: {DEFAULT_METHOD}; listed below)"},
         epsilon={"required": True},
         out={"required": True, "help": "directory to save the model in"},
     )
@@ -50,12 +83,98 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="a method option (repeatable)",
     )
     parser.add_argument(
+        "--overwrite",
         "--force",
+        dest="overwrite",
         action="store_true",
-        help="overwrite a model already saved in --out (a new fit spends the budget again)",
+        help="replace a model already saved in --out (a new fit spends the budget again)",
     )
     add_flags(parser, "seed", "json", "quiet", "verbose")
     parser.set_defaults(func=run)
+
+
+class _MethodHelp(argparse.Action):
+    """``-h``: the help, then the methods, or with ``--method M`` before it M's options."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest=argparse.SUPPRESS, nargs=0, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:  # type: ignore[no-untyped-def]
+        method = getattr(namespace, "method", None)
+        parser.epilog = methods_help() if method is None else options_help(method)
+        parser.print_help()
+        parser.exit()
+
+
+def methods_help() -> str:
+    """The registered DP methods, one line each (non-private references are left out)."""
+    from jdp.synth.base import available_methods, get_method
+
+    methods = [get_method(n) for n in available_methods()]
+    methods = [m for m in methods if m.private]
+    width = max(len(m.name) for m in methods)
+    lines = [f"  {m.name.ljust(width)}  {m.description}" for m in methods]
+    return "\n".join(
+        [
+            "methods (--method NAME):",
+            *lines,
+            "",
+            "options of a method: jdp fit --method NAME --help (set with --set NAME=VALUE)",
+        ]
+    )
+
+
+def options_help(method: str) -> str:
+    """The options of ``method``: name, default and one-line meaning (:func:`option_meanings`)."""
+    from jdp.synth.base import get_method
+
+    m = get_method(method)
+    meanings = option_meanings(m.config_cls)
+    rows = [(f.name, _default_text(f)) for f in dataclasses.fields(m.config_cls) if f.init]
+    width = max(len(f"{n} = {d}") for n, d in rows)
+    lines = [f"  {f'{n} = {d}'.ljust(width)}  {meanings.get(n, '')}".rstrip() for n, d in rows]
+    head = f"options of --method {m.name} ({m.config_cls.__name__}; set with --set NAME=VALUE):"
+    return "\n".join([f"{m.name}: {m.description}", "", head, *lines])
+
+
+def _default_text(field: dataclasses.Field) -> str:
+    if field.default is not dataclasses.MISSING:
+        value = field.default
+    elif field.default_factory is not dataclasses.MISSING:
+        value = field.default_factory()
+    else:
+        return "(required)"
+    try:
+        return json.dumps(value)
+    except TypeError:
+        return repr(value)
+
+
+def option_meanings(config_cls: type) -> dict[str, str]:
+    """Field name -> the first sentence of its entry in the config class's docstring.
+
+    Entries are Google-style lines ``name: meaning`` (or ``a, b: meaning`` for several
+    fields, possibly after a sentence on the same line) with indented continuation lines,
+    under any section heading; a field without an entry is left out.
+    """
+    doc = inspect.getdoc(config_cls) or ""
+    names = sorted((re.escape(f.name) for f in dataclasses.fields(config_cls)), key=len)
+    name = "|".join(reversed(names))
+    entry = re.compile(
+        rf"(?:^[ \t]*|(?<=\.)[ \t]+)((?:{name})(?:,[ \t]*(?:{name}))*):[ \t]+", re.MULTILINE
+    )
+    matches = list(entry.finditer(doc))
+    meanings: dict[str, str] = {}
+    for match, following in zip(matches, [*matches[1:], None], strict=True):
+        text = doc[match.end() : following.start() if following else len(doc)]
+        text = re.split(r"\n[ \t]*\n|\n(?=\S)", text)[0]  # up to a blank line or a heading
+        text = " ".join(text.split()).replace("``", "")
+        sentence = re.split(r"(?<=\.)\s+(?=[A-Z])", text)[0]
+        if len(sentence) > MEANING_WIDTH:
+            sentence = sentence[: MEANING_WIDTH - 3].rstrip() + "..."
+        for field in re.split(r",[ \t]*", match.group(1)):
+            meanings.setdefault(field, sentence)
+    return meanings
 
 
 def training_data(args: argparse.Namespace) -> tuple[pd.DataFrame, Schema | SchemaRelease]:
@@ -105,38 +224,63 @@ def make_config(method: str, overrides: dict[str, Any]) -> Any:
     return m.make_config(None, **overrides)
 
 
-def check_output_directory(path: Path, *, force: bool) -> None:
-    """Refuse to fit into a non-empty ``--out`` without ``--force`` (before any data is read).
+def check_output_directory(text: str, *, overwrite: bool) -> Path:
+    """Refuse (before any data is read) an ``--out`` that cannot take the model, and a
+    non-empty one without ``--overwrite``.
 
     Every fit spends its budget anew, and nothing records the earlier fits: overwriting a saved
     model silently loses the record that the data was already used once.
     """
-    if path.exists() and not path.is_dir():
-        raise ValueError(f"--out {path} exists and is not a directory")
-    if path.is_dir() and any(path.iterdir()) and not force:
+    path = output_path(text, kind="dir")
+    if path.is_dir() and any(path.iterdir()) and not overwrite:
+        raise ValueError(_not_empty(path))
+    return path
+
+
+def _not_empty(path: Path) -> str:
+    return (
+        f"--out {path} is not empty (a saved model?); a new fit spends the privacy budget "
+        "again: choose another directory or pass --overwrite"
+    )
+
+
+def check_private(method: str) -> None:
+    """Refuse a non-private reference method (``pgm``) before any data is read."""
+    from jdp.synth.base import get_method
+
+    if not get_method(method).private:
         raise ValueError(
-            f"--out {path} is not empty (a saved model?); a new fit spends the privacy budget "
-            "again: choose another directory or pass --force"
+            f"method {method!r} is a non-private reference (infinite epsilon): jdp fit "
+            "trains DP methods only (jdp fit --help lists them)"
         )
 
 
 def run(args: argparse.Namespace) -> int:
     from accounting import PrivacyBudget
     from jdp.cli._args import command_key
-    from jdp.synth.base import fit_model
+    from jdp.synth.base import DeltaWarning, fit_model
     from jdp.synth.io import save
+    from jdp.verbosity import no_progress, progress_on_terminal
 
-    check_output_directory(Path(args.out), force=args.force)
+    method = args.method or DEFAULT_METHOD
+    out = check_output_directory(args.out, overwrite=args.overwrite)
     budget = PrivacyBudget(epsilon=args.epsilon, delta=args.delta)
-    with one_line_warnings("fit"):
-        config = make_config(args.method, parse_overrides(args.set))
+    check_private(method)
+    with no_progress(args.quiet), one_line_warnings("fit") as caught:
+        config = make_config(method, parse_overrides(args.set))
         frame, schema = training_data(args)
-        model = fit_model(
-            command_key(args.seed, "fit"), args.method, frame, budget, config, schema=schema
-        )
-    path = save(model, args.out)
+        with ledger_progress("fit", progress_on_terminal()):
+            model = fit_model(
+                command_key(args.seed, "fit"), method, frame, budget, config, schema=schema
+            )
+    try:
+        path = save(model, out, overwrite=args.overwrite)
+    except FileExistsError:  # another fit wrote into --out meanwhile
+        raise ValueError(_not_empty(out)) from None
     if args.json:
-        print(json.dumps(model_summary(model, model_dir=str(path))))
+        delta_flag = any(issubclass(w.category, DeltaWarning) for w in caught)
+        details = {"model_dir": str(path), "delta_ge_1_over_n": delta_flag}
+        print(json.dumps(model_summary(model, **details)))
     else:
         print(model.privacy_statement())
         print(f"saved {model.method} model to {path}")

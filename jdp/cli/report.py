@@ -2,7 +2,11 @@
 
 The report holds the model's privacy ledger and statement (at the model's budget delta),
 and, when real data is given, the evaluation of ``jdp evaluate`` and a real-vs-synthetic
-marginal plot per column; ``--image-shape 28x28`` adds a grid of synthetic images.
+marginal plot per column; ``--image-shape 28x28`` adds a grid of synthetic images. The model
+is given as ``--model DIR`` (as for ``jdp sample``) or as the first argument. The report is
+written into a temporary directory beside ``--out`` and renamed into place at the end
+(Ctrl-C leaves the old report or none); an ``--out`` holding a previous report is replaced
+(other files in it are kept), a non-empty ``--out`` without a report is refused.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from jdp.cli._args import add_command, add_flags
+from jdp.cli._args import add_command, add_flags, output_path
 from jdp.cli.evaluate import (
     add_evaluation_arguments,
     add_real_data_arguments,
@@ -37,7 +41,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="write a Markdown + JSON report (ledger, utility, plots) for a fitted model",
     )
     parser.add_argument(
-        "model_dir", metavar="MODEL_DIR", help="fitted model directory (jdp fit --out)"
+        "model_dir", metavar="MODEL_DIR", nargs="?", help="fitted model directory (or --model)"
+    )
+    parser.add_argument(
+        "--model", metavar="DIR", help="fitted model directory (jdp fit --out), as jdp sample"
     )
     parser.add_argument(
         "--synthetic", required=True, metavar="PATH", help="synthetic CSV sampled from the model"
@@ -54,13 +61,44 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
-    from jdp.synth.io import load
+def model_directory(args: argparse.Namespace) -> str:
+    """The model directory: ``--model DIR`` or the positional ``MODEL_DIR`` (exactly one)."""
+    if (args.model is None) == (args.model_dir is None):
+        raise ValueError("expected the model directory once: --model DIR (or MODEL_DIR)")
+    return args.model if args.model is not None else args.model_dir
 
-    model = load(args.model_dir)
+
+def check_report_directory(text: str) -> Path:
+    """``--out`` must be new, empty, or hold a previous report (``report.json``)."""
+    out = output_path(text, kind="dir")
+    if out.is_dir() and any(out.iterdir()) and not (out / JSON_FILE).is_file():
+        raise ValueError(
+            f"--out {out} is not empty and holds no report: choose a new or empty directory"
+        )
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    from jdp.synth.io import load, staged_directory
+
+    model_dir = model_directory(args)
+    out = check_report_directory(args.out)
+    model = load(model_dir)
     synthetic = read_csv(args.synthetic, "synthetic")
     _check_columns(synthetic, model.schema.names)
-    out = Path(args.out)
+    shape = _shape(args.image_shape) if args.image_shape else None
+    with staged_directory(out) as staging:
+        report, plots = _write(args, model, model_dir, synthetic, shape, staging)
+    if args.json:
+        print(json.dumps(jsonable(report)))
+    else:
+        print(report["privacy"]["statement"])
+        print(f"wrote {out / MARKDOWN_FILE} and {out / JSON_FILE} ({len(plots)} plots)")
+    return 0
+
+
+def _write(args, model, model_dir, synthetic, shape, out: Path):  # type: ignore[no-untyped-def]
+    """Write the report's files into ``out``; return the report and its plots."""
     evaluation, plots = None, []
     if args.real_train or args.dataset:
         if args.target is None and (args.real_test or args.dataset):
@@ -68,10 +106,8 @@ def run(args: argparse.Namespace) -> int:
         train, test, target = real_data(args)
         evaluation = evaluate_args(args, train, synthetic, test, target)
         plots += marginal_plots(train, synthetic[list(train.columns)], out / "plots")
-    if args.image_shape:
-        plots.append(
-            _image_grid(synthetic, model.schema.target, _shape(args.image_shape), out / "plots")
-        )
+    if shape is not None:
+        plots.append(_image_grid(synthetic, model.schema.target, shape, out / "plots"))
     report = write_report(
         out,
         evaluation=evaluation,
@@ -80,18 +116,13 @@ def run(args: argparse.Namespace) -> int:
         plots=plots,
         meta={
             "method": model.method,
-            "model_dir": str(args.model_dir),
+            "model_dir": str(model_dir),
             "synthetic": str(args.synthetic),
             "budget": {"epsilon": model.budget.epsilon, "delta": model.budget.delta},
             "config": dataclasses.asdict(model.config),
         },
     )
-    if args.json:
-        print(json.dumps(jsonable(report)))
-    else:
-        print(report["privacy"]["statement"])
-        print(f"wrote {out / MARKDOWN_FILE} and {out / JSON_FILE} ({len(plots)} plots)")
-    return 0
+    return report, plots
 
 
 def _check_columns(synthetic: pd.DataFrame, names: list[str]) -> None:

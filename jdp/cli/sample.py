@@ -1,16 +1,46 @@
 """``jdp sample``: draw synthetic rows from a saved model and write them as CSV.
 
 Sampling reads only the saved model (post-processing): it costs no privacy. Without
-``--seed`` the draws come from fresh OS entropy.
+``--seed`` the draws come from fresh OS entropy. ``-n`` defaults to the model's released noisy
+row count when its method releases one (``-n noisy`` asks for it explicitly); otherwise ``-n``
+is required (the exact training row count is private and never stored). Rows are drawn and
+written in chunks of 50,000 (:func:`jdp.synth.base.sample_chunks`: chunk i > 0 uses the key
+``fold_in(key, i)``), so memory stays bounded whatever ``-n``; there is no maximum, but after the
+first chunk the output's size is estimated and a file that would not fit on its disk is refused.
+The CSV is written beside ``--out`` and renamed into place at the end (Ctrl-C or kill -9 leave
+the old file or none); ``--out -`` streams to stdout.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
+import sys
 from pathlib import Path
+from typing import IO, TYPE_CHECKING
 
-from jdp.cli._args import add_command, add_flags
+from jdp.cli._args import add_command, add_flags, output_path, replaced_file
+
+if TYPE_CHECKING:
+    from jdp.synth.base import FittedModel
+
+NOISY = "noisy"
+
+
+def rows_value(text: str) -> int | str:
+    """``-n``'s type: a positive integer or ``noisy``."""
+    if text == NOISY:
+        return NOISY
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a positive number of rows or 'noisy', got {text!r}"
+        ) from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected n >= 1, got {value}")
+    return value
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -20,29 +50,104 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--model", required=True, metavar="DIR", help="model directory (jdp fit --out)"
     )
-    parser.add_argument("-n", "--rows", type=int, required=True, help="number of rows")
+    parser.add_argument(
+        "-n",
+        "--rows",
+        type=rows_value,
+        metavar="N|noisy",
+        help="number of rows (default: the model's released noisy row count, if any)",
+    )
     add_flags(
         parser,
         "out",
         "seed",
         "json",
-        out={"required": True, "metavar": "PATH", "help": "CSV file to write"},
+        "quiet",
+        out={"required": True, "metavar": "PATH", "help": "CSV file to write ('-': stdout)"},
     )
     parser.set_defaults(func=run)
 
 
+def sample_rows(model: FittedModel, rows: int | str | None) -> int:
+    """The number of rows to draw: ``rows``, or the model's noisy row count for ``None`` and
+    ``"noisy"`` (an error when the method releases none)."""
+    from jdp.synth.base import noisy_row_count
+
+    if isinstance(rows, int):
+        return rows
+    count = noisy_row_count(model)
+    if count is None:
+        raise ValueError(
+            f"method {model.method!r} releases no noisy row count: give the number of rows (-n N)"
+        )
+    return count
+
+
 def run(args: argparse.Namespace) -> int:
     from jdp.cli._args import command_key
-    from jdp.synth.base import sample_model
+    from jdp.synth.base import sample_chunks
     from jdp.synth.io import load
 
+    to_stdout = args.out == "-"
+    out = None if to_stdout else output_path(args.out, kind="file")
     model = load(args.model)
-    frame = sample_model(command_key(args.seed, "sample"), model, args.rows)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    frame.to_csv(out, index=False)
-    if args.json:
-        print(json.dumps({"method": model.method, "rows": len(frame), "path": str(out)}))
+    rows = sample_rows(model, args.rows)
+    chunks = sample_chunks(command_key(args.seed, "sample"), model, rows)
+    if to_stdout:
+        _write(chunks, sys.stdout, rows, out=None, quiet=True)
     else:
-        print(f"wrote {len(frame)} synthetic rows ({model.method}) to {out}")
+        with replaced_file(out) as tmp, open(tmp, "w", newline="") as stream:
+            _write(chunks, stream, rows, out=out, quiet=args.quiet)
+    where = "stdout" if to_stdout else str(out)
+    if args.json:
+        print(json.dumps({"method": model.method, "rows": rows, "path": where}), file=_info(out))
+    else:
+        print(f"wrote {rows} synthetic rows ({model.method}) to {where}", file=_info(out))
     return 0
+
+
+def _info(out: Path | None) -> IO[str]:
+    """Where the summary goes: stdout, or stderr when the CSV itself goes to stdout."""
+    return sys.stderr if out is None else sys.stdout
+
+
+def _write(chunks, stream: IO[str], rows: int, *, out: Path | None, quiet: bool) -> None:  # type: ignore[no-untyped-def]
+    """Write the chunks as one CSV; after the first, refuse a file its disk cannot hold."""
+    from jdp.verbosity import progress_on_terminal
+
+    bar = None
+    if not quiet and progress_on_terminal():
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=rows, desc="jdp sample", unit="rows", file=sys.stderr)
+    try:
+        for i, frame in enumerate(chunks):
+            frame.to_csv(stream, index=False, header=i == 0)
+            if i == 0 and out is not None:
+                _check_space(stream, len(frame), rows, out)
+            if bar is not None:
+                bar.update(len(frame))
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def _check_space(stream: IO[str], written: int, rows: int, out: Path) -> None:
+    stream.flush()
+    per_row = stream.tell() / written
+    need = per_row * (rows - written)
+    free = shutil.disk_usage(Path(stream.name).parent).free
+    if need > free:
+        raise ValueError(
+            f"-n {rows} would write about {_size(need)} to {out}, but its disk has "
+            f"{_size(free)} free (about {per_row:.0f} bytes per row)"
+        )
+
+
+def _size(nbytes: float) -> str:
+    unit = "B"
+    for unit in ("B", "KB", "MB", "GB", "TB", "PB"):
+        if nbytes < 1000:
+            break
+        nbytes /= 1000
+    return f"{nbytes:.1f} {unit}"

@@ -64,7 +64,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -121,6 +121,11 @@ class Method:
     fit: FitFn
     sample: SampleFn
     description: str = ""
+    #: ``False`` for a non-private reference (e.g. ``pgm``): ``jdp fit`` refuses it up front.
+    private: bool = True
+    #: The model's released noisy row count (post-processing of released values), when the
+    #: method releases one: ``jdp sample``'s default ``-n`` (:func:`noisy_row_count`).
+    noisy_rows: Callable[[FittedModel], int] | None = None
 
     def __post_init__(self) -> None:
         if not dataclasses.is_dataclass(self.config_cls):
@@ -270,6 +275,42 @@ def _remaining_budget(budget: PrivacyBudget, spent: PrivacyLedger) -> PrivacyBud
             f"budget ({budget.epsilon:g}, {budget.delta:g}) for the model"
         )
     return PrivacyBudget(epsilon=budget.epsilon - eps_s, delta=budget.delta - delta_s)
+
+
+#: Rows drawn per chunk by :func:`sample_chunks` (bounds the memory of a large draw).
+SAMPLE_CHUNK_ROWS = 50_000
+
+
+def noisy_row_count(model: FittedModel) -> int | None:
+    """The model's released noisy row count, or ``None`` when its method releases none.
+
+    Post-processing of the released parameters: no privacy cost, and never the exact (private)
+    number of training rows.
+    """
+    count = get_method(model.method).noisy_rows
+    return None if count is None else max(1, int(count(model)))
+
+
+def sample_chunks(
+    key: jax.Array, model: FittedModel, n: int, chunk_rows: int = SAMPLE_CHUNK_ROWS
+) -> Iterator[pd.DataFrame]:
+    """``n`` synthetic rows as consecutive tables of at most ``chunk_rows`` rows each.
+
+    Chunk 0 is ``sample_model(key, model, rows_0)``, chunk ``i > 0`` is
+    ``sample_model(jax.random.fold_in(key, i), model, rows_i)``: memory is bounded by one chunk
+    whatever ``n``, each chunk has its own key (a chunk's draws do not repeat another's), the
+    rows are the same for a given ``(key, n, chunk_rows)``, and ``n <= chunk_rows`` gives the
+    rows of ``sample_model(key, model, n)``. Post-processing: no privacy cost. Raises
+    ``ValueError`` for more than ``2**32`` chunks (``fold_in`` takes 32-bit data).
+    """
+    n = check_count("n", n, minimum=1)
+    chunk_rows = check_count("chunk_rows", chunk_rows, minimum=1)
+    chunks = -(-n // chunk_rows)
+    if chunks > 2**32:
+        raise ValueError(f"expected at most 2**32 chunks of {chunk_rows} rows, got n={n}")
+    for i in range(chunks):
+        rows = min(chunk_rows, n - i * chunk_rows)
+        yield sample_model(key if i == 0 else jax.random.fold_in(key, i), model, rows)
 
 
 def sample_model(key: jax.Array, model: FittedModel, n: int) -> pd.DataFrame:

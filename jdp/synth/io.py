@@ -54,7 +54,10 @@ __all__ = [
     "PARAMS_FILE",
     "flatten_params",
     "load",
+    "model_directory",
+    "replace_directory",
     "save",
+    "staged_directory",
     "unflatten_params",
 ]
 
@@ -116,10 +119,12 @@ def _digest(doc: Mapping[str, Any]) -> str:
 
 
 def model_directory(directory: str | Path) -> Path:
-    """``directory`` as an absolute path; raises on an empty path (``--out ''``)."""
+    """``directory`` normalised (absolute when it ends in ``.`` or ``..``, so that it has a
+    name to put the lock and staging directory beside); raises on an empty path."""
     if not str(directory).strip():
         raise ValueError("expected a model directory path, got an empty string")
-    return Path(os.path.abspath(directory))
+    path = Path(os.path.normpath(directory))
+    return Path(os.path.abspath(path)) if path.name in ("", ".", "..") else path
 
 
 def save(model: FittedModel, directory: str | Path, *, overwrite: bool = True) -> Path:
@@ -154,15 +159,25 @@ def save(model: FittedModel, directory: str | Path, *, overwrite: bool = True) -
             raise ValueError(f"expected a directory to save the model in, {directory} is a file")
         if not overwrite and directory.is_dir() and any(directory.iterdir()):
             raise FileExistsError(f"{directory} is not empty (a saved model?)")
-        staging = _sibling(directory, "tmp")
-        try:
+        with staged_directory(directory) as staging:
             (staging / PARAMS_FILE).write_bytes(params_bytes)
             (staging / MODEL_FILE).write_text(text)
-            _replace_directory(staging, directory)
-        except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
     return directory
+
+
+@contextlib.contextmanager
+def staged_directory(target: Path) -> Iterator[Path]:
+    """Yield a new empty directory beside ``target``; when the block ends without an error,
+    it replaces ``target`` (:func:`replace_directory`). It is removed on any error, so an
+    interrupted write leaves the old ``target`` (or none) and no temporary directory; only a
+    ``kill -9`` can leave a hidden ``.NAME.*.tmp`` beside it."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = _sibling(target, "tmp")
+    try:
+        yield staging
+        replace_directory(staging, target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 @contextlib.contextmanager
@@ -181,18 +196,19 @@ def target_lock(target: Path) -> Iterator[None]:
         os.close(fd)  # releases the flock
 
 
-def _replace_directory(new: Path, target: Path) -> None:
+def replace_directory(new: Path, target: Path) -> None:
     """Put the complete directory ``new`` at ``target`` by renames (same file system).
 
-    Files of an existing ``target`` other than the model's are copied into ``new`` first;
-    the old ``target`` is then renamed aside, ``new`` renamed into place, the old one removed.
-    A crash at any point leaves the old directory at ``target`` or nothing there.
+    Entries of an existing ``target`` whose names ``new`` does not hold are copied into
+    ``new`` first; the old ``target`` is then renamed aside, ``new`` renamed into place, the
+    old one removed. A crash at any point leaves the old directory at ``target`` or nothing
+    there. (Used for models and for ``jdp report``'s output.)
     """
     if not target.exists():
         os.replace(new, target)
         return
     for entry in target.iterdir():
-        if entry.name in (PARAMS_FILE, MODEL_FILE):
+        if (new / entry.name).exists() or (new / entry.name).is_symlink():
             continue
         if entry.is_dir() and not entry.is_symlink():
             shutil.copytree(entry, new / entry.name, symlinks=True)

@@ -228,6 +228,7 @@ register(
         fit=fit,
         sample=sample,
         description="DP marginals: noisy histogram per column, per class of the target (baseline)",
+        noisy_rows=noisy_row_count,
     )
 )
 

@@ -292,6 +292,7 @@ register(
         fit=fit,
         sample=sample,
         description="MWEM: multiplicative weights + exponential mechanism (Hardt et al. 2012)",
+        noisy_rows=lambda model: round(float(model.params["noisy_size"][0])),
     )
 )
 

@@ -117,7 +117,7 @@ def test_fit_refuses_a_non_empty_output_directory_without_force(capsys, tmp_path
     before = {p.name: p.read_bytes() for p in (tmp_path / "m").iterdir()}
     code, out, err = run(capsys, *args)
     assert code == 2 and out == "" and err.count("\n") == 1
-    assert err.startswith("jdp fit: error: ") and "--force" in err
+    assert err.startswith("jdp fit: error: ") and "--overwrite" in err
     assert {p.name: p.read_bytes() for p in (tmp_path / "m").iterdir()} == before
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "notes.txt").write_text("mine")

@@ -30,6 +30,7 @@ for _variant in VARIANTS.values():
             fit=functools.partial(fit_table, variant=_variant),
             sample=functools.partial(sample_table, variant=_variant),
             description=_variant.description,
+            private=_variant.private,
         )
     )
 
