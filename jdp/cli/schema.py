@@ -4,9 +4,10 @@ With ``--dp --epsilon E`` the bounds of numeric columns and the categories of ca
 columns are released with differential privacy (:func:`jdp.data.dp_schema.infer_schema_dp`: a
 DP range search inside a coarse public range, then DP quantiles; thresholded noisy category
 counts) and the file carries the ledger of that release, so ``jdp fit --schema FILE`` charges
-its cost to the model's budget. Column kinds are public: ``--dataset NAME`` takes them from the
-dataset's declared schema, ``--data CSV`` from ``--columns NAME:KIND[:LOW:HIGH],...`` (KIND is
-continuous, integer or categorical; LOW:HIGH is the coarse public range, default ``--range``).
+its cost to the model's budget. Column kinds are public: ``--dataset NAME`` takes them (and
+the declared point masses and nullable columns) from the dataset's declared schema,
+``--data CSV`` from ``--columns NAME:KIND[:LOW:HIGH],...`` (KIND is continuous, integer or
+categorical; LOW:HIGH is the coarse public range, default ``--range``).
 Without ``--dp`` nothing is read from the records: the file is a template (the CSV header's
 names, the kinds given, null bounds and categories to fill in; a named dataset's declared
 schema), which does not load until it is filled in. The file is written atomically; an
@@ -141,14 +142,15 @@ def check_out_file(path: Path, *, force: bool) -> None:
         )
 
 
-def _inputs(
-    args: argparse.Namespace,
-) -> tuple[dict[str, str], dict[str, tuple[float, float]], str | None]:
-    """Kinds, coarse ranges and target from the flags (no record is read)."""
+def _inputs(args: argparse.Namespace) -> dict[str, Any]:
+    """The public inputs of the release from the flags (no record is read): kinds, coarse
+    ranges and target; for a named dataset also its declared point masses and nullable
+    columns."""
     if bool(args.dataset) == bool(args.data):
         raise ValueError("expected either --dataset NAME or --data CSV (with --columns)")
     default = parse_range(args.range)
     kinds, ranges = parse_columns(args.columns) if args.columns else ({}, {})
+    public: dict[str, Any] = {}
     if args.dataset:
         from jdp.data.datasets import schema_json
         from jdp.data.schema import Schema
@@ -162,6 +164,10 @@ def _inputs(
             raise ValueError(f"column {bad[0]!r}: --columns gives another kind than declared")
         kinds = {c.name: c.kind for c in declared.columns}
         target = args.target or declared.target
+        public = {
+            "point_masses": {c.name: c.point_masses for c in declared.columns if c.point_masses},
+            "nullable": [c.name for c in declared.columns if c.nullable],
+        }
     else:
         if not args.columns:
             raise ValueError("expected --columns NAME:KIND[:LOW:HIGH],... with --data")
@@ -169,7 +175,8 @@ def _inputs(
     if target is not None and kinds.get(target) != "categorical":
         raise ValueError(f"expected --target a categorical column, got {target!r}")
     numeric = [n for n, k in kinds.items() if k != "categorical"]
-    return kinds, {n: ranges.get(n, default) for n in numeric}, target
+    ranges = {n: ranges.get(n, default) for n in numeric}
+    return {"kinds": kinds, "ranges": ranges, "target": target, **public}
 
 
 def _read_private_csv(path: str, kinds: dict[str, str]) -> Any:
@@ -250,14 +257,14 @@ def run(args: argparse.Namespace) -> int:
 
     check_positive("epsilon", args.epsilon)
     check_open_unit("delta", args.delta)
-    kinds, ranges, target = _inputs(args)
+    public = _inputs(args)
     if args.dataset:
         from jdp.data.datasets import load_dataset
 
         frame = load_dataset(args.dataset).train
     else:
-        frame = _read_private_csv(args.data, kinds)
-    release = _release(args, frame, kinds, ranges, target)
+        frame = _read_private_csv(args.data, public["kinds"])
+    release = _release(args, frame, public)
     release.save(out)
     if args.json:
         summary = {"out": str(out), "dp": True, "epsilon": release.epsilon}
@@ -268,21 +275,19 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _release(args: argparse.Namespace, frame: Any, kinds: dict, ranges: dict, target: str | None):
+def _release(args: argparse.Namespace, frame: Any, public: dict[str, Any]) -> Any:
     """The DP release: the noise from ``--seed`` (its own ``schema`` stream) or OS entropy."""
     import numpy as np
 
     from jdp.data.dp_schema import infer_schema_dp
 
     entropy = None if args.seed is None else [args.seed, zlib.crc32(b"schema")]
-    n_categorical = sum(k == "categorical" for k in kinds.values())
+    n_categorical = sum(k == "categorical" for k in public["kinds"].values())
     return infer_schema_dp(
         np.random.default_rng(entropy),
         frame,
         epsilon=args.epsilon,
-        kinds=kinds,
-        ranges=ranges,
-        target=target,
         category_delta=args.delta / max(n_categorical, 1),
         suppressed=args.suppressed,
+        **public,
     )

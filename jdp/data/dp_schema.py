@@ -45,7 +45,7 @@ import dataclasses
 import json
 import math
 import warnings
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
@@ -159,8 +159,10 @@ def dp_range(
     its noisy count exceeds ``tau = ln(M / (2 failure)) / epsilon``: an empty bucket passes
     with probability ``exp(-epsilon tau) / 2 = failure / M``, so some empty bucket passes with
     probability at most ``failure``. The range returned runs from the lower edge of the
-    lowest passing bucket to the upper edge of the highest one; ``(lower, upper)`` when no
-    bucket passes (too few records for this epsilon). No margin is added: a margin bucket
+    lowest passing bucket to the upper edge of the highest one, and always covers the bucket
+    of largest noisy count (report noisy max, also post-processing): a column too sparse for
+    the threshold gets the scale of its mode, never the whole coarse range (whose empty tails
+    would swamp the quantiles). No margin is added: a margin bucket
     doubles the empty tail the quantile mechanism must overcome (on Adult at epsilon = 1,
     age's upper bound exceeded 1.5 times its 99% quantile in 37% of 60 seeds with one bucket
     of margin, 5% without), and records in a bucket that missed its threshold are only
@@ -184,9 +186,8 @@ def dp_range(
     counts = np.bincount(bucket_index(edges, values), minlength=m).astype(np.float64)
     noisy, event = laplace_mechanism(rng, counts, l1_sensitivity=1.0, epsilon=epsilon)
     passed = np.flatnonzero(noisy > math.log(m / (2.0 * failure)) / epsilon)
-    if passed.size == 0:
-        return (float(lower), float(upper)), event
-    first, last = int(passed[0]), int(passed[-1])
+    top = int(np.argmax(noisy))
+    first, last = min((top, *passed[:1])), max((top, *passed[-1:]))
     return (float(edges[first]), float(edges[last + 1])), event
 
 
@@ -451,6 +452,8 @@ def infer_schema_dp(
     range_fraction: float = 1 / 3,
     suppressed: Literal["drop", "other"] = "drop",
     other_label: str = "other",
+    point_masses: Mapping[str, Sequence[float]] | None = None,
+    nullable: Collection[str] = (),
 ) -> SchemaRelease:
     """Release a schema for ``data`` under ``epsilon``-DP (plus threshold deltas).
 
@@ -470,6 +473,14 @@ def infer_schema_dp(
         ``"drop"`` them, or map them to ``other_label`` (``"other"``), which is then added to
         the categories of every string-valued categorical column except the target.
       other_label: the label of that category; it must not be a released category.
+      point_masses: public point-mass values of numeric columns (e.g. ``{"capital-gain":
+        [0]}``, see :class:`~jdp.data.schema.Column`): copied into the schema; the bounds are
+        released from the other values and widened to include the masses.
+      nullable: the columns declared nullable (public): their missing values are left out of
+        the release and the column is marked nullable; a missing value elsewhere raises.
+
+    Leaving out missing values and point-mass values is a fixed public filter applied record
+    by record (neighbours stay neighbours), so it costs nothing.
 
     Numeric columns: :func:`dp_bounds` (entry ``dp-bounds:<name>``). Categorical columns:
     :func:`dp_categories` (entry ``dp-categories:<name>``); a categorical column with no
@@ -488,6 +499,10 @@ def infer_schema_dp(
     q_lo, q_hi = quantiles
     if not 0 <= q_lo < q_hi <= 1:
         raise ValueError(f"expected 0 <= q_lo < q_hi <= 1, got {quantiles}")
+    point_masses = dict(point_masses or {})
+    unknown = sorted((set(point_masses) | set(nullable)) - set(data.columns))
+    if unknown:
+        raise ValueError(f"column {unknown[0]!r} of point_masses/nullable is not in the data")
     eps_col = epsilon / len(data.columns)
     ledger, columns = PrivacyLedger(), []
     for name in data.columns:
@@ -507,19 +522,25 @@ def infer_schema_dp(
                     )
                 cats = (*cats, other_label)
             ledger = ledger.record(f"dp-categories:{name}", event)
-            columns.append(Column(name=name, kind=kind, categories=cats))
+            columns.append(Column(name=name, kind=kind, categories=cats, nullable=name in nullable))
             continue
         if name not in ranges:
             raise ValueError(f"column {name!r}: a coarse public range (a, b) is required")
         a, b = (float(v) for v in ranges[name])
         x = pd.to_numeric(data[name], errors="raise").to_numpy(dtype=np.float64)
-        if not np.all(np.isfinite(x)):
-            raise ValueError(f"column {name!r} has NaN or infinite values")
+        missing = np.isnan(x)
+        if np.isinf(x).any() or (missing.any() and name not in nullable):
+            raise ValueError(f"column {name!r} has NaN or infinite values (and is not nullable)")
+        masses = tuple(float(m) for m in point_masses.get(name, ()))
         bounds, event = dp_bounds(
-            rng, x, lower=a, upper=b, epsilon=eps_col, quantiles=quantiles,
-            range_fraction=range_fraction, integer=kind == "integer",
+            rng, x[~missing & ~np.isin(x, masses)], lower=a, upper=b, epsilon=eps_col,
+            quantiles=quantiles, range_fraction=range_fraction, integer=kind == "integer",
         )  # fmt: skip
         ledger = ledger.record(f"dp-bounds:{name}", event)
-        columns.append(Column(name=name, kind=kind, lower=bounds.lower, upper=bounds.upper))
+        lo, hi = min((bounds.lower, *masses)), max((bounds.upper, *masses))  # lo < hi already
+        columns.append(
+            Column(name=name, kind=kind, lower=lo, upper=hi, point_masses=masses,
+                   nullable=name in nullable)
+        )  # fmt: skip
     schema = Schema(columns=tuple(columns), target=target)
     return SchemaRelease(schema, ledger, other_label if suppressed == "other" else None)

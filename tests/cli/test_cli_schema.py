@@ -85,6 +85,8 @@ def test_dataset_release_and_declared_template(capsys, tmp_path):
     release = SchemaRelease.load(tmp_path / "adult.json")
     assert len(release.ledger.entries) == 15 and release.epsilon == pytest.approx(1.0)
     assert release.schema["age"].upper < 200  # the range search: not hundreds of millions
+    gain = release.schema["capital-gain"]  # declared point mass 0 kept, bounds around it
+    assert gain.point_masses == (0.0,) and gain.lower == 0 and 1000 < gain.upper < 200_000
     # without --dp a named dataset's declared (public) schema is written
     code, stdout, _ = run(capsys, "schema", "--dataset", "adult", "--out", tmp_path / "d.json")
     assert code == 0 and "declared schema" in stdout

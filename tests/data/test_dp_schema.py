@@ -263,8 +263,15 @@ def test_empty_buckets_pass_with_the_stated_probability():
     p = 1 - (1 - 0.5 / m) ** (m - 1)
     assert abs(hits / 3000 - p) < 5 * np.sqrt(p * (1 - p) / 3000)
     assert event == ev.LaplaceDpEvent(noise_multiplier=2.0)
-    # no bucket passes: the coarse range is returned
-    assert dp_range(rng, data[:2], lower=0, upper=1e9, epsilon=1e-3)[0] == (0.0, 1e9)
+    # no bucket passes: the bucket of largest noisy count (report noisy max), never the whole
+    # coarse range
+    lo, hi = dp_range(rng, data[:2], lower=0, upper=1e9, epsilon=1e-3)[0]
+    i = int(np.searchsorted(edges, lo))
+    assert edges[i] == lo and edges[i + 1] == hi
+    # a sparse column (no bucket can pass at this epsilon) gets the scale of its mode
+    sparse = rng.lognormal(np.log(3000), 0.3, 400)
+    lo, hi = dp_range(rng, sparse, lower=0, upper=1e9, epsilon=0.01)[0]
+    assert lo <= np.median(sparse) <= hi and hi - lo < 3000
 
 
 def test_range_search_noise_matches_its_ledger_entry(monkeypatch):
@@ -438,3 +445,32 @@ def test_other_records_reach_the_fit_and_are_counted_privately():
     share = (sample_model(jax.random.key(1), model, 20_000)["work"] == "other").mean()
     # noise on ~6000 counts at epsilon ~2 is a few counts; sampling error sd ~ 0.0033
     assert abs(share - rare.mean()) < 0.03
+
+
+def test_point_masses_and_nullable_columns_are_public_declarations():
+    """Declared point masses are kept in the released schema and inside its bounds, and the
+    bounds come from the other values; a nullable column's missing values are left out (a
+    missing value in a column not declared nullable raises)."""
+    rng = np.random.default_rng(27)
+    n = 20_000
+    gain = np.where(rng.random(n) < 0.9, 0.0, rng.lognormal(np.log(5000), 0.5, n)).round()
+    hours = rng.normal(40, 5, n).round()
+    hours[rng.random(n) < 0.1] = np.nan
+    data = pd.DataFrame({"gain": gain, "hours": hours, "c": rng.choice(["a", "b", None], n)})
+    kinds = {"gain": "integer", "hours": "integer", "c": "categorical"}
+    release = infer_schema_dp(
+        rng, data, epsilon=3.0, kinds=kinds, ranges={"gain": (0, 1e9), "hours": (0, 1e9)},
+        point_masses={"gain": [0]}, nullable=["hours", "c"],
+    )  # fmt: skip
+    g, h, c = (release.schema[name] for name in ("gain", "hours", "c"))
+    assert g.point_masses == (0.0,) and g.lower == 0
+    nonzero = gain[gain > 0]
+    assert np.quantile(nonzero, 0.9) < g.upper < 4 * np.quantile(nonzero, 0.99)  # not 0
+    assert h.nullable and 20 < h.lower < 35 and 45 < h.upper < 60
+    assert c.nullable and c.categories == ("a", "b")
+    with pytest.raises(ValueError, match="'hours' has NaN or infinite values"):
+        infer_schema_dp(
+            rng, data, epsilon=3.0, kinds=kinds, ranges={"gain": (0, 1e9), "hours": (0, 1e9)}
+        )
+    with pytest.raises(ValueError, match="'z' of point_masses/nullable is not in the data"):
+        infer_schema_dp(rng, data, epsilon=3.0, kinds=kinds, ranges={}, nullable=["z"])
