@@ -11,7 +11,15 @@ Layout of an encoded row (``TableEncoder.spans``), one span per column in schema
   declared bounds; values outside were clipped by :meth:`Schema.conform`, with a counted
   warning);
 * categorical column with ``K`` categories -> ``K`` coordinates, the one-hot vector of its
-  category (a softmax head in a generator: :func:`jdp.nn.heads.heads_for_spans`).
+  category (a softmax head in a generator: :func:`jdp.nn.heads.heads_for_spans`); a
+  ``nullable`` one gets a ``K+1``-th category, "missing";
+* a numeric column with declared ``point_masses``, or ``nullable``, or when the encoder has
+  ``numeric_bins > 1``, is followed by its *state indicator*
+  (:func:`~jdp.data.schema.state_column_name`, e.g. ``"capital-gain#state"``): a one-hot
+  block over its cells (:func:`state_categories`: the value cell(s), one per point mass,
+  "missing"), modelled like any categorical column. Decoding puts a point mass back exactly
+  when the indicator names it, writes a missing value when it says "missing", and otherwise
+  decodes the value coordinate (clipped into the named value cell).
 
 With ``unit_norm=True`` each row is divided by the public constant
 ``row_norm_bound = sqrt(sum_numeric max(a^2, b^2) + n_categorical)``, the largest L2 norm an
@@ -22,8 +30,12 @@ mechanisms assume) and the scaling is exactly invertible (a data-dependent norma
 Decoding maps numeric coordinates back (clipped into the range; integers rounded), and each
 categorical span to the category of its largest coordinate (argmax), so it accepts a
 generator's softmax output or a noisy one-hot as well as an exact one. For in-bound data,
-``decode(encode(t))`` returns ``t`` exactly for integer and categorical columns and to within
-a few floating-point ulps for continuous ones.
+``decode(encode(t))`` returns ``t`` exactly for integer and categorical columns, point masses
+and missing values, and to within a few floating-point ulps for continuous values.
+
+``TableEncoder.columns`` lists one column per span (the state indicators as categorical
+columns), so code that walks ``zip(encoder.columns, encoder.spans)`` sees them as ordinary
+categorical columns; ``source_columns`` are the schema's columns.
 """
 
 from __future__ import annotations
@@ -97,16 +109,30 @@ def _numeric_activation(lo: float, hi: float) -> Activation:
     return "identity"
 
 
-def has_state(column: Column) -> bool:
-    """Whether a numeric column gets a state indicator (point masses or missing values)."""
-    return column.is_numeric and bool(column.point_masses or column.nullable)
+def value_cells(column: Column, bins: int) -> int:
+    """Cells of a numeric column's value range: its integers (if at most ``bins``) or
+    ``bins`` equal-width cells of its public bounds."""
+    if column.kind == "integer":
+        return min(bins, int(column.upper - column.lower) + 1)
+    return bins
 
 
-def state_categories(column: Column) -> tuple[str, ...]:
-    """The states of a numeric column: ``"value"`` (the continuous part), one ``"=m"`` per
-    declared point mass ``m``, and ``"missing"`` if the column is nullable (public)."""
+def has_state(column: Column, bins: int = 1) -> bool:
+    """Whether a numeric column gets a state indicator in :class:`TableEncoder`: point
+    masses, missing values, or more than one value cell."""
+    return column.is_numeric and (
+        bool(column.point_masses or column.nullable) or value_cells(column, bins) > 1
+    )
+
+
+def state_categories(column: Column, bins: int = 1) -> tuple[str, ...]:
+    """The states (cells) of a numeric column, public: its value cells (``"value"`` when
+    there is one, else ``"value:j"``), one ``"=m"`` per declared point mass ``m``, and
+    ``"missing"`` if the column is nullable. The layout of :func:`numeric_state`."""
+    b = value_cells(column, bins)
+    values = ("value",) if b == 1 else tuple(f"value:{j}" for j in range(b))
     masses = tuple("=" + format(m, ".17g") for m in column.point_masses)
-    return ("value", *masses, *(("missing",) if column.nullable else ()))
+    return (*values, *masses, *(("missing",) if column.nullable else ()))
 
 
 def numeric_values(series: pd.Series | np.ndarray) -> np.ndarray:
@@ -114,28 +140,56 @@ def numeric_values(series: pd.Series | np.ndarray) -> np.ndarray:
     return pd.Series(series).to_numpy(dtype=np.float64, na_value=np.nan)
 
 
-def numeric_state(column: Column, x: np.ndarray) -> np.ndarray:
-    """The state of each value (:func:`state_categories` index, int64): 0 for a value off the
-    point masses, ``1 + j`` for a value equal to point mass ``j``, the last for missing. A
-    function of each record's own value and the public schema."""
-    state = np.zeros(len(x), dtype=np.int64)
+def numeric_state(column: Column, x: np.ndarray, bins: int = 1) -> np.ndarray:
+    """The cell of each value (int64, :func:`state_categories` order): value cell ``k < B``
+    (``B = value_cells``; an integer column with ``R = upper - lower + 1`` values puts ``x``
+    in ``floor((x - lower) B / R)``, so each cell holds a run of whole integers; a continuous
+    one in the ``k``-th equal-width cell), ``B + j`` for a value equal to point mass ``j``
+    (a cell of its own, not the value cell around it), the last for missing. A function of
+    each record's own value and the public schema: each record is in exactly one cell."""
+    b = value_cells(column, bins)
+    if column.kind == "integer":
+        r = int(column.upper - column.lower) + 1
+        cells = np.floor((x - column.lower) * b / r)
+    else:
+        cells = np.floor((x - column.lower) / column.width * b)
+    cells = np.clip(np.nan_to_num(cells), 0, b - 1).astype(np.int64)
     for j, m in enumerate(column.point_masses):
-        state[x == m] = 1 + j
+        cells[x == m] = b + j
     if column.nullable:
-        state[np.isnan(x)] = 1 + len(column.point_masses)
-    return state
+        cells[np.isnan(x)] = b + len(column.point_masses)
+    return cells
 
 
-def numeric_column(column: Column, values: np.ndarray, state: np.ndarray | None) -> np.ndarray:
-    """Values in ``[lower, upper]`` (integers rounded) with ``state`` applied: the point mass
-    exactly where the state names one, missing where it says missing. Array type: float64
-    (NaN = missing), int64, or pandas ``Int64`` for a nullable integer column."""
+def cell_bounds(column: Column, cells: np.ndarray, bins: int) -> tuple[np.ndarray, np.ndarray]:
+    """The closed value range ``[first, last]`` of value cells (integers: the run of whole
+    integers of the cell; continuous: the cell's interval)."""
+    b = value_cells(column, bins)
+    if column.kind == "integer":
+        r = int(column.upper - column.lower) + 1
+        first = -((-cells * r) // b)  # ceil(k R / B)
+        stop = -((-(cells + 1) * r) // b)  # ceil((k + 1) R / B)
+        return column.lower + first, column.lower + stop - 1
+    return column.lower + cells / b * column.width, column.lower + (cells + 1) / b * column.width
+
+
+def numeric_column(
+    column: Column, values: np.ndarray, state: np.ndarray | None, bins: int = 1
+) -> np.ndarray:
+    """Values in ``[lower, upper]`` (integers rounded) with ``state`` (cells of
+    :func:`numeric_state`) applied: clipped into their value cell, the point mass exactly
+    where the state names one, missing where it says missing. Array type: float64 (NaN =
+    missing), int64, or pandas ``Int64`` for a nullable integer column."""
     v = np.clip(np.asarray(values, dtype=np.float64), column.lower, column.upper)
     if column.kind == "integer":
         v = np.clip(np.round(v), column.lower, column.upper)
     if state is not None:
-        masses = np.asarray((np.nan, *column.point_masses, np.nan))
-        v = np.where(state == 0, v, masses[state])
+        b = value_cells(column, bins)
+        if b > 1:
+            first, last = cell_bounds(column, np.minimum(state, b - 1), bins)
+            v = np.clip(v, first, last)
+        masses = np.asarray((*column.point_masses, np.nan))
+        v = np.where(state < b, v, masses[np.clip(state - b, 0, len(masses) - 1)])
     if column.kind != "integer":
         return v
     return pd.array(v, dtype="Int64") if column.nullable else v.astype(np.int64)
@@ -151,12 +205,18 @@ class TableEncoder:
       unit_norm: divide rows by :attr:`row_norm_bound` so every row has L2 norm <= 1.
       exclude_target: leave the target column out of the matrix (encode it with
         :meth:`encode_target`; give its codes back to :meth:`decode`).
+      numeric_bins: public value cells per numeric column (at most one per integer), as in
+        :func:`discretize`. With more than one, every numeric column's state indicator
+        also says which cell its value is in (and decoding clips the value into that cell),
+        so a generator that samples its categorical heads reproduces each numeric marginal
+        at that resolution. 1 (default): only point masses and missing values have states.
     """
 
     schema: Schema
     continuous_range: tuple[float, float] = (0.0, 1.0)
     unit_norm: bool = False
     exclude_target: bool = False
+    numeric_bins: int = 1
 
     def __post_init__(self) -> None:
         if not isinstance(self.schema, Schema):
@@ -169,6 +229,10 @@ class TableEncoder:
         object.__setattr__(self, "continuous_range", (a, b))
         if self.exclude_target and self.schema.target is None:
             raise ValueError("exclude_target=True needs a schema with a target column")
+        if isinstance(self.numeric_bins, bool) or not isinstance(self.numeric_bins, int):
+            raise TypeError(f"expected numeric_bins to be an int, got {self.numeric_bins!r}")
+        if self.numeric_bins < 1:
+            raise ValueError(f"expected numeric_bins >= 1, got {self.numeric_bins}")
         if not self.source_columns:
             raise ValueError("nothing to encode: the schema has no column besides the target")
 
@@ -187,13 +251,13 @@ class TableEncoder:
         :func:`~jdp.data.schema.state_column_name` with :func:`state_categories`."""
         out = []
         for col in self.source_columns:
-            if has_state(col):
+            if has_state(col, self.numeric_bins):
                 out.append(dataclasses.replace(col, point_masses=(), nullable=False))
                 out.append(
                     Column(
                         name=state_column_name(col.name),
                         kind="categorical",
-                        categories=state_categories(col),
+                        categories=state_categories(col, self.numeric_bins),
                     )
                 )
             else:
@@ -216,7 +280,7 @@ class TableEncoder:
         """(source column, its value or one-hot span, its state span or None)."""
         spans = iter(self.spans)
         return tuple(
-            (col, next(spans), next(spans) if has_state(col) else None)
+            (col, next(spans), next(spans) if has_state(col, self.numeric_bins) else None)
             for col in self.source_columns
         )
 
@@ -261,7 +325,7 @@ class TableEncoder:
                 u = (np.where(np.isnan(x), (col.lower + col.upper) / 2, x) - col.lower) / col.width
                 out[:, span.start] = a + (b - a) * u
                 if state_span is not None:
-                    out[rows, state_span.start + numeric_state(col, x)] = 1.0
+                    out[rows, state_span.start + numeric_state(col, x, self.numeric_bins)] = 1.0
             else:
                 out[rows, span.start + category_index(col, frame[col.name])] = 1.0
         return out / self.scale
@@ -298,7 +362,9 @@ class TableEncoder:
                     if state_span is None
                     else np.argmax(x[:, state_span.start : state_span.stop], axis=1)
                 )
-                decoded[col.name] = numeric_column(col, col.lower + u * col.width, state)
+                decoded[col.name] = numeric_column(
+                    col, col.lower + u * col.width, state, self.numeric_bins
+                )
             else:
                 decoded[col.name] = category_labels(
                     col, np.argmax(x[:, span.start : span.stop], axis=1)
@@ -317,43 +383,22 @@ class TableEncoder:
 # -- discretisation (histogram-based methods) -----------------------------------------------
 
 
-def _base_bins(column: Column, bins: int) -> int:
-    """Cells of a numeric column's value part: its integers (if at most ``bins``) or
-    ``bins`` equal-width cells of its public bounds."""
-    if column.kind == "integer":
-        return min(bins, int(column.upper - column.lower) + 1)
-    return bins
-
-
 def n_bins(column: Column, bins: int) -> int:
     """Number of cells of ``column``: its categories (plus one "missing" cell if nullable),
-    or for a numeric column its value cells (:func:`discretize`) plus one cell per point
-    mass and one "missing" cell if nullable. Public: a function of the schema."""
+    or for a numeric column its value cells plus one cell per point mass and one "missing"
+    cell if nullable (:func:`state_categories`). Public: a function of the schema."""
     if not column.is_numeric:
         return len(column.categories) + column.nullable
-    return _base_bins(column, bins) + len(state_categories(column)) - 1
+    return len(state_categories(column, bins))
 
 
 def discretize(column: Column, values: np.ndarray | pd.Series, bins: int) -> np.ndarray:
-    """Cell index (int64) of each value: category position or equal-width bin of the bounds.
-
-    An integer column with ``R = upper - lower + 1`` values in ``B`` value cells puts
-    ``x`` in cell ``floor((x - lower) B / R)``, so each cell holds a run of whole integers.
-    A value equal to point mass ``j`` goes to cell ``B + j`` (a cell of its own, not spread
-    over the value cell around it) and a missing value to the last cell: each record still
-    falls in exactly one cell.
-    """
+    """Cell index (int64) of each value: its category's position, or the numeric cell of
+    :func:`numeric_state` (value cells of the public bounds, then a cell of its own per point
+    mass and for missing values). Each record falls in exactly one cell."""
     if not column.is_numeric:
         return category_index(column, values)
-    x = numeric_values(values)
-    b = _base_bins(column, bins)
-    if column.kind == "integer":
-        r = int(column.upper - column.lower) + 1
-        cells = np.clip(((x - column.lower) * b) // r, 0, b - 1)
-    else:
-        cells = np.clip(np.floor((x - column.lower) / column.width * b), 0, b - 1)
-    state = numeric_state(column, x)
-    return np.where(state == 0, cells, b + state - 1).astype(np.int64)
+    return numeric_state(column, numeric_values(values), bins)
 
 
 def undiscretize(
@@ -364,14 +409,9 @@ def undiscretize(
     cells = np.asarray(cells, dtype=np.int64)
     if not column.is_numeric:
         return category_labels(column, cells)
-    b = _base_bins(column, bins)
-    value_cells = np.minimum(cells, b - 1)
-    state = np.maximum(cells - b + 1, 0)
+    first, last = cell_bounds(column, np.minimum(cells, value_cells(column, bins) - 1), bins)
     if column.kind == "integer":
-        r = int(column.upper - column.lower) + 1
-        first = -((-value_cells * r) // b)  # ceil(k R / B)
-        stop = -((-(value_cells + 1) * r) // b)  # ceil((k + 1) R / B)
-        values = column.lower + rng.integers(first, stop)
+        values = rng.integers(first, last + 1)
     else:
-        values = column.lower + (value_cells + rng.random(len(cells))) / b * column.width
-    return numeric_column(column, values, state if has_state(column) else None)
+        values = first + rng.random(len(cells)) * (last - first)
+    return numeric_column(column, values, cells, bins)
