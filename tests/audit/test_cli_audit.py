@@ -1,0 +1,53 @@
+"""``jdp audit``: the mechanism table and JSON, the model (membership-inference) audit on a
+saved model, and one-line errors."""
+
+from __future__ import annotations
+
+import json
+
+from accounting import PrivacyBudget
+from jdp.cli import main
+from jdp.data.datasets import load_dataset
+from jdp.random import key_from_seed
+from jdp.synth import base, io
+
+
+def test_mechanism_audit_json(capsys):
+    assert main(["audit", "mechanism", "laplace", "--trials", "20000", "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)["mechanisms"]
+    assert row["name"] == "laplace" and row["trials"] == 40_000
+    assert 0.5 < row["lower_bound"] <= row["epsilon"] <= 1.0
+
+
+def test_mechanism_audit_table(capsys):
+    assert main(["audit", "mechanism", "gaussian", "--trials", "20000", "--epsilon", "2"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].split()[:3] == ["mechanism", "claimed", "eps"]
+    assert out.splitlines()[1].startswith("gaussian")
+
+
+def test_model_audit_on_a_saved_model(tmp_path, capsys):
+    adult = load_dataset("adult")
+    train = adult.train.sample(n=600, random_state=0)
+    model = base.fit_model(
+        key_from_seed(0),
+        "marginals",
+        train,
+        PrivacyBudget(epsilon=1.0, delta=1e-5),
+        schema=adult.schema,
+    )
+    io.save(model, tmp_path / "m")
+    argv = ["audit", "--model", str(tmp_path / "m"), "--dataset", "adult", "--members", "100"]
+    assert main([*argv, "--json"]) == 0
+    section = json.loads(capsys.readouterr().out)["mia"]
+    assert section["method"] == "marginals"
+    assert [a["name"] for a in section["attacks"]] == ["black-box dcr", "black-box domias"]
+    assert "not a privacy metric" in section["note"]
+
+
+def test_errors_are_one_line(capsys):
+    assert main(["audit", "mechanism", "nope"]) == 2
+    assert main(["audit"]) == 2
+    assert main(["audit", "mechanisms", "gaussian"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 3 and all(line.startswith("jdp audit: error:") for line in err)
