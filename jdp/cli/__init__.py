@@ -22,7 +22,7 @@ import sys
 from jdp.verbosity import show_private_details
 
 # Sub-command modules, in the order ``jdp --help`` lists them.
-COMMANDS = ["demo", "schema", "fit", "sample", "evaluate", "report", "datasets", "account"]
+COMMANDS = ["demo", "schema", "fit", "sample", "evaluate", "report", "datasets", "account", "audit"]
 
 
 class _Parser(argparse.ArgumentParser):
