@@ -29,6 +29,7 @@ _EXPORTS: dict[str, str] = {
     "Table": "jdp.data.schema",
     "infer_schema_nonprivate": "jdp.data.schema",
     "infer_schema_dp": "jdp.data.dp_schema",
+    "SchemaRelease": "jdp.data.dp_schema",
     "TableEncoder": "jdp.data.transforms",
     "datasets": "jdp.data.datasets",
     "FittedModel": "jdp.synth.base",
