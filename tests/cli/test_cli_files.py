@@ -369,3 +369,15 @@ def test_fit_json_flags_delta_at_least_one_over_n(capsys, files, tmp_path):
     assert code == 0 and doc["delta_ge_1_over_n"] is True and "200" not in err
     code, out, _ = run(capsys, *fit_args(files, "--out", tmp_path / "b", "--json"))
     assert json.loads(out)["delta_ge_1_over_n"] is False
+
+
+def test_a_genuine_bug_keeps_its_traceback(capsys, files, tmp_path, monkeypatch):
+    """main() turns bad input and OSError into exit 2, but not a bug in the code."""
+
+    def broken(*args, **kwargs):
+        raise ZeroDivisionError("a bug")
+
+    monkeypatch.setattr(base, "sample_model", broken)
+    with pytest.raises(ZeroDivisionError, match="a bug"):
+        main(["sample", "--model", str(files / "m"), "-n", "5", "--out", str(tmp_path / "s.csv")])
+    assert not (tmp_path / "s.csv").exists() and list(tmp_path.iterdir()) == []
