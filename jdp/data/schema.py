@@ -38,7 +38,21 @@ JSON layout (``Schema.to_dict``)::
                  {"name": "sex", "kind": "categorical", "categories": ["Female", "Male"]},
                  {"name": "fnlwgt", "kind": "continuous", "lower": 1, "upper": 1.5e6}]}
 
-plus ``"from_release": true`` for a schema released with DP.
+plus ``"from_release": true`` for a schema released with DP, and optionally:
+
+* per numeric column ``"point_masses": [0]`` -- public values that many records hold exactly
+  (Adult's capital-gain is 0 for most people); the encoders give each a state of its own
+  (:mod:`jdp.data.transforms`) so synthesizers reproduce it exactly;
+* per column ``"nullable": true`` -- missing values are allowed and modelled (a "missing"
+  state or category); in any other column a missing value is an error naming the column
+  (the count only under :func:`jdp.verbosity.show_private_details`);
+* ``"missing_values": ["", "?"]`` -- the CSV tokens read as missing
+  (:func:`jdp.data.datasets.read_csv`; default: only the empty field, so a category named
+  ``"NA"`` stays a category);
+* ``"ignore": ["id"]`` -- data columns to drop before checking (not read from a CSV).
+
+Validation reports every problem at once: one exception whose first line is
+``"N problems: a; b; c"`` (:class:`Problems`).
 """
 
 from __future__ import annotations
