@@ -11,7 +11,7 @@ categorical; LOW:HIGH is the coarse public range, default ``--range``).
 Without ``--dp`` nothing is read from the records: the file is a template (the CSV header's
 names, the kinds given, null bounds and categories to fill in; a named dataset's declared
 schema), which does not load until it is filled in. The file is written atomically; an
-existing ``--out`` is refused unless ``--force`` (a new release spends budget again).
+existing ``--out`` is refused unless ``--overwrite`` (a new release spends budget again).
 """
 
 from __future__ import annotations
@@ -83,7 +83,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "them to an 'other' category",
     )
     parser.add_argument(
-        "--force", action="store_true", help="overwrite --out (a new release spends budget again)"
+        "--overwrite",
+        "--force",
+        dest="force",
+        action="store_true",
+        help="overwrite --out (a new release spends budget again; alias --force, as in fit)",
     )
     add_flags(parser, "seed", "json")
     parser.set_defaults(func=run)
@@ -138,7 +142,7 @@ def check_out_file(path: Path, *, force: bool) -> None:
     if path.exists() and not force:
         raise ValueError(
             f"--out {path} exists; a new DP release spends budget again: choose another file "
-            "or pass --force"
+            "or pass --overwrite"
         )
 
 

@@ -157,8 +157,9 @@ def test_out_is_checked_before_the_data_is_read(capsys, tmp_path, csv):
         code, _, err = run(capsys, *base, "--out", out)
         assert code == 2 and message in err, err
     assert (tmp_path / "old.json").read_text() == "{}"
-    code, _, err = run(capsys, *base, "--out", tmp_path / "old.json", "--force")
-    assert code == 0 and isinstance(load_schema(tmp_path / "old.json"), SchemaRelease)
+    for flag in ("--overwrite", "--force"):
+        code, _, err = run(capsys, *base, "--out", tmp_path / "old.json", flag)
+        assert code == 0 and isinstance(load_schema(tmp_path / "old.json"), SchemaRelease)
 
 
 def test_command_line_exit_code_and_one_line(tmp_path, csv):
