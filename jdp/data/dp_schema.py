@@ -176,8 +176,10 @@ def dp_range(
 
     References:
       The log-scale bucket search of practical DP libraries (Google's differential-privacy
-      library, "ApproxBounds"; Wilson et al. 2020, "Differentially private SQL with bounded
-      user contribution", Sec. 5); the stability of a histogram: Dwork et al. 2006.
+      library, "ApproxBounds", used by Wilson et al. 2020, "Differentially private SQL with
+      bounded user contribution"); the Laplace histogram: Dwork et al. 2006, "Calibrating
+      noise to sensitivity in private data analysis"; report noisy max: Dwork & Roth 2014,
+      Sec. 3.3.
     """
     check_positive("epsilon", epsilon)
     check_open_unit("failure", failure)
