@@ -13,6 +13,12 @@ Accountants (``accountant=``):
 ``"holder"``   RDP with DPGM's Hölder bound (Thm. 3) for Gaussians sharing one Poisson batch.
 =============  ===============================================================================
 
+and ``"best"`` (:data:`BEST`, what the ledger reports by default): the minimum over the
+:data:`RIGOROUS` accountants that analyse the event (:func:`best_epsilon`). Each of them is
+an upper bound on the same epsilon, so their minimum is one too; ``gdp_clt`` (an
+approximation), ``moments`` (numerical integration, no error bound) and ``holder`` (a
+looser variant of RDP) are not among them.
+
 ``delta = 0`` always asks for pure DP (finite only if every component is pure).
 """
 
@@ -22,6 +28,7 @@ import functools
 import math
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
+from typing import NamedTuple
 
 from accounting import events as ev
 from accounting.accountants import base, gdp, holder, moments, pld, pure, rdp, zcdp
@@ -45,11 +52,90 @@ ACCOUNTANTS: Mapping[str, Callable[..., base.Accountant]] = MappingProxyType(
 )
 
 
+#: The accountant name that asks for the minimum over :data:`RIGOROUS` (:func:`best_epsilon`).
+BEST = "best"
+#: The accountants whose answers are upper bounds (the candidates of :data:`BEST`), cheapest
+#: first.
+RIGOROUS: tuple[str, ...] = ("pure", "gdp", "zcdp", "rdp", "pld")
+
+
 def make_accountant(name: str, *, shared_batch: SharedBatch = "exact") -> base.Accountant:
     """The accountant registered as ``name`` (one of :data:`ACCOUNTANTS`)."""
     if name not in ACCOUNTANTS:
-        raise ValueError(f"expected accountant in {tuple(ACCOUNTANTS)}, got {name!r}")
+        raise ValueError(f"expected accountant in {tuple(ACCOUNTANTS) + (BEST,)}, got {name!r}")
     return ACCOUNTANTS[name](shared_batch=shared_batch)
+
+
+class Bound(NamedTuple):
+    """The tightest of several valid answers, and which accountant gave it.
+
+    Attributes:
+      value: the minimum of ``by_accountant``'s values (epsilon or delta).
+      accountant: the accountant that gave it (the first listed on a tie).
+      by_accountant: accountant name -> its answer, for each accountant that analyses the
+        event, in :data:`RIGOROUS` order.
+    """
+
+    value: float
+    accountant: str
+    by_accountant: dict[str, float]
+
+
+def _best(compute: Callable[..., float], event: ev.DpEvent, value: float, **kwargs) -> Bound:
+    answers: dict[str, float] = {}
+    for name in RIGOROUS:
+        try:
+            answers[name] = compute(event, value, accountant=name, **kwargs)
+        except base.UnsupportedEventError:
+            continue
+    if not answers:
+        raise base.UnsupportedEventError(
+            f"no accountant among {RIGOROUS} can analyse this {type(event).__name__}"
+        )
+    name = min(answers, key=answers.__getitem__)
+    return Bound(answers[name], name, answers)
+
+
+def best_epsilon(
+    event: ev.DpEvent,
+    delta: float,
+    *,
+    neighboring_relation: ev.NeighboringRelation = ADD_OR_REMOVE_ONE,
+    shared_batch: SharedBatch = "exact",
+) -> Bound:
+    """The smallest epsilon at ``delta`` over the :data:`RIGOROUS` accountants that analyse
+    ``event`` (those that raise :class:`~accounting.accountants.base.UnsupportedEventError`
+    are skipped), naming the one that gave it.
+
+    **Privacy:** each answer is an upper bound on the event's epsilon at ``delta``, so their
+    minimum is one; the PLD answer is refined adaptively
+    (:class:`~accounting.accountants.pld.PldAccountant`).
+    """
+    return _best(
+        compute_epsilon,
+        event,
+        delta,
+        neighboring_relation=neighboring_relation,
+        shared_batch=shared_batch,
+    )
+
+
+def best_delta(
+    event: ev.DpEvent,
+    epsilon: float,
+    *,
+    neighboring_relation: ev.NeighboringRelation = ADD_OR_REMOVE_ONE,
+    shared_batch: SharedBatch = "exact",
+) -> Bound:
+    """The smallest delta at ``epsilon`` over the :data:`RIGOROUS` accountants (as
+    :func:`best_epsilon`)."""
+    return _best(
+        compute_delta,
+        event,
+        epsilon,
+        neighboring_relation=neighboring_relation,
+        shared_batch=shared_batch,
+    )
 
 
 def _prepare(
@@ -79,15 +165,20 @@ def compute_epsilon(
     Args:
       event: any event of :mod:`accounting.events`.
       delta: in (0, 1), or 0 for pure DP.
-      accountant: one of :data:`ACCOUNTANTS`.
+      accountant: one of :data:`ACCOUNTANTS`, or :data:`BEST` (:func:`best_epsilon`).
       neighboring_relation: the relation the event was analysed under.
       shared_batch: how Gaussians sharing one Poisson batch are analysed: ``"exact"`` (one
         effective Gaussian). DPGM's Hölder bound (Thm. 3) is ``accountant="holder"``;
         ``rdp`` refuses ``"paper"`` with that pointer.
 
     Raises:
-      ValueError: bad arguments, or an event the accountant cannot analyse.
+      ValueError: bad arguments, or an event the accountant cannot analyse
+        (:class:`~accounting.accountants.base.UnsupportedEventError`).
     """
+    if accountant == BEST:
+        return best_epsilon(
+            event, delta, neighboring_relation=neighboring_relation, shared_batch=shared_batch
+        ).value
     acc, relation, (eps_a, delta_a, rest) = _prepare(
         event, accountant, neighboring_relation, shared_batch
     )
@@ -107,7 +198,12 @@ def compute_delta(
     neighboring_relation: ev.NeighboringRelation = ADD_OR_REMOVE_ONE,
     shared_batch: SharedBatch = "exact",
 ) -> float:
-    """Smallest delta such that ``event`` is (epsilon, delta)-DP, per ``accountant``."""
+    """Smallest delta such that ``event`` is (epsilon, delta)-DP, per ``accountant`` (as
+    :func:`compute_epsilon`)."""
+    if accountant == BEST:
+        return best_delta(
+            event, epsilon, neighboring_relation=neighboring_relation, shared_batch=shared_batch
+        ).value
     acc, relation, (eps_a, delta_a, rest) = _prepare(
         event, accountant, neighboring_relation, shared_batch
     )

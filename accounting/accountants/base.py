@@ -46,6 +46,14 @@ from accounting.validation import (
 )
 
 V = TypeVar("V")
+
+
+class UnsupportedEventError(ValueError):
+    """An accountant cannot analyse an event (its kind, its relation or its structure): the
+    event may still be valid, and another accountant may analyse it. Every other
+    ``ValueError`` of an accountant is a bad argument."""
+
+
 SharedBatch = Literal["exact", "paper"]
 SHARED_BATCH_MODES: tuple[str, ...] = ("exact", "paper")
 
@@ -200,7 +208,7 @@ class Accountant(abc.ABC, Generic[V]):
         if not self.parallel_relations:
             raise self.unsupported(ev.ParallelComposedDpEvent([]))
         names = " or ".join(r.name for r in self.parallel_relations)
-        raise ValueError(
+        raise UnsupportedEventError(
             f"the {self.title} accountant supports ParallelComposedDpEvent under {names} only; "
             "use accountant='rdp'"
         )
@@ -215,16 +223,16 @@ class Accountant(abc.ABC, Generic[V]):
             return
         check_probability("sampling_prob", e.sampling_probability)
         if relation not in self.poisson_relations:
-            raise ValueError(
+            raise UnsupportedEventError(
                 f"the {self.title} accountant analyses PoissonSampledDpEvent under "
                 "ADD_OR_REMOVE_ONE only; use accountant='pld' for REPLACE_ONE"
             )
 
     # -- helpers for leaves -----------------------------------------------------------------
-    def unsupported(self, event: ev.DpEvent, hint: str = "") -> ValueError:
+    def unsupported(self, event: ev.DpEvent, hint: str = "") -> UnsupportedEventError:
         """The error for an event this accountant cannot analyse."""
         suffix = f" ({hint})" if hint else ""
-        return ValueError(
+        return UnsupportedEventError(
             f"the {self.title} accountant cannot analyse {type(event).__name__}{suffix}"
         )
 
@@ -233,7 +241,7 @@ class Accountant(abc.ABC, Generic[V]):
         inside a sampled ``event``; raises when it samples anything else."""
         zs = gaussian_multipliers(event.event)
         if zs is None:
-            raise ValueError(
+            raise UnsupportedEventError(
                 f"the {self.title} accountant supports {type(event).__name__} of Gaussian "
                 f"mechanisms only, got {type(event.event).__name__}"
             )

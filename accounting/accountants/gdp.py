@@ -120,7 +120,7 @@ class GdpAccountant(base.Accountant[Mu]):
             return Mu(check_nonnegative("mu", e.mu))
         if isinstance(e, ev.PoissonSampledDpEvent):
             if not self.clt:
-                raise ValueError(
+                raise base.UnsupportedEventError(
                     "the GDP accountant has no exact bound for PoissonSampledDpEvent; use "
                     "accountant='rdp' or 'pld' (or 'gdp_clt' for the CLT approximation)"
                 )

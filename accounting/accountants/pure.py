@@ -60,7 +60,7 @@ class PureAccountant(base.Accountant[float]):
             return 0.0
         if isinstance(e, (ev.GaussianDpEvent, ev.MuGdpEvent, ev.ZCDpEvent)):
             if self.strict:
-                raise ValueError(
+                raise base.UnsupportedEventError(
                     "the pure accountant needs pure-DP events (Laplace, PureDpEvent, ...), "
                     f"got {type(e).__name__}"
                 )

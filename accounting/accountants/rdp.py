@@ -330,7 +330,7 @@ class RdpAccountant(base.Accountant[np.ndarray]):
         if isinstance(e, ev.SampledWithoutReplacementDpEvent):
             zs = self.sampled_gaussians(e)
             if len(zs) != 1:
-                raise ValueError(
+                raise base.UnsupportedEventError(
                     "the RDP accountant supports SampledWithoutReplacementDpEvent of one "
                     f"Gaussian mechanism only, got {len(zs)}"
                 )
