@@ -15,6 +15,7 @@ explicitly first (:func:`accounting.relations.convert_relation`).
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -22,7 +23,15 @@ from typing import Any, Literal
 import attr
 
 from accounting import events as ev
-from accounting.compose import compute_delta, compute_epsilon
+from accounting.compose import (
+    BEST,
+    Bound,
+    best_delta,
+    best_epsilon,
+    compute_delta,
+    compute_epsilon,
+    make_accountant,
+)
 from accounting.relations import ADD_OR_REMOVE_ONE
 from accounting.validation import check_nonnegative, check_open_unit
 
@@ -183,47 +192,81 @@ class PrivacyLedger:
         return any(e.mode == "paper" for e in self.entries)
 
     # -- accounting -------------------------------------------------------------------------
-    def epsilon(self, delta: float, accountant: str = "rdp") -> float:
+    def epsilon(self, delta: float, accountant: str = BEST) -> float:
         """Smallest epsilon such that the composed ledger is (epsilon, delta)-DP.
 
-        ``delta = 0`` asks for pure DP and is finite only when every entry is pure.
+        ``accountant`` defaults to :data:`~accounting.compose.BEST`: the minimum over the
+        rigorous accountants that analyse every entry (:meth:`epsilon_bound` names which);
+        any name of :data:`accounting.compose.ACCOUNTANTS` forces that one. ``delta = 0``
+        asks for pure DP and is finite only when every entry is pure.
         """
+        return self.epsilon_bound(delta, accountant).value
+
+    def epsilon_bound(self, delta: float, accountant: str = BEST) -> Bound:
+        """:meth:`epsilon` with the accountant that gave it and the others' answers
+        (:func:`accounting.compose.best_epsilon`; a forced ``accountant`` is the only one)."""
         if delta != 0:
             check_open_unit("delta", delta)
-        return self._account(compute_epsilon, delta, accountant)
+        return self._account(best_epsilon, compute_epsilon, delta, accountant)
 
-    def delta(self, epsilon: float, accountant: str = "rdp") -> float:
-        """Smallest delta such that the composed ledger is (epsilon, delta)-DP."""
+    def delta(self, epsilon: float, accountant: str = BEST) -> float:
+        """Smallest delta such that the composed ledger is (epsilon, delta)-DP (accountants
+        as :meth:`epsilon`)."""
         check_nonnegative("epsilon", epsilon)
-        return self._account(compute_delta, epsilon, accountant)
+        return self._account(best_delta, compute_delta, epsilon, accountant).value
 
-    def _account(self, compute: Callable[..., float], value: float, accountant: str) -> float:
-        """``compute(self.event, value, ...)`` under this ledger's relation, cached."""
+    def _account(
+        self,
+        best: Callable[..., Bound],
+        compute: Callable[..., float],
+        value: float,
+        accountant: str,
+    ) -> Bound:
+        """``best`` (or ``compute`` with a forced accountant) of :attr:`event` at ``value``,
+        under this ledger's relation, cached."""
         key = (compute.__name__, float(value), accountant)
         if key not in self._cache:
-            self._cache[key] = compute(
-                self.event,
-                value,
-                accountant=accountant,
-                neighboring_relation=self.neighboring_relation,
-            )
+            kwargs = {"neighboring_relation": self.neighboring_relation}
+            if accountant == BEST:
+                self._cache[key] = best(self.event, value, **kwargs)
+            else:
+                answer = compute(self.event, value, accountant=accountant, **kwargs)
+                self._cache[key] = Bound(answer, accountant, {accountant: answer})
         return self._cache[key]
 
-    def breakdown(self, delta: float, accountant: str = "rdp") -> list[dict[str, Any]]:
+    def breakdown(self, delta: float, accountant: str = BEST) -> list[dict[str, Any]]:
         """Per-entry epsilon at ``delta`` (each entry accounted alone, for reading only:
         the composed epsilon is smaller than the sum)."""
         rows = []
         for entry in self.entries:
-            single = PrivacyLedger((entry,), self.neighboring_relation)
             rows.append(
                 {
                     "label": entry.label,
                     "mode": entry.mode,
-                    "epsilon_alone": single.epsilon(delta, accountant),
+                    "epsilon_alone": self._alone([entry]).epsilon(delta, accountant),
                     "event": event_to_dict(entry.event),
                 }
             )
         return rows
+
+    def _alone(self, entries: list[LedgerEntry]) -> PrivacyLedger:
+        return PrivacyLedger(tuple(entries), self.neighboring_relation)
+
+    def groups(self) -> list[list[LedgerEntry]]:
+        """Runs of consecutive entries with the same label, mode and note (e.g. the 20
+        ``dp-em`` iterations of a P3GM fit), in order."""
+        out: list[list[LedgerEntry]] = []
+        for entry in self.entries:
+            last = out[-1][0] if out else None
+            if last is not None and (last.label, last.mode, last.note) == (
+                entry.label,
+                entry.mode,
+                entry.note,
+            ):
+                out[-1].append(entry)
+            else:
+                out.append([entry])
+        return out
 
     # -- serialisation ----------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -244,21 +287,89 @@ class PrivacyLedger:
     def from_json(cls, text: str) -> PrivacyLedger:
         return cls.from_dict(json.loads(text))
 
-    def report(self, delta: float, accountant: str = "rdp") -> str:
-        """A human-readable privacy statement."""
-        eps = self.epsilon(delta, accountant)
-        relation = {"ADD_OR_REMOVE_ONE": "add/remove-one", "REPLACE_ONE": "replace-one"}.get(
-            self.neighboring_relation.name, self.neighboring_relation.name
+    def report(self, delta: float, accountant: str = BEST) -> str:
+        """A privacy statement a data holder can read.
+
+        The first line is the guarantee, ``(epsilon, delta)`` of the whole ledger, naming the
+        accountant that gave it (and what the other valid ones give); then what the
+        neighbouring relation and delta mean; then what each step spent, repeated entries
+        grouped (``dp-em x 20: epsilon 0.1 each, 0.5 together``). Each figure is that step
+        accounted alone at the same delta: they do not add up to the total, which composes
+        all steps together (tighter than adding).
+        """
+        bound = self.epsilon_bound(delta, accountant)
+        n = len(self.entries)
+        relation = self.neighboring_relation.name
+        entries = "entry" if n == 1 else "entries"
+        head = (
+            f"Privacy: ({_num(bound.value)}, {delta:.3g})-DP under {_RELATION_NAMES[relation]} "
+            f"neighbours ({_accountants(bound)}; {n} ledger {entries})"
         )
-        lines = [
-            (
-                f"Privacy: ({eps:.4g}, {delta:.3g})-DP under {relation} neighbours "
-                f"({accountant} accountant, {len(self.entries)} ledger entries)"
-            ),
-        ]
+        lines = [head]
         if self.has_paper_mode:
             lines[0] = f"Paper mode: {PAPER_CLAIM} -- NOT a DP guarantee. {lines[0]}"
-        for row, entry in zip(self.breakdown(delta, accountant), self.entries, strict=True):
-            flag = f"  [paper mode: {entry.note or PAPER_CLAIM}]" if row["mode"] == "paper" else ""
-            lines.append(f"  - {row['label']}: epsilon alone {row['epsilon_alone']:.4g}{flag}")
+        lines.append(f"  {_meaning(bound.value, relation)}")
+        lines.append(f"  {_delta_words(delta)}")
+        if len(self.groups()) > 1:
+            lines.append(
+                "  Each step below is accounted alone at the same delta; the steps do not add "
+                "up to the total, which composes them together (tighter than adding):"
+            )
+        for group in self.groups():
+            head = group[0]
+            alone = self._alone(group).epsilon(delta, accountant)
+            if len(group) == 1:
+                text = f"  - {head.label}: epsilon {_num(alone)}"
+            else:
+                each = sorted({self._alone([e]).epsilon(delta, accountant) for e in group})
+                per = _num(each[0]) if len(each) == 1 else f"{_num(each[0])}-{_num(each[-1])}"
+                text = (
+                    f"  - {head.label} x {len(group)}: epsilon {per} each, {_num(alone)} together"
+                )
+            if head.mode == "paper":
+                text += f"  [paper mode: {head.note or PAPER_CLAIM}]"
+            lines.append(text)
         return "\n".join(lines)
+
+
+_RELATION_NAMES = {"ADD_OR_REMOVE_ONE": "add/remove-one", "REPLACE_ONE": "replace-one"}
+#: What each relation protects, in a data holder's words.
+_RELATION_MEANING = {
+    "ADD_OR_REMOVE_ONE": "whether or not any one row is in the data",
+    "REPLACE_ONE": "whatever any one row holds (the number of rows is treated as public)",
+}
+
+
+def _meaning(epsilon: float, relation: str) -> str:
+    """What the guarantee protects: ``e^epsilon`` as a likelihood factor, per relation."""
+    factor = "an unbounded factor" if epsilon > 700 else f"e^epsilon = {math.exp(epsilon):.3g}x"
+    return (
+        f"Meaning: {_RELATION_MEANING[relation]}, no outcome becomes more than {factor} more "
+        "likely; each row is protected."
+    )
+
+
+def _num(value: float) -> str:
+    return "inf" if value == float("inf") else f"{value:.4g}"
+
+
+def _accountants(bound: Bound) -> str:
+    """``"PLD accountant; RDP gives 1.07"``: who gave the bound, and the others' answers."""
+    if math.isinf(bound.value):
+        return "not private: an entry has no finite guarantee"
+    title = make_accountant(bound.accountant).title
+    others = [
+        f"{make_accountant(name).title} gives {_num(value)}"
+        for name, value in bound.by_accountant.items()
+        if value not in (bound.value, float("inf"))
+    ]
+    return f"{title} accountant" + "".join(f"; {o}" for o in others)
+
+
+def _delta_words(delta: float) -> str:
+    if delta == 0:
+        return "delta = 0: pure DP, the bound holds for every output with no exception."
+    return (
+        f"delta = {delta:.3g} is the probability that the epsilon bound may fail; it must be "
+        "well below 1/n for n rows (else one row could be released outright)."
+    )

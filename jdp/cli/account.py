@@ -13,13 +13,14 @@ import warnings
 
 from accounting.builders import dpsgd_event
 from accounting.calibrate import calibrate_noise_multiplier
-from accounting.compose import compute_epsilon
+from accounting.compose import BEST, best_epsilon, compute_epsilon, make_accountant
 from accounting.relations import dpsgd_neighboring_relation
 from accounting.validation import check_open_unit
 from jdp.cli._args import add_flags
 
-_ACCOUNTANTS = {"rdp": "rdp", "pld": "pld", "gdp": "gdp_clt"}
+_ACCOUNTANTS = {"best": BEST, "rdp": "rdp", "pld": "pld", "gdp": "gdp_clt"}
 _DESCRIPTIONS = {
+    "best": "the tightest of the rigorous accountants, as the ledger reports",
     "rdp": "Rényi DP accountant (exact subsampled-Gaussian RDP, improved conversion)",
     "pld": "privacy-loss-distribution accountant (dp_accounting)",
     "gdp": "mu-GDP central-limit APPROXIMATION (not a guarantee)",
@@ -44,8 +45,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     dpsgd.add_argument(
         "--accountant",
         choices=sorted(_ACCOUNTANTS),
-        default="rdp",
-        help="rdp or pld (upper bounds); gdp: a CLT approximation, reporting only (warns)",
+        default="best",
+        help="best (default: the minimum of the rigorous accountants, as a fitted model's "
+        "ledger reports), rdp or pld (upper bounds); gdp: a CLT approximation, reporting only "
+        "(warns)",
     )
     dpsgd.add_argument(
         "--sampling",
@@ -65,7 +68,7 @@ def account_dpsgd(
     delta: float,
     noise_multiplier: float | None = None,
     target_epsilon: float | None = None,
-    accountant: str = "rdp",
+    accountant: str = "best",
     sampling: str = "poisson",
     dataset_size: int | None = None,
 ) -> dict:
@@ -73,7 +76,10 @@ def account_dpsgd(
 
     ``noise_multiplier`` is ``z`` = noise std / clip norm for both samplings; the event is
     :func:`accounting.builders.dpsgd_event`'s, as in :func:`jdp.dpsgd.train.train`. The ``gdp``
-    accountant (CLT approximation) warns when it reports and refuses to calibrate.
+    accountant (CLT approximation) warns when it reports and refuses to calibrate. ``best``
+    calibrates with RDP (as :class:`jdp.dpsgd.train.DPSGDConfig` does) and reports the
+    ledger's figure, which is at most the target; ``bound_by`` names the accountant that gave
+    it.
     """
     if (noise_multiplier is None) == (target_epsilon is None):
         raise ValueError("expected exactly one of noise_multiplier and target_epsilon")
@@ -97,14 +103,20 @@ def account_dpsgd(
             steps=steps,
             sampling=sampling,
             dataset_size=dataset_size,
-            accountant=name,
+            accountant="rdp" if name == BEST else name,
         )
     event = dpsgd_event(
         noise_multiplier, sampling_prob, steps, sampling=sampling, dataset_size=dataset_size
     )
-    eps = compute_epsilon(event, delta, accountant=name, neighboring_relation=relation)
+    if name == BEST:
+        bound = best_epsilon(event, delta, neighboring_relation=relation)
+        eps, bound_by = bound.value, bound.accountant
+    else:
+        eps = compute_epsilon(event, delta, accountant=name, neighboring_relation=relation)
+        bound_by = accountant
     return {
         "epsilon": eps,
+        "bound_by": bound_by,
         "delta": delta,
         "noise_multiplier": noise_multiplier,
         "sampling_prob": sampling_prob,
@@ -135,7 +147,13 @@ def statement(result: dict) -> str:
         f"{result['sampling_prob']:g} ({result['sampling'].replace('_', ' ')}), "
         f"{result['steps']} steps.\n"
         f"Privacy: ({eps}, {result['delta']:g})-differential privacy for {relation} "
-        f"neighbouring datasets\n  [{_DESCRIPTIONS[result['accountant']]}]."
+        f"neighbouring datasets\n  [{_DESCRIPTIONS[result['accountant']]}"
+        + (
+            f": {make_accountant(result['bound_by']).title}"
+            if result["accountant"] == "best"
+            else ""
+        )
+        + "]."
     )
 
 

@@ -41,7 +41,7 @@ import optax
 from jax.sharding import Mesh
 from tqdm.auto import tqdm
 
-from accounting.compose import compute_epsilon
+from accounting.compose import BEST, compute_epsilon
 from accounting.events import DpEvent, NeighboringRelation, NonPrivateDpEvent
 from accounting.ledger import PrivacyLedger
 from accounting.validation import (
@@ -190,14 +190,18 @@ class DPSGDConfig:
         for fixed-size batches."""
         return self.sampling.neighboring_relation
 
-    def epsilon_after(self, steps: int, noise_multiplier: float, dataset_size: int) -> float:
+    def epsilon_after(
+        self, steps: int, noise_multiplier: float, dataset_size: int, accountant: str = BEST
+    ) -> float:
         """The epsilon at ``target_delta`` spent by the first ``steps`` steps of this run
-        (what the progress bar shows; the ledger holds the whole run's event)."""
+        (what the progress bar shows; the ledger holds the whole run's event). By default the
+        ledger's own rule (:data:`accounting.compose.BEST`), so after the last step it is the
+        epsilon the run's ledger entry reports."""
         partial = dataclasses.replace(self, steps=steps, epochs=None)
         return compute_epsilon(
             partial.event(noise_multiplier, dataset_size),
             self.target_delta,
-            accountant=self.accountant,
+            accountant=accountant,
             neighboring_relation=self.neighboring_relation,
         )
 
@@ -356,7 +360,13 @@ def train(
         if on_step is not None:
             on_step(t, state.params, state.model_state)
         if progress and config.target_delta is not None and (t % every == 0 or t == num_steps):
-            bar.set_postfix_str(f"eps={config.epsilon_after(t, z, n):.3g}", refresh=False)
+            # running: the calibrating accountant (fast, an upper bound); at the end: the
+            # ledger's figure
+            if t == num_steps:
+                shown = f"eps={config.epsilon_after(t, z, n):.3g}"
+            else:
+                shown = f"eps<={config.epsilon_after(t, z, n, config.accountant):.3g}"
+            bar.set_postfix_str(shown, refresh=False)
     _warn_nonfinite(state.num_nonfinite)
 
     base = (

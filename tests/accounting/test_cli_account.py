@@ -10,7 +10,7 @@ import pytest
 from accounting import events as ev
 from accounting.builders import dpsgd_event
 from accounting.calibrate import calibrate, calibrate_noise_multiplier
-from accounting.compose import compute_epsilon
+from accounting.compose import best_epsilon, compute_epsilon
 from accounting.relations import REPLACE_ONE
 from jdp.cli import main
 from jdp.cli.account import account_dpsgd
@@ -21,8 +21,12 @@ BASE = ["account", "dpsgd", "--sampling-prob", "0.01", "--steps", "10000", "--de
 def test_readme_command_prints_a_privacy_statement(capsys):
     assert main(BASE + ["--noise-multiplier", "1.1"]) == 0
     out = capsys.readouterr().out
-    eps = compute_epsilon(dpsgd_event(1.1, 0.01, 10000), 1e-5)
-    assert f"({eps:.4g}, 1e-05)-differential privacy" in out
+    # by default the ledger's figure: the tightest rigorous accountant, named
+    bound = best_epsilon(dpsgd_event(1.1, 0.01, 10000), 1e-5)
+    assert f"({bound.value:.4g}, 1e-05)-differential privacy" in out
+    assert bound.value <= compute_epsilon(dpsgd_event(1.1, 0.01, 10000), 1e-5, accountant="rdp")
+    title = {"rdp": "RDP", "pld": "PLD"}[bound.accountant]
+    assert f"tightest of the rigorous accountants, as the ledger reports: {title}]" in out
     assert "add/remove-one" in out
 
 
@@ -47,7 +51,10 @@ def test_json_has_the_required_fields(capsys):
 def test_calibration(capsys):
     assert main(BASE + ["--target-epsilon", "3", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["calibrated"] and 0.99 * 3 <= data["epsilon"] <= 3
+    # calibrated with RDP to within 1% of the target; the reported (best) figure is at most it
+    rdp_eps = compute_epsilon(dpsgd_event(data["noise_multiplier"], 0.01, 10000), 1e-5)
+    assert data["calibrated"] and 0.99 * 3 <= rdp_eps <= 3
+    assert data["epsilon"] <= rdp_eps and data["accountant"] == "best"
 
 
 def test_gdp_is_labelled_an_approximation(capsys):
@@ -92,12 +99,25 @@ def test_bad_arguments_exit_nonzero_with_one_line(args, needle, capsys):
 PLAN = {"sampling_prob": 0.25, "steps": 3, "dataset_size": 20}
 
 
+def _config(sampling: str, **noise):
+    from jdp.dpsgd import DPSGDConfig
+
+    return DPSGDConfig(
+        l2_clip_norm=1.0,
+        sampling_prob=PLAN["sampling_prob"],
+        expected_batch_size=PLAN["sampling_prob"] * PLAN["dataset_size"],
+        steps=PLAN["steps"],
+        sampling=sampling,
+        **noise,
+    )
+
+
 def _tiny_train(sampling: str, **noise):
     import jax
     import jax.numpy as jnp
     import optax
 
-    from jdp.dpsgd import DPSGDConfig, train
+    from jdp.dpsgd import train
 
     x = np.linspace(-1.0, 1.0, PLAN["dataset_size"], dtype=np.float32)[:, None]
     return train(
@@ -106,14 +126,7 @@ def _tiny_train(sampling: str, **noise):
         jnp.zeros(1),
         optax.sgd(0.1),
         {"x": x},
-        DPSGDConfig(
-            l2_clip_norm=1.0,
-            sampling_prob=PLAN["sampling_prob"],
-            expected_batch_size=PLAN["sampling_prob"] * PLAN["dataset_size"],
-            steps=PLAN["steps"],
-            sampling=sampling,
-            **noise,
-        ),
+        _config(sampling, **noise),
         progress=False,
     )
 
@@ -144,7 +157,11 @@ def test_cli_calibration_and_train_agree(sampling, capsys):
     )
     trained = _tiny_train(sampling, target_epsilon=4.0, target_delta=1e-5)
     assert calibrated["noise_multiplier"] == z == trained.noise_multiplier
-    assert 0.99 * 4 <= trained.ledger.epsilon(1e-5) <= 4
+    assert 0.99 * 4 <= trained.ledger.epsilon(1e-5, accountant="rdp") <= 4
+    # the three paths report one figure: the CLI, the ledger, the progress bar's last value
+    config = _config(sampling, target_epsilon=4.0, target_delta=1e-5)
+    last = config.epsilon_after(PLAN["steps"], z, PLAN["dataset_size"])
+    assert calibrated["epsilon"] == trained.ledger.epsilon(1e-5) == last <= 4
 
 
 def test_without_replacement_full_batch_is_a_gaussian_of_sensitivity_2c():

@@ -13,7 +13,7 @@ from accounting import events as ev
 from accounting.accountants import rdp
 from accounting.accountants.base import effective_noise_multiplier, gaussian_multipliers
 from accounting.builders import dpsgd_event
-from accounting.compose import compute_delta, compute_epsilon
+from accounting.compose import best_epsilon, compute_delta, compute_epsilon
 from accounting.relations import (
     ADD_OR_REMOVE_ONE,
     REPLACE_ONE,
@@ -51,7 +51,12 @@ def test_json_round_trip_preserves_entries_and_epsilon():
 
 def test_ledger_epsilon_is_the_composed_event():
     ledger = _ledger()
-    assert ledger.epsilon(1e-5) == compute_epsilon(ledger.event, 1e-5)
+    # by default the minimum over the rigorous accountants; a forced one is that one
+    best = best_epsilon(ledger.event, 1e-5)
+    assert ledger.epsilon(1e-5) == best.value == min(best.by_accountant.values())
+    assert ledger.epsilon_bound(1e-5) == best
+    rdp_eps = compute_epsilon(ledger.event, 1e-5, accountant="rdp")
+    assert ledger.epsilon(1e-5, accountant="rdp") == rdp_eps >= ledger.epsilon(1e-5)
     assert ledger.delta(ledger.epsilon(1e-5)) <= 1e-5 * (1 + 1e-9)
     rows = ledger.breakdown(1e-5)
     assert [r["label"] for r in rows] == ledger.labels
@@ -127,7 +132,7 @@ def test_nested_parallel_under_replace_one_is_the_flat_parallel(accountant):
     flat = ev.ParallelComposedDpEvent([leaf, leaf, ev.NoOpDpEvent()])
     delta = 0 if accountant == "pure" else 1e-5
     within = convert_relation(leaf, ADD_OR_REMOVE_ONE, REPLACE_ONE)
-    kwargs = dict(accountant=accountant, neighboring_relation=REPLACE_ONE)
+    kwargs = {"accountant": accountant, "neighboring_relation": REPLACE_ONE}
     expected = compute_epsilon(flat, delta, **kwargs)
     assert compute_epsilon(nested, delta, **kwargs) == pytest.approx(expected, rel=1e-12)
     assert expected >= compute_epsilon(ev.ComposedDpEvent([leaf, leaf]), delta, **kwargs)
@@ -216,7 +221,70 @@ def test_report_labels_paper_mode_entries_as_the_papers_claim():
     )
     paper = strict.record("mixing", G(2.0), mode="paper", note=f"{PAPER_CLAIM}: Eq. 8")
     paper = paper.record("clustering", ev.NoOpDpEvent(), mode="paper")
-    first, _, mixing, clustering = paper.report(1e-5).splitlines()
+    first, *_ = paper.report(1e-5).splitlines()
+    _, mixing, clustering = [x for x in paper.report(1e-5).splitlines() if x.startswith("  - ")]
     assert first.startswith(f"Paper mode: {PAPER_CLAIM} -- NOT a DP guarantee.")
     assert mixing.endswith(f"[paper mode: {PAPER_CLAIM}: Eq. 8]")
     assert clustering.endswith(f"[paper mode: {PAPER_CLAIM}]")  # no note: the claim itself
+
+
+# -- the privacy statement --------------------------------------------------------------------
+def _p3gm_like() -> PrivacyLedger:
+    ledger = PrivacyLedger().record("dp-pca", G(4.0))
+    for _ in range(20):
+        ledger = ledger.record("dp-em", G(30.0))
+    return ledger.record("dp-sgd", dpsgd_event(1.1, 0.01, 300))
+
+
+def test_report_groups_repeated_entries_with_each_and_group_epsilon():
+    ledger = _p3gm_like()
+    lines = ledger.report(1e-5).splitlines()
+    assert len(lines) <= 10  # P3GM's statement stays short
+    em = [x for x in lines if "dp-em" in x]
+    assert len(em) == 1 and "dp-em x 20:" in em[0]
+    each = PrivacyLedger().record("dp-em", G(30.0)).epsilon(1e-5)
+    together = PrivacyLedger().record("dp-em", ev.SelfComposedDpEvent(G(30.0), 20)).epsilon(1e-5)
+    assert f"epsilon {each:.4g} each, {together:.4g} together" in em[0]
+    assert together < 20 * each  # composition is tighter than adding
+    assert "22 ledger entries" in lines[0]
+    assert "do not add up" in ledger.report(1e-5)
+    # the groups: consecutive runs of one label, mode and note
+    assert [len(g) for g in ledger.groups()] == [1, 20, 1]
+    split = PrivacyLedger().record("a", G(2.0)).record("b", G(2.0)).record("a", G(2.0))
+    assert [len(g) for g in split.groups()] == [1, 1, 1]
+    notes = PrivacyLedger().record("a", G(2.0), note="x").record("a", G(2.0), note="y")
+    assert [len(g) for g in notes.groups()] == [1, 1]
+
+
+def test_report_names_the_accountant_and_what_the_others_give():
+    ledger = _p3gm_like()
+    bound = ledger.epsilon_bound(1e-5)
+    first = ledger.report(1e-5).splitlines()[0]
+    assert first.startswith(f"Privacy: ({bound.value:.4g}, 1e-05)-DP under add/remove-one")
+    title = {"rdp": "RDP", "pld": "PLD", "gdp": "GDP", "zcdp": "zCDP", "pure": "pure"}
+    assert f"({title[bound.accountant]} accountant;" in first
+    for name, value in bound.by_accountant.items():
+        if value > bound.value:
+            assert f"{title[name]} gives {value:.4g}" in first
+    forced = ledger.report(1e-5, accountant="rdp").splitlines()[0]
+    assert f"({ledger.epsilon(1e-5, accountant='rdp'):.4g}, 1e-05)" in forced
+    assert "(RDP accountant; 22 ledger entries)" in forced
+
+
+def test_report_states_relation_and_delta_in_words():
+    one = PrivacyLedger().record("dp-pca", G(4.0))
+    text = one.report(1e-5)
+    assert "1 ledger entry)" in text and "entries" not in text.splitlines()[0]
+    assert "whether or not any one row is in the data" in text
+    assert f"e^epsilon = {math.exp(one.epsilon(1e-5)):.3g}x" in text
+    assert "delta = 1e-05 is the probability that the epsilon bound may fail" in text
+    assert "1/n" in text
+    assert "do not add up" not in text  # one step: nothing to add up
+    replace = PrivacyLedger(neighboring_relation=REPLACE_ONE).record(
+        "x", G(2.0), neighboring_relation=REPLACE_ONE
+    )
+    assert "number of rows is treated as public" in replace.report(1e-5)
+    pure = PrivacyLedger().record("marginals", ev.LaplaceDpEvent(0.5)).report(0)
+    assert pure.startswith("Privacy: (2, 0)-DP") and "pure DP" in pure
+    none = PrivacyLedger().record("raw", ev.NonPrivateDpEvent()).report(1e-5)
+    assert none.startswith("Privacy: (inf, 1e-05)-DP") and "not private" in none

@@ -62,7 +62,7 @@ def test_pld_refusals():
 def test_pld_poisson_gaussian_under_replace_one_is_amplified():
     # q = 1 is the plain Gaussian; q < 1 can only lower epsilon below it (mu = 1/2 exactly).
     full = gdp.epsilon_for_delta(0.5, 1e-5)
-    kwargs = dict(accountant="pld", neighboring_relation=REPLACE_ONE)
+    kwargs = {"accountant": "pld", "neighboring_relation": REPLACE_ONE}
     at_one = compute_epsilon(ev.PoissonSampledDpEvent(1.0, G(2.0)), 1e-5, **kwargs)
     assert full <= at_one <= full * 1.01
     assert compute_epsilon(ev.PoissonSampledDpEvent(0.5, G(2.0)), 1e-5, **kwargs) < full
