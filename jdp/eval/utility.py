@@ -288,7 +288,7 @@ def _design_matrices(
             cats = categories(column, {name: tables[name] for name in reference})
             eye = np.vstack([np.eye(len(cats)), np.zeros(len(cats))])  # code -1 -> zeros
             for name, frame in tables.items():
-                codes = pd.Categorical(frame[column].astype(str), categories=cats).codes
+                codes = pd.Index(cats).get_indexer(frame[column].astype(str))  # -1: outside
                 blocks[name].append(eye[codes])
         else:
             for name, frame in tables.items():
