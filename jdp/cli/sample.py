@@ -8,7 +8,10 @@ written in chunks of 50,000 (:func:`jdp.synth.base.sample_chunks`: chunk i > 0 u
 ``fold_in(key, i)``), so memory stays bounded whatever ``-n``; there is no maximum, but after the
 first chunk the output's size is estimated and a file that would not fit on its disk is refused.
 The CSV is written beside ``--out`` and renamed into place at the end (Ctrl-C or kill -9 leave
-the old file or none); ``--out -`` streams to stdout.
+the old file or none); ``--out -`` streams to stdout. ``--where COLUMN=VALUE`` (repeatable)
+keeps only rows with those values, drawn by rejection from the model
+(:func:`jdp.synth.conditions.matching_chunks`; a condition too rare under the model fails
+with its acceptance rate).
 """
 
 from __future__ import annotations
@@ -65,6 +68,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "quiet",
         out={"required": True, "metavar": "PATH", "help": "CSV file to write ('-': stdout)"},
     )
+    parser.add_argument(
+        "--where",
+        action="append",
+        default=[],
+        metavar="COLUMN=VALUE",
+        help="only rows with this value (categorical or integer column; repeatable; by rejection)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -86,23 +96,26 @@ def sample_rows(model: FittedModel, rows: int | str | None) -> int:
 def run(args: argparse.Namespace) -> int:
     from jdp.cli._args import command_key
     from jdp.synth.base import sample_chunks
+    from jdp.synth.conditions import matching_chunks, parse_where
     from jdp.synth.io import load
 
     to_stdout = args.out == "-"
     out = None if to_stdout else output_path(args.out, kind="file")
     model = load(args.model)
     rows = sample_rows(model, args.rows)
-    chunks = sample_chunks(command_key(args.seed, "sample"), model, rows)
+    where = parse_where(args.where, model.schema)
+    key = command_key(args.seed, "sample")
+    chunks = matching_chunks(key, model, rows, where) if where else sample_chunks(key, model, rows)
     if to_stdout:
         _write(chunks, sys.stdout, rows, out=None, quiet=True)
     else:
         with replaced_file(out) as tmp, open(tmp, "w", newline="") as stream:
             _write(chunks, stream, rows, out=out, quiet=args.quiet)
-    where = "stdout" if to_stdout else str(out)
+    path = "stdout" if to_stdout else str(out)
     if args.json:
-        print(json.dumps({"method": model.method, "rows": rows, "path": where}), file=_info(out))
+        print(json.dumps({"method": model.method, "rows": rows, "path": path}), file=_info(out))
     else:
-        print(f"wrote {rows} synthetic rows ({model.method}) to {where}", file=_info(out))
+        print(f"wrote {rows} synthetic rows ({model.method}) to {path}", file=_info(out))
     return 0
 
 

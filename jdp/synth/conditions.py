@@ -16,7 +16,7 @@ It acts on synthetic rows only, after the model is released, so it costs no priv
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import jax
@@ -25,7 +25,7 @@ import pandas as pd
 
 from jdp.data.schema import Schema
 
-__all__ = ["matches", "parse_where", "sample_where"]
+__all__ = ["matches", "matching_chunks", "parse_where", "sample_where"]
 
 #: Default bound on rows drawn by :func:`sample_where`, as a multiple of the rows asked for.
 MAX_DRAWS_PER_ROW = 1000
@@ -91,11 +91,30 @@ def sample_where(
     max_draws: int | None = None,
     batch_rows: int = 50_000,
 ) -> pd.DataFrame:
-    """``n`` synthetic rows of ``model`` satisfying ``where``, by rejection.
+    """``n`` synthetic rows of ``model`` satisfying ``where``, by rejection (all of
+    :func:`matching_chunks` in one table)."""
+    return pd.concat(
+        list(matching_chunks(key, model, n, where, max_draws=max_draws, batch_rows=batch_rows)),
+        ignore_index=True,
+    )
 
-    Round ``i`` draws ``batch_rows`` rows under ``jax.random.fold_in(key, i)`` and keeps the
-    matching ones; the first ``n`` kept rows are returned. ``max_draws`` (default
-    ``MAX_DRAWS_PER_ROW * n``, at least one batch) bounds the rows drawn.
+
+def matching_chunks(
+    key: jax.Array,
+    model: Any,
+    n: int,
+    where: Mapping[str, Any],
+    *,
+    max_draws: int | None = None,
+    batch_rows: int = 50_000,
+) -> Iterator[pd.DataFrame]:
+    """``n`` synthetic rows of ``model`` satisfying ``where``, by rejection, as consecutive
+    tables (memory bounded by one batch).
+
+    Round ``i`` draws ``batch_rows`` rows under ``jax.random.fold_in(key, i)`` and yields the
+    matching ones, until ``n`` rows were yielded (the last table cut to fit). ``max_draws``
+    (default ``MAX_DRAWS_PER_ROW * n``, at least one batch) bounds the rows drawn. An empty
+    ``where`` yields ``sample_model(key, model, n)``.
 
     Raises:
         ValueError: when fewer than ``n`` rows matched within ``max_draws`` draws (the
@@ -106,18 +125,19 @@ def sample_where(
     if n < 1:
         raise ValueError(f"expected n >= 1, got {n}")
     if not where:
-        return sample_model(key, model, n)
+        yield sample_model(key, model, n)
+        return
     limit = max(max_draws or MAX_DRAWS_PER_ROW * n, batch_rows)
-    kept: list[pd.DataFrame] = []
     found = drawn = 0
     for i in range(-(-limit // batch_rows)):
         batch = sample_model(jax.random.fold_in(key, i), model, batch_rows)
         drawn += batch_rows
-        chosen = batch[matches(batch, where)]
-        kept.append(chosen)
+        chosen = batch[matches(batch, where)].iloc[: n - found].reset_index(drop=True)
         found += len(chosen)
-        if found >= n:
-            return pd.concat(kept, ignore_index=True).iloc[:n]
+        if len(chosen):
+            yield chosen
+        if found == n:
+            return
     condition = ", ".join(f"{k}={v}" for k, v in where.items())
     raise ValueError(
         f"only {found} of {drawn} synthetic rows satisfy {condition} (acceptance "

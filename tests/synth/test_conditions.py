@@ -77,3 +77,19 @@ def test_a_condition_too_rare_for_the_draw_limit_fails_with_the_acceptance_rate(
         )
     with pytest.raises(ValueError, match="expected n >= 1"):
         sample_where(key_from_seed(2), model, 0, {"colour": "red"})
+
+
+def test_jdp_sample_where(model, tmp_path, capsys):
+    from jdp.cli import main
+    from jdp.synth.io import save
+
+    directory = save(model, tmp_path / "model")
+    out = tmp_path / "blue.csv"
+    argv = ["sample", "--model", str(directory), "-n", "40", "--seed", "3", "--out", str(out)]
+    assert main([*argv, "--where", "colour=blue", "--where", "size=2"]) == 0
+    frame = pd.read_csv(out)
+    assert len(frame) == 40 and (frame["colour"] == "blue").all() and (frame["size"] == 2).all()
+    capsys.readouterr()
+    assert main([*argv, "--where", "colour=purple"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "'purple' is not a category of 'colour'" in err and len(err.splitlines()) == 1
