@@ -99,13 +99,15 @@ def run(args: argparse.Namespace) -> int:
 
 def _write(args, model, model_dir, synthetic, shape, out: Path):  # type: ignore[no-untyped-def]
     """Write the report's files into ``out``; return the report and its plots."""
-    evaluation, plots = None, []
+    evaluation, plots, sections = None, [], {}
     if args.real_train or args.dataset:
         if args.target is None and (args.real_test or args.dataset):
             args.target = model.schema.target
         train, test, target = real_data(args)
         evaluation = evaluate_args(args, train, synthetic, test, target)
         plots += marginal_plots(train, synthetic[list(train.columns)], out / "plots")
+        if test is not None:
+            sections["mia"] = _mia(model, train, test, args.seed)
     if shape is not None:
         plots.append(_image_grid(synthetic, model.schema.target, shape, out / "plots"))
     report = write_report(
@@ -121,8 +123,23 @@ def _write(args, model, model_dir, synthetic, shape, out: Path):  # type: ignore
             "budget": {"epsilon": model.budget.epsilon, "delta": model.budget.delta},
             "config": dataclasses.asdict(model.config),
         },
+        sections=sections,
     )
     return report, plots
+
+
+def _mia(model, train: pd.DataFrame, test: pd.DataFrame, seed: int | None):  # type: ignore[no-untyped-def]
+    """The membership-inference section (:mod:`jdp.audit.mia`): up to 1000 training records
+    (members) against held-out test records, black-box attacks on fresh samples."""
+    import jax
+
+    from jdp.audit.mia import mia_section, mia_split, synthetic_data_mia
+
+    m = min(1000, len(train), len(test) // 2)
+    seed = 0 if seed is None else seed
+    members, nonmembers, reference = mia_split(train, test, members=m, seed=seed)
+    results = synthetic_data_mia(jax.random.key(seed), model, members, nonmembers, reference)
+    return mia_section(results, method=model.method, epsilon=model.epsilon())
 
 
 def _check_columns(synthetic: pd.DataFrame, names: list[str]) -> None:

@@ -177,6 +177,7 @@ def write_report(
     plots: Sequence[str | Path] = (),
     meta: Mapping[str, Any] | None = None,
     title: str = "jdp synthetic data report",
+    sections: Mapping[str, tuple[Mapping[str, Any], Sequence[str]]] | None = None,
 ) -> dict[str, Any]:
     """Write ``report.json`` and ``report.md`` into ``out_dir``; return the report dict.
 
@@ -189,6 +190,8 @@ def write_report(
         plots: PNG files to list and embed (inside ``out_dir`` they are linked relatively).
         meta: extra facts to record (method, config, paths, ...); must be JSON-serialisable.
         title: the Markdown heading.
+        sections: further sections by key (e.g. ``"mia"`` from ``jdp.audit.mia.mia_section``):
+            ``key -> (JSON-serialisable dict, Markdown lines)``, appended in order.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -202,8 +205,11 @@ def write_report(
         "plots": [_relative(Path(p), out_dir) for p in plots],
         "note": NOT_A_RELEASE,
     }
+    extra = dict(sections or {})
+    report.update({key: section for key, (section, _) in extra.items()})
     (out_dir / JSON_FILE).write_text(json.dumps(jsonable(report), indent=1) + "\n")
-    (out_dir / MARKDOWN_FILE).write_text(render_markdown(report))
+    markdown = [render_markdown(report)] + ["\n".join(lines) + "\n" for _, lines in extra.values()]
+    (out_dir / MARKDOWN_FILE).write_text("\n".join(markdown))
     return report
 
 

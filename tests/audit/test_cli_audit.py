@@ -51,3 +51,36 @@ def test_errors_are_one_line(capsys):
     assert main(["audit", "mechanisms", "gaussian"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 3 and all(line.startswith("jdp audit: error:") for line in err)
+
+
+def test_report_includes_the_mia_section(tmp_path, capsys):
+    """``jdp report`` with real train and test data carries the membership-inference section
+    (JSON key ``mia``, a Markdown table with the caveat)."""
+    adult = load_dataset("adult")
+    train, test = (
+        adult.train.sample(n=400, random_state=1),
+        adult.test.sample(n=400, random_state=2),
+    )
+    model = base.fit_model(
+        key_from_seed(0),
+        "marginals",
+        train,
+        PrivacyBudget(epsilon=1.0, delta=1e-5),
+        schema=adult.schema,
+    )
+    io.save(model, tmp_path / "m")
+    train.to_csv(tmp_path / "train.csv", index=False)
+    test.to_csv(tmp_path / "test.csv", index=False)
+    base.sample_model(key_from_seed(1), model, 400).to_csv(tmp_path / "syn.csv", index=False)
+    out = tmp_path / "report"
+    argv = ["report", str(tmp_path / "m"), "--synthetic", str(tmp_path / "syn.csv"),
+            "--out", str(out), "--real-train", str(tmp_path / "train.csv"),
+            "--real-test", str(tmp_path / "test.csv"), "--classifiers", "LogisticRegression",
+            "--queries", "0", "--quiet", "--json"]  # fmt: skip
+    assert main(argv) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["mia"]["method"] == "marginals"
+    assert [a["n_members"] for a in report["mia"]["attacks"]] == [200, 200]
+    markdown = (out / "report.md").read_text()
+    assert "## Membership inference (attacks, not guarantees)" in markdown
+    assert "not a privacy metric" in markdown
