@@ -194,7 +194,7 @@ def epsilon_lower_bound(
     delta: float,
     confidence: float = 0.95,
     method: BoundMethod = "clopper-pearson",
-    select_fraction: float = 0.5,
+    select_fraction: float = 0.2,
     max_thresholds: int = 2048,
 ) -> EpsilonLowerBound:
     """Lower bound on epsilon at ``delta`` from scores of trials without / with the canary.
