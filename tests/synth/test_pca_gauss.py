@@ -65,7 +65,9 @@ def test_sensitivity_random_neighbours(with_label: bool) -> None:
         z[rng.random((n, d)) < 0.3] = rng.choice([-1.0, 1.0])  # many values on the bounds
         tau = rng.uniform(-1, 1, n) if with_label else None
         w = _features(z, v, tau)
-        new = _features(rng.choice([-1.0, 1.0], (1, d)), v, rng.choice([-1.0, 1.0], 1) if with_label else None)
+        new = _features(
+            rng.choice([-1.0, 1.0], (1, d)), v, rng.choice([-1.0, 1.0], 1) if with_label else None
+        )
         i = rng.integers(n)
         removed = np.delete(w, i, axis=0)
         added = np.vstack([w, new])
@@ -85,14 +87,19 @@ def test_sensitivity_adversarial_corners(with_label: bool) -> None:
     corners = np.array(list(itertools.product([-1.0, 1.0], repeat=d)))
     labels = [-1.0, 1.0] if with_label else [None]
     adversarial, z_star = _adversarial_components(d, k)
-    assert np.allclose(pg.Subspace.at_midpoint(adversarial).features(z_star), np.ones(k) / math.sqrt(k))
+    assert np.allclose(
+        pg.Subspace.at_midpoint(adversarial).features(z_star), np.ones(k) / math.sqrt(k)
+    )
     base_z = np.random.default_rng(2).uniform(-1, 1, (5, d))
     for v in (_orthonormal(np.random.default_rng(3), d, k), adversarial):
         base = _features(base_z, v, np.zeros(5) if with_label else None)
-        recs = np.vstack([_features(corners, v, None if t is None else np.full(len(corners), t)) for t in labels])
+        recs = np.vstack(
+            [_features(corners, v, None if t is None else np.full(len(corners), t)) for t in labels]
+        )
         add_max = np.max([_changes(base, np.vstack([base, r])) for r in recs], axis=0)
         rep_max = np.max(
-            [_changes(np.vstack([base, r]), np.vstack([base, r2])) for r in recs for r2 in recs], axis=0
+            [_changes(np.vstack([base, r]), np.vstack([base, r2])) for r in recs for r2 in recs],
+            axis=0,
         )
         assert np.all(add_max <= _bound(k, ADD, with_label) + 1e-9)
         assert np.all(rep_max <= _bound(k, REPLACE, with_label) + 1e-9)
@@ -113,8 +120,13 @@ def test_lemma1_rescaling_bounds_every_corner() -> None:
         u = sub.features(corners)
         assert np.all(np.linalg.norm(u, axis=1) <= 1 + 1e-12)
         assert np.all(np.abs(u) <= 1 + 1e-12)
-        assert np.linalg.norm(corners - centre, axis=1).max() == pytest.approx(sub.radius, rel=1e-12)
-        np.testing.assert_allclose(pg.Subspace(np.eye(d), centre).to_box(pg.Subspace(np.eye(d), centre).features(corners)), corners)
+        assert np.linalg.norm(corners - centre, axis=1).max() == pytest.approx(
+            sub.radius, rel=1e-12
+        )
+        np.testing.assert_allclose(
+            pg.Subspace(np.eye(d), centre).to_box(pg.Subspace(np.eye(d), centre).features(corners)),
+            corners,
+        )
 
 
 def test_subspace_refuses_non_orthonormal_components() -> None:
@@ -182,11 +194,17 @@ def _pure_epsilon(event: ev.DpEvent) -> float:
 def test_ledger_pure_epsilon_is_sum_of_phases_and_max_over_classes(mode: str) -> None:
     rng = np.random.default_rng(6)
     z = _data(rng, 300, 6)
-    label = {"unsupervised": None, "supervised": rng.uniform(-1, 1, 300), "mixture": rng.integers(0, 3, 300)}[mode]
+    label = {
+        "unsupervised": None,
+        "supervised": rng.uniform(-1, 1, 300),
+        "mixture": rng.integers(0, 3, 300),
+    }[mode]
     config = pg.PCAGaussConfig(n_components=2, mode=mode, pca_source="lap", pca_fraction=0.4)
     model = pg.fit(rng, z, epsilon=1.5, config=config, label=label, n_classes=3)
     expected_labels = ["lap-pca"] + (
-        ["pca-gauss/classes"] if mode == "mixture" else ["pca-gauss/count", "pca-gauss/mean", "pca-gauss/covariance"]
+        ["pca-gauss/classes"]
+        if mode == "mixture"
+        else ["pca-gauss/count", "pca-gauss/mean", "pca-gauss/covariance"]
     )
     assert model.ledger.labels == expected_labels
     by_rule = _pure_epsilon(model.ledger.event)
@@ -198,7 +216,9 @@ def test_ledger_pure_epsilon_is_sum_of_phases_and_max_over_classes(mode: str) ->
         per_class = [_pure_epsilon(e) for e in classes.events]
         assert per_class == pytest.approx([1.5 * 0.6] * 3, rel=1e-12)  # max, not sum
         # under replace-one a record can leave one class and join another: twice the cost
-        replace = compute_epsilon(classes, 0.0, neighboring_relation=ev.NeighboringRelation.REPLACE_ONE)
+        replace = compute_epsilon(
+            classes, 0.0, neighboring_relation=ev.NeighboringRelation.REPLACE_ONE
+        )
         assert replace == pytest.approx(2 * 1.5 * 0.6, rel=1e-12)
 
 
@@ -234,7 +254,9 @@ def test_tiny_classes_do_not_break_sampling(epsilon: float) -> None:
     codes = np.zeros(200, dtype=int)
     codes[0] = 1  # class 1: one record; class 2: none
     config = pg.PCAGaussConfig(n_components=2, mode="mixture", pca_source="public")
-    model = pg.fit(rng, z, epsilon=epsilon, config=config, label=codes, n_classes=3, public=_data(rng, 50, 5))
+    model = pg.fit(
+        rng, z, epsilon=epsilon, config=config, label=codes, n_classes=3, public=_data(rng, 50, 5)
+    )
     x, label = pg.sample(np.random.default_rng(11), model, 500)
     assert x.shape == (500, 5) and np.all(np.isfinite(x)) and np.all(np.abs(x) <= 1)
     assert set(np.unique(label)) <= {0, 1, 2}
@@ -244,7 +266,9 @@ def test_tiny_classes_do_not_break_sampling(epsilon: float) -> None:
 
 def test_all_counts_nonpositive_gives_uniform_classes() -> None:
     g = pg.Gaussian(count=-3.0, mean=np.zeros(2), cov=np.eye(2))
-    model = pg.PCAGaussModel(pg.Subspace.at_midpoint(np.eye(3)[:, :2]), (g, g), "mixture", ledger=None)
+    model = pg.PCAGaussModel(
+        pg.Subspace.at_midpoint(np.eye(3)[:, :2]), (g, g), "mixture", ledger=None
+    )
     np.testing.assert_allclose(pg.class_weights(model), [0.5, 0.5])
     _, codes = pg.sample_features(np.random.default_rng(12), model, 2000)
     assert abs(np.mean(codes) - 0.5) < 5 * math.sqrt(0.25 / 2000)
@@ -293,15 +317,29 @@ def test_bad_inputs_raise() -> None:
     rng = np.random.default_rng(15)
     z = _data(rng, 50, 4)
     with pytest.raises(ValueError, match="inside \\[-1, 1\\]"):
-        pg.fit(rng, z * 3, epsilon=1.0, config=pg.PCAGaussConfig(n_components=2, mode="unsupervised"))
+        pg.fit(
+            rng, z * 3, epsilon=1.0, config=pg.PCAGaussConfig(n_components=2, mode="unsupervised")
+        )
     with pytest.raises(ValueError, match="expected n_components <= number of features"):
         pg.fit(rng, z, epsilon=1.0, config=pg.PCAGaussConfig(n_components=5, mode="unsupervised"))
     with pytest.raises(ValueError, match="label and n_classes"):
         pg.fit(rng, z, epsilon=1.0, config=pg.PCAGaussConfig(n_components=2, mode="mixture"))
     with pytest.raises(ValueError, match="public sample"):
-        pg.fit(rng, z, epsilon=1.0, config=pg.PCAGaussConfig(n_components=2, mode="unsupervised", pca_source="public"))
+        pg.fit(
+            rng,
+            z,
+            epsilon=1.0,
+            config=pg.PCAGaussConfig(n_components=2, mode="unsupervised", pca_source="public"),
+        )
     with pytest.raises(ValueError, match="delta in \\(0, 1\\)"):
-        pg.fit(rng, z, epsilon=1.0, config=pg.PCAGaussConfig(n_components=2, mode="unsupervised", pca_source="analyze-gauss"))
+        pg.fit(
+            rng,
+            z,
+            epsilon=1.0,
+            config=pg.PCAGaussConfig(
+                n_components=2, mode="unsupervised", pca_source="analyze-gauss"
+            ),
+        )
     with pytest.raises(ValueError, match="expected epsilon > 0"):
         pg.fit(rng, z, epsilon=-1.0, config=pg.PCAGaussConfig(n_components=2, mode="unsupervised"))
 
@@ -316,7 +354,9 @@ def _adult_table(n: int):
 @pytest.mark.parametrize(
     ("config", "labels"),
     [
-        (pg.PCAGaussConfig(n_components=4), ["lap-pca", "pca-gauss/classes"]),
+        (pg.PCAGaussConfig(n_components=4, pca_source="lap"), ["lap-pca", "pca-gauss/classes"]),
+        (pg.PCAGaussConfig(n_components=4), ["dp-pca", "pca-gauss/classes"]),  # auto: delta > 0
+        (pg.PCAGaussConfig(), ["pca-gauss/size", "dp-pca", "pca-gauss/classes"]),  # auto k
         (
             pg.PCAGaussConfig(n_components=4, mode="supervised", pca_source="analyze-gauss"),
             ["dp-pca", "pca-gauss/count", "pca-gauss/mean", "pca-gauss/covariance"],
@@ -356,10 +396,124 @@ def test_table_public_pca_costs_nothing(tmp_path) -> None:
     table, ds = _adult_table(300)
     path = tmp_path / "public.csv"
     ds.test.iloc[:100].to_csv(path, index=False)
-    config = pg.PCAGaussConfig(n_components=3, mode="unsupervised", pca_source="public", public_data=str(path))
-    model = fit_model(key_from_seed(0), "pca-gauss", table, PrivacyBudget(epsilon=0.5, delta=0.0), config)
+    config = pg.PCAGaussConfig(
+        n_components=3, mode="unsupervised", pca_source="public", public_data=str(path)
+    )
+    model = fit_model(
+        key_from_seed(0), "pca-gauss", table, PrivacyBudget(epsilon=0.5, delta=0.0), config
+    )
     assert model.ledger.labels == ["pca-gauss/count", "pca-gauss/mean", "pca-gauss/covariance"]
     assert model.epsilon(0.0) == pytest.approx(0.5, rel=1e-12)
-    public_mean = TableEncoder(ds.schema, continuous_range=(-1.0, 1.0)).encode(ds.test.iloc[:100]).mean(axis=0)
+    public_mean = (
+        TableEncoder(ds.schema, continuous_range=(-1.0, 1.0))
+        .encode(ds.test.iloc[:100])
+        .mean(axis=0)
+    )
     np.testing.assert_allclose(model.params["centre"], public_mean, atol=1e-12)
     assert len(sample_model(key_from_seed(1), model, 20)) == 20
+
+
+def _two_class_table(n: int, rng: np.random.Generator):
+    """Two well separated classes: class "b" (listed first in the schema, though it is the
+    second to appear) has x near +0.8 and colour "red", class "a" x near -0.8 and "blue".
+    The label sits between the features, so its position after encoding matters too."""
+    import pandas as pd
+
+    from jdp.data.schema import Column, Schema
+
+    schema = Schema(
+        columns=(
+            Column(name="x", kind="continuous", lower=-1.0, upper=1.0),
+            Column(name="label", kind="categorical", categories=("b", "a")),
+            Column(name="colour", kind="categorical", categories=("green", "blue", "red")),
+        ),
+        target="label",
+    )
+    is_b = rng.random(n) < 0.3
+    frame = pd.DataFrame(
+        {
+            "x": np.clip(np.where(is_b, 0.8, -0.8) + 0.05 * rng.standard_normal(n), -1, 1),
+            "label": np.where(is_b, "b", "a"),
+            "colour": np.where(is_b, "red", "blue"),
+        }
+    )
+    return schema.conform(frame)
+
+
+@pytest.mark.parametrize("mode", ["mixture", "supervised"])
+def test_table_class_mapping_keeps_each_class_at_its_own_mean(mode: str) -> None:
+    """Issue 15 section 2: synthetic rows of each class sit on that class's side (mixture:
+    near its real mean, with its colour), whatever the category order and the label's
+    position in the encoded row. Checked to fail when the class codes are reversed in
+    ``_Layout.join`` (class "b" rows then sit at -0.8) or the supervised label's sign is
+    flipped. Tolerance: at epsilon = 50 the released class means are exact to ~1e-2, and
+    the class-mean of >= 500 synthetic rows of x (std <= 0.1 within a class) to 0.01; 0.2
+    is a bound no inverted mapping (distance 1.6) can meet. Algorithm 2 fits ONE Gaussian to
+    (features, label), so the rows with a sampled label of one sign blur the two classes
+    (class "b" at about 0.45): there only the side, |mean| > 0.3, is asserted."""
+    from accounting import PrivacyBudget
+    from jdp.random import key_from_seed
+    from jdp.synth.base import fit_model, sample_model
+
+    table = _two_class_table(3000, np.random.default_rng(0))
+    config = pg.PCAGaussConfig(n_components=2, mode=mode, pca_source="analyze-gauss")
+    budget = PrivacyBudget(epsilon=50.0, delta=1e-5)
+    out = sample_model(
+        key_from_seed(1), fit_model(key_from_seed(0), "pca-gauss", table, budget, config), 4000
+    )
+    for cls, x_mean, colour in (("b", 0.8, "red"), ("a", -0.8, "blue")):
+        rows = out[out["label"] == cls]
+        assert len(rows) > 500, (cls, len(rows))
+        if mode == "supervised":
+            assert rows["x"].mean() * np.sign(x_mean) > 0.3, (cls, rows["x"].mean())
+            continue
+        assert abs(rows["x"].mean() - x_mean) < 0.2, (cls, rows["x"].mean())
+        assert (rows["colour"] == colour).mean() > 0.9, (cls, rows["colour"].value_counts())
+
+
+def test_row_radius_is_the_largest_distance_of_a_valid_row() -> None:
+    """Brute force over every one-hot choice and box corner: ``max ||z - c||`` equals
+    :func:`row_radius`, at the one-hot centre and at a random centre; a row is never farther
+    (so the Lemma-1 features stay in the unit ball without the projection)."""
+    rng = np.random.default_rng(3)
+    blocks = ((1, 4), (5, 7))  # numeric columns 0 and 4
+    d = 7
+    for centre in (pg.one_hot_centre(d, blocks), rng.uniform(-0.5, 0.5, d)):
+        rows = []
+        for a, b, s0, s4 in itertools.product(range(3), range(2), (-1.0, 1.0), (-1.0, 1.0)):
+            z = np.zeros(d)
+            z[[0, 4]] = s0, s4
+            z[1 + a] = 1.0
+            z[5 + b] = 1.0
+            rows.append(z)
+        distances = np.linalg.norm(np.array(rows) - centre, axis=1)
+        assert distances.max() == pytest.approx(pg.row_radius(centre, blocks), rel=1e-12)
+    centre = pg.one_hot_centre(d, blocks)
+    np.testing.assert_allclose(centre, [0, 1 / 3, 1 / 3, 1 / 3, 0, 0.5, 0.5])
+    assert pg.row_radius(centre, blocks) < pg.row_radius(np.zeros(d))  # the box's sqrt(d)
+
+
+def test_auto_components_grows_with_budget_and_size_and_stays_in_range() -> None:
+    ks = [pg.auto_components(width=100, epsilon=e, n_hat=30_000) for e in (0.05, 0.2, 1, 5, 50)]
+    assert ks == sorted(ks) and ks[0] < ks[-1]
+    assert ks[-1] == pg.MAX_COMPONENTS
+    assert pg.auto_components(width=3, epsilon=100, n_hat=1e6) == 3
+    assert pg.auto_components(width=100, epsilon=1, n_hat=700) < ks[2]  # 30,000 rows at 1
+    assert pg.auto_components(width=100, epsilon=1, n_hat=-5) == 1
+    groups = pg.auto_components(width=100, epsilon=1, n_hat=30_000, n_groups=10)
+    assert groups < pg.auto_components(width=100, epsilon=1, n_hat=30_000)
+    assert pg.auto_source(1e-5) == "analyze-gauss" and pg.auto_source(0.0) == "lap"
+
+
+def test_auto_k_spends_its_noisy_count_and_meets_the_budget() -> None:
+    """``n_components=None``: one Laplace count of ``size_fraction * epsilon`` (sensitivity 1)
+    is released first; the whole ledger stays within epsilon (pure) or (epsilon, delta)."""
+    rng = np.random.default_rng(0)
+    z = rng.uniform(-1, 1, (500, 6))
+    for delta in (0.0, 1e-5):
+        model = pg.fit(
+            rng, z, epsilon=1.0, delta=delta, config=pg.PCAGaussConfig(mode="unsupervised")
+        )
+        assert model.ledger.labels[0] == "pca-gauss/size"
+        assert model.ledger.entries[0].event == ev.LaplaceDpEvent(1.0 / 0.02)
+        assert model.ledger.epsilon(delta) <= 1.0 * (1 + 1e-9)

@@ -34,7 +34,15 @@ from __future__ import annotations
 from jdp.mechanisms.moments import moment_sensitivity, moment_sums
 from jdp.synth.base import Method, register
 from jdp.synth.estimator import Synthesizer
-from jdp.synth.pca_gauss.config import MODES, PCA_SOURCES, MomentBudget, PCAGaussConfig
+from jdp.synth.pca_gauss.config import (
+    MAX_COMPONENTS,
+    MODES,
+    PCA_SOURCES,
+    MomentBudget,
+    PCAGaussConfig,
+    auto_components,
+    auto_source,
+)
 from jdp.synth.pca_gauss.gaussian import (
     ADD_OR_REMOVE_ONE,
     REPLACE_ONE,
@@ -54,11 +62,18 @@ from jdp.synth.pca_gauss.model import (
     sample,
     sample_features,
 )
-from jdp.synth.pca_gauss.subspace import Subspace, from_unit_box, to_unit_box
+from jdp.synth.pca_gauss.subspace import (
+    Subspace,
+    from_unit_box,
+    one_hot_centre,
+    row_radius,
+    to_unit_box,
+)
 from jdp.synth.pca_gauss.table import fit_table, sample_table
 
 __all__ = [
     "ADD_OR_REMOVE_ONE",
+    "MAX_COMPONENTS",
     "MODES",
     "PCA_SOURCES",
     "REPLACE_ONE",
@@ -68,6 +83,8 @@ __all__ = [
     "PCAGaussConfig",
     "PCAGaussModel",
     "Subspace",
+    "auto_components",
+    "auto_source",
     "class_weights",
     "fit",
     "fit_components",
@@ -77,9 +94,11 @@ __all__ = [
     "gaussian_from_sums",
     "moment_sensitivity",
     "moment_sums",
+    "one_hot_centre",
     "project_psd",
     "record_bounds",
     "release_gaussian",
+    "row_radius",
     "sample",
     "sample_features",
     "sample_gaussian",

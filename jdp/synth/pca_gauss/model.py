@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-import math
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,14 +20,21 @@ from accounting.calibrate import calibrate
 from accounting.ledger import PrivacyLedger
 from accounting.validation import check_count, check_positive
 from jdp.encoding.pca import dp_pca_gaussian, dp_pca_laplace, public_pca
-from jdp.synth.pca_gauss.config import Mode, PCAGaussConfig, PcaSource
+from jdp.mechanisms.noise import laplace_mechanism
+from jdp.synth.pca_gauss.config import (
+    Mode,
+    PCAGaussConfig,
+    PcaSource,
+    auto_components,
+    auto_source,
+)
 from jdp.synth.pca_gauss.gaussian import (
     ADD_OR_REMOVE_ONE,
     Gaussian,
     release_gaussian,
     sample_gaussian,
 )
-from jdp.synth.pca_gauss.subspace import Subspace
+from jdp.synth.pca_gauss.subspace import Blocks, Subspace, one_hot_centre, row_radius
 
 
 @dataclass(frozen=True)
@@ -58,14 +65,17 @@ def fit_components(
     delta: float,
     public: np.ndarray | None,
     model_epsilon: float = 0.0,
+    blocks: Blocks = (),
 ) -> tuple[Subspace, PrivacyLedger]:
     """The independent principal subspace of the box-scaled data ``z`` (via :mod:`jdp.encoding.pca`),
-    with its centre: the box midpoint for the DP sources, the public sample's mean for
-    ``"public"`` (without that centre, a centred public PCA misses the data's mean).
+    with its public centre ``c`` and radius ``R = max ||z - c||`` (:func:`row_radius`, which
+    knows that the columns of each of ``blocks`` hold a one-hot vector): ``c`` is
+    :func:`one_hot_centre` for the DP sources, the public sample's mean for ``"public"``
+    (without that centre, a centred public PCA misses the data's mean).
 
-    * ``"lap"``: Lap-PCA on ``z`` in ``[-1, 1]^d``, centred on the box midpoint (public),
-      pure ``epsilon``-DP.
-    * ``"analyze-gauss"``: Analyze Gauss on ``z / sqrt(d)`` (norm <= 1, so the clip at 1 never
+    * ``"lap"``: Lap-PCA on ``z`` in ``[-1, 1]^d`` (its scatter centred on the box
+      midpoint), pure ``epsilon``-DP.
+    * ``"analyze-gauss"``: Analyze Gauss on ``(z - c) / R`` (norm <= 1, so the clip at 1 never
       binds). Its noise multiplier is the smallest for which the Gaussian release composed
       with a pure ``model_epsilon``-DP model meets ``(epsilon + model_epsilon, delta)`` under
       the ledger's RDP accountant (:func:`accounting.calibrate.calibrate`; the model's three
@@ -73,13 +83,15 @@ def fit_components(
     * ``"public"``: PCA of the declared public sample (box-scaled like ``z``), no cost.
     """
     d = z.shape[1]
+    centre = one_hot_centre(d, blocks)
     if source == "public":
         if public is None:
             raise ValueError("expected a public sample for pca_source='public', got None")
         result, ledger = public_pca(public, k)
+        centre = np.array(result.centre)
     elif source == "lap":
         result, ledger = dp_pca_laplace(rng, z, k, epsilon=epsilon, lower=-1.0, upper=1.0)
-    else:
+    elif source == "analyze-gauss":
         if not 0.0 < delta < 1.0:
             raise ValueError(
                 f"expected delta in (0, 1) for pca_source='analyze-gauss', got {delta}"
@@ -89,10 +101,14 @@ def fit_components(
             target_epsilon=epsilon + model_epsilon,
             target_delta=delta,
         )
+        radius = row_radius(centre, blocks)
         result, ledger = dp_pca_gaussian(
-            rng, z / math.sqrt(d), k, noise_multiplier=noise_multiplier
+            rng, (z - centre) / radius, k, noise_multiplier=noise_multiplier
         )
-    return Subspace(np.array(result.components), np.array(result.centre)), ledger
+    else:
+        raise ValueError(f"expected a resolved pca_source, got {source!r}")
+    components = np.array(result.components)
+    return Subspace(components, centre, row_radius(centre, blocks)), ledger
 
 
 def fit(
@@ -105,6 +121,7 @@ def fit(
     label: np.ndarray | None = None,
     n_classes: int | None = None,
     public: np.ndarray | None = None,
+    blocks: Blocks = (),
 ) -> PCAGaussModel:
     """Fit PCA-Gauss (Algorithm 1, 2 or 3 by ``config.mode``) to box-scaled data.
 
@@ -118,6 +135,8 @@ def fit(
         integer class codes in ``0 .. n_classes - 1``.
       n_classes: Algorithm 3: the size of the public label domain.
       public: ``pca_source="public"``: a declared public sample, box-scaled like ``z``.
+      blocks: ``(start, stop)`` column ranges of ``z`` that hold one-hot vectors (public,
+        from the schema): they set the public centre and radius (:func:`row_radius`).
 
     Returns:
       The fitted model; ``model.ledger`` holds the PCA entries (:mod:`jdp.encoding.pca`) followed by
@@ -131,20 +150,21 @@ def fit(
     epsilon = check_positive("epsilon", epsilon)
     z = _check_box(z)
     _check_concrete_mode(config)
-    k = config.n_components
-    if k > z.shape[1]:
-        raise ValueError(f"expected n_components <= number of features {z.shape[1]}, got {k}")
+    config, ledger, eps_size = _resolve(rng, z, config, epsilon, delta, n_classes)
+    epsilon -= eps_size
     eps_pca = config.pca_epsilon(epsilon)
-    subspace, ledger = fit_components(
+    subspace, pca_ledger = fit_components(
         rng,
         z,
-        k=k,
+        k=config.n_components,
         source=config.pca_source,
         epsilon=eps_pca,
         delta=delta,
         public=public,
-        model_epsilon=epsilon - eps_pca,
+        model_epsilon=epsilon - eps_pca + eps_size,
+        blocks=blocks,
     )
+    ledger = ledger + pca_ledger
     return fit_gaussians(
         rng,
         z,
@@ -155,6 +175,41 @@ def fit(
         label=label,
         n_classes=n_classes,
     )
+
+
+def _resolve(
+    rng: np.random.Generator,
+    z: np.ndarray,
+    config: PCAGaussConfig,
+    epsilon: float,
+    delta: float,
+    n_classes: int | None,
+) -> tuple[PCAGaussConfig, PrivacyLedger, float]:
+    """The config with a concrete ``pca_source`` and ``n_components``, the ledger of what
+    choosing them spent, and that epsilon.
+
+    ``pca_source="auto"``: :func:`auto_source` (public: ``delta``). ``n_components=None``: a
+    noisy record count (Laplace, sensitivity 1 under add/remove, ``size_fraction`` of
+    epsilon, entry ``"pca-gauss/size"``) feeds :func:`auto_components` with the public width
+    and the model's epsilon; the raw ``n`` never does.
+    """
+    d = z.shape[1]
+    source = auto_source(delta) if config.pca_source == "auto" else config.pca_source
+    config = dataclasses.replace(config, pca_source=source)
+    ledger, eps_size, k = PrivacyLedger(), 0.0, config.n_components
+    if k is None:
+        eps_size = config.size_fraction * epsilon
+        n_hat, event = laplace_mechanism(
+            rng, np.array(float(z.shape[0])), l1_sensitivity=1.0, epsilon=eps_size
+        )
+        ledger = ledger.record("pca-gauss/size", event)
+        rest = epsilon - eps_size
+        model_eps = config.model_budget(rest - config.pca_epsilon(rest)).second
+        groups = n_classes if config.mode == "mixture" and n_classes else 1
+        k = auto_components(width=d, epsilon=model_eps, n_hat=float(n_hat), n_groups=groups)
+    if k > d:
+        raise ValueError(f"expected n_components <= number of features {d}, got {k}")
+    return dataclasses.replace(config, n_components=k), ledger, eps_size
 
 
 def fit_gaussians(

@@ -63,6 +63,16 @@ class _Layout:
             return index
         return index[(index < self.label.start) | (index >= self.label.stop)]
 
+    @property
+    def blocks(self) -> tuple[tuple[int, int], ...]:
+        """``(start, stop)`` of each one-hot block among the feature columns (public)."""
+        position = {int(j): i for i, j in enumerate(self.feature_index)}
+        return tuple(
+            (position[s.start], position[s.start] + s.size)
+            for s in self.encoder.spans
+            if s.kind == "categorical" and s is not self.label
+        )
+
     def split(self, e: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         """Encoded rows -> (box-scaled features, label: tau in [-1, 1] or class codes)."""
         z = np.clip(e[:, self.feature_index], -1.0, 1.0)
@@ -109,10 +119,12 @@ def fit_table(
         label=label,
         n_classes=n_classes,
         public=public,
+        blocks=layout.blocks,
     )
     params = {
         "components": model.subspace.components,
         "centre": model.subspace.centre,
+        "radius": np.array(model.subspace.radius),
         "counts": np.array([g.count for g in model.gaussians]),
         "means": np.stack([g.mean for g in model.gaussians]),
         "covs": np.stack([g.cov for g in model.gaussians]),
@@ -128,7 +140,7 @@ def sample_table(key: jax.Array, fitted: FittedModel, n: int) -> pd.DataFrame:
         Gaussian(count=float(c), mean=np.asarray(m), cov=np.asarray(s))
         for c, m, s in zip(p["counts"], p["means"], p["covs"], strict=True)
     )
-    subspace = Subspace(np.asarray(p["components"]), np.asarray(p["centre"]))
+    subspace = Subspace(np.asarray(p["components"]), np.asarray(p["centre"]), float(p["radius"]))
     model = PCAGaussModel(subspace, gaussians, layout.mode, fitted.ledger)
     z, label = sample(numpy_rng(key), model, n)
     return layout.encoder.decode(layout.join(z, label))
