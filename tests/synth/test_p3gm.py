@@ -18,7 +18,7 @@ from accounting.calibrate import calibrate_noise_multiplier
 from jdp.cli import main
 from jdp.data.datasets import load_adult
 from jdp.nn.heads import log_likelihood
-from jdp.nn.vae import kl_diag_gaussians, kl_to_mixture
+from jdp.nn.vae import Decoder, kl_diag_gaussians, kl_to_mixture
 from jdp.synth import base, io
 from jdp.synth.p3gm import model as P
 
@@ -371,3 +371,72 @@ def test_cli_fit_save_load_sample(tmp_path, capsys, adult, small, fitted):
         base.sample_model(jax.random.key(8), fitted, 20),
         base.sample_model(jax.random.key(8), again, 20),
     )
+
+
+def test_into_heads_gives_each_head_a_valid_target():
+    layout = (("bernoulli", 3), ("categorical", 3), ("gaussian", 1), ("categorical", 2))
+    x = jnp.array([[-0.5, 0.4, 1.7, 0.6, -0.2, 0.2, 5.0, -1.0, -3.0]])
+    t = np.asarray(P.into_heads(x, layout))[0]
+    np.testing.assert_allclose(t[:3], [0.0, 0.4, 1.0])
+    np.testing.assert_allclose(t[3:6], [0.75, 0.0, 0.25])  # clipped at 0, renormalised
+    assert t[6] == 5.0
+    np.testing.assert_allclose(t[7:], [0.5, 0.5])  # nothing left: uniform
+
+
+def test_initial_decoder_fits_the_inverse_projection_from_released_values_only(recorded, arrays):
+    """The initialisation is post-processing: a function of the released projection and
+    mixture alone (it has no data argument; the replay test above covers a whole fit), and
+    it closes most of the gap between a random decoder and the best possible fit (the
+    targets' own entropy) to the DP-PCA reconstruction of prior draws."""
+    fitted, _ = recorded
+    _, layout, _ = arrays
+    fixed = jax.tree_util.tree_map(
+        jnp.asarray, {k: fitted.params[k] for k in ("projection", "prior", "latent_scale")}
+    )
+    config = dataclasses.replace(TINY, hidden=32, decoder_init_steps=300)
+    d = sum(w for _, w in layout)
+    start = P.init_networks(jax.random.key(0), config, P.get_variant("p3gm"), d)["decoder"]
+    z = jnp.asarray(P.sample_latent(jax.random.key(9), fitted.params, "p3gm", 2000, 3))
+    target = P.into_heads(P.inverse_projection(fixed, z), layout)
+
+    def nll(raw):
+        return -float(jnp.mean(jax.vmap(log_likelihood, in_axes=(0, 0, None))(raw, target, layout)))
+
+    def loss(params):
+        return nll(Decoder(config.hidden, d).apply(params, P.standardize(fixed, z)))
+
+    t = jnp.clip(target, 1e-6, 1 - 1e-6)
+    best = nll(jnp.log(t) - jnp.log1p(-t) * jnp.asarray(  # logit (bernoulli), log p (softmax)
+        np.concatenate([np.full(w, k == "bernoulli", float) for k, w in layout])
+    ))
+    after = loss(P.initial_decoder(jax.random.key(1), start, fixed, layout, config))
+    before = loss(start)
+    assert best <= after < best + 0.5 * (before - best)
+
+
+def test_without_reduction_the_fixed_mean_is_the_dp_centred_row(adult, small, arrays, monkeypatch):
+    """latent_dim=None (the paper's credit setting): the "pca" phase is one DP mean, the
+    ledger is [dp-mean, dp-em x T_e, dp-sgd] and meets the target, and the fixed encoder
+    mean is the row minus that released centre (identity components)."""
+    config = dataclasses.replace(TINY, latent_dim=None)
+    releases, original = [], P.pca.dp_mean_gaussian
+
+    def dp_mean(*args, **kwargs):
+        releases.append(original(*args, **kwargs))
+        return releases[-1]
+
+    monkeypatch.setattr(P.pca, "dp_mean_gaussian", dp_mean)
+    model = base.fit_model(jax.random.key(4), "p3gm", small, BUDGET, config, schema=adult.schema)
+    expected = P.phase_events(config, P.calibrate_noise(config, "p3gm", BUDGET))
+    labels = ["dp-mean"] + ["dp-em"] * config.em_iterations + ["dp-sgd"]
+    assert model.ledger.labels == labels == [label for label, _ in expected]
+    assert 0.99 <= model.ledger.epsilon(BUDGET.delta, accountant="rdp") <= 1.0
+    x, _, bound = arrays
+    proj = model.params["projection"]
+    np.testing.assert_array_equal(proj["components"], np.eye(x.shape[1]))
+    # the centre IS the one DP-mean release (with its event in the ledger), not a raw mean
+    ((centre, event),) = releases
+    np.testing.assert_array_equal(proj["centre"], centre)
+    assert model.ledger.entries[0].event == event
+    c = np.asarray(P.project(jax.tree_util.tree_map(jnp.asarray, model.params), jnp.asarray(x)))
+    np.testing.assert_allclose(c, x / bound - proj["centre"], atol=1e-5)

@@ -22,9 +22,14 @@ class P3GMConfig:
         3:7 encoder:decoder split; (0.1, 0.2, 0.7) here). Ignored by ``dp-vae`` (all to
         DP-SGD) and ``pgm`` (non-private).
       l2_clip_norm: DP-SGD per-example gradient bound ``C``.
-      pca_clip_norm: row bound of the centred rows in Analyze Gauss (rows are scaled to norm
-        <= 1 by the public encoder bound, so 1 rarely clips).
-      em_clip_norm: row bound of the projections in DP-EM (``||c_x|| <= ||x - mu||``).
+      pca_clip_norm: row bound ``C_p`` of the DP mean and of the centred rows in Analyze
+        Gauss, in units of the public encoder bound (rows are scaled to norm <= 1, so 1
+        never clips). Declare it near the typical norm of a centred row: the noise scales
+        with ``C_p^2`` while the signal stops growing once ``C_p`` passes the row norms (a
+        bound 4x the typical norm costs 16x in signal-to-noise).
+      em_clip_norm: row bound ``C_e`` of the projections in DP-EM (``||c_x|| <= ||x/b - mu||``);
+        the noise on the mixture's second moments scales with ``C_e^2``, so declare it near
+        the typical projection norm, as ``C_p``.
       sampling_prob: DP-SGD Poisson rate ``q`` (the paper's ``B / N``: 200 / 45222 on Adult).
       expected_batch_size: the public constant ``B̄`` DP-SGD divides its noisy sum by (the
         paper's ``B = 200``, which is ``q N`` on Adult at the default ``q``). Declared, never
@@ -33,13 +38,18 @@ class P3GMConfig:
 
     Model and training:
       latent_dim: ``d'`` (10 in the paper); ``None`` skips the reduction (the paper's
-        Kaggle-credit setting): the fixed encoder mean is then ``x / b`` itself and no PCA is run.
+        Kaggle-credit setting): the fixed encoder mean is then the DP-centred row
+        ``x / b - mu_DP`` (the ``"pca"`` share pays for the DP mean alone) and no PCA is run.
       n_components: mixture components ``K`` (3). em_iterations: ``T_e`` (20).
       hidden: hidden width of encoder and decoder (1000).
       epochs: DP-SGD epochs (steps = ceil(epochs / q)). learning_rate: Adam step (1e-3).
       reg_covar: variance floor of the mixture components.
       logvar_init: initial bias of the encoder's log-variance head, in standardized latent
         units (-4: posterior std 0.14 of the latent spread at the start; DP-VAE: 0).
+      decoder_init_steps: Adam steps that start the decoder at the inverse of the released
+        DP-PCA map on draws from the DP mixture (post-processing, free:
+        :func:`jdp.synth.p3gm.model.initial_decoder`; the reference code's ``pcapretrain``
+        runs 3,000); 0 starts DP-SGD from a random decoder. decoder_init_batch: its batch.
       microbatch_size: per-example gradients held in memory at once (performance only).
       dpsgd_method: per-example clipping path of :func:`jdp.dpsgd.train.train` (performance only:
         ``"auto"`` picks ghost clipping, ``"general"`` compiles faster for tiny networks).
@@ -59,6 +69,8 @@ class P3GMConfig:
     budget_split: tuple[float, float, float] = (0.1, 0.2, 0.7)
     reg_covar: float = 1e-6
     logvar_init: float = -4.0
+    decoder_init_steps: int = 1000
+    decoder_init_batch: int = 100
     microbatch_size: int | None = None
     dpsgd_method: str = "auto"
 
@@ -68,6 +80,8 @@ class P3GMConfig:
         check_count("n_components", self.n_components, minimum=1)
         check_count("em_iterations", self.em_iterations, minimum=1)
         check_count("hidden", self.hidden, minimum=1)
+        check_count("decoder_init_steps", self.decoder_init_steps, minimum=0)
+        check_count("decoder_init_batch", self.decoder_init_batch, minimum=1)
         check_positive("epochs", self.epochs)
         check_probability("sampling_prob", self.sampling_prob)
         check_positive("expected_batch_size", self.expected_batch_size)

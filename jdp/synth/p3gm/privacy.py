@@ -29,8 +29,9 @@ def single_phase_events(
     mismatch cannot go unnoticed.
     """
     z = noise_multiplier
-    if phase == "pca":
-        return [("dp-mean", ev.GaussianDpEvent(z)), ("dp-pca", ev.GaussianDpEvent(z))]
+    if phase == "pca":  # without a reduction (latent_dim=None) only the DP centre
+        mean = [("dp-mean", ev.GaussianDpEvent(z))]
+        return mean if config.latent_dim is None else [*mean, ("dp-pca", ev.GaussianDpEvent(z))]
     if phase == "em":
         return [("dp-em", ev.ComposedDpEvent([ev.GaussianDpEvent(z)] * 3))] * config.em_iterations
     if phase == "sgd":

@@ -75,10 +75,9 @@ class Variant:
 
     def phases(self, config: P3GMConfig) -> tuple[str, ...]:
         """The phases that touch the data, in ledger order: DP-SGD alone without an
-        encoding phase; no DP-PCA without ``config.latent_dim``."""
-        if not self.fixed_mean:
-            return ("sgd",)
-        return PHASES if config.latent_dim is not None else PHASES[1:]
+        encoding phase (the ``"pca"`` phase is the DP centre alone without
+        ``config.latent_dim``)."""
+        return PHASES if self.fixed_mean else ("sgd",)
 
 
 P3GM = Variant(

@@ -1,0 +1,222 @@
+"""Ablate P3GM on MNIST and Kaggle credit: which phase's privacy costs the utility (issue 15).
+
+One table per dataset with the rows
+
+* ``vae``: a VAE trained end to end WITHOUT privacy (``dp-vae`` with no noise or clipping);
+* ``pgm``: P3GM's phased model WITHOUT privacy (every phase exact);
+* ``dp-pca``, ``dp-em``, ``dp-sgd``: P3GM with exactly one phase private, at the noise
+  multiplier that phase gets in the all-private run (the others exact);
+* ``p3gm``: every phase private, at ONE ``(epsilon, delta)`` (default ``(1, 1e-5)``), the
+  spent epsilon computed from the fitted ledger.
+
+The row where the metric collapses names the phase (and so the candidate causes) to look at.
+The metric is MNIST's small-CNN accuracy (synthetic train, real test) and credit's TSTR
+AUROC / AUPRC (mean over the classifiers; logistic regression only in ``--quick``).
+Settings come from ``scripts/reproduce_p3gm.py`` (:func:`config_for`: Table IV, public
+sizes); ``--set KEY=VALUE`` overrides any :class:`~jdp.synth.p3gm.config.P3GMConfig` field
+to ablate a modelling choice (e.g. ``--set decoder_init_steps=0``).
+
+Only the all-private row is a DP release; the other rows exist to diagnose and are never a
+private result.
+
+Usage::
+
+    python scripts/ablate_p3gm.py --quick --json > ablation.json
+    python scripts/ablate_p3gm.py --datasets mnist --set pca_clip_norm=1.0
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib.util
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+from accounting import PrivacyBudget
+from jdp.eval.utility import tstr_table
+from jdp.random import numpy_rng
+from jdp.synth.p3gm import model as P
+
+_SPEC = importlib.util.spec_from_file_location(
+    "reproduce_p3gm", Path(__file__).resolve().parent / "reproduce_p3gm.py"
+)
+R = importlib.util.module_from_spec(_SPEC)
+sys.modules[_SPEC.name] = R  # its dataclasses look their module up
+_SPEC.loader.exec_module(R)
+
+#: (row name, variant, the phases that are private)
+ROWS: tuple[tuple[str, str, frozenset[str]], ...] = (
+    ("vae", "dp-vae", frozenset()),
+    ("pgm", "p3gm", frozenset()),
+    ("dp-pca", "p3gm", frozenset({"pca"})),
+    ("dp-em", "p3gm", frozenset({"em"})),
+    ("dp-sgd", "p3gm", frozenset({"sgd"})),
+    ("p3gm", "p3gm", frozenset({"pca", "em", "sgd"})),
+)
+QUICK_ROWS = {"mnist": 10_000, "credit": 40_000}  # --quick subsample sizes (public)
+
+
+def fit_row(
+    key: jax.Array,
+    x: np.ndarray,
+    layout: Any,
+    bound: float,
+    budget: PrivacyBudget,
+    config: P.P3GMConfig,
+    variant: str,
+    private: frozenset[str],
+) -> tuple[dict[str, Any], float | None]:
+    """Fit one row: the phases in ``private`` at their all-private noise, the rest exact.
+
+    Returns the parameters and, for the all-private row, the epsilon its ledger spends.
+    """
+    noise = P.calibrate_noise(config, variant, budget)
+    enc_key, dec_key = jax.random.split(key)
+    fixed: dict[str, Any] = {}
+    ledger = None
+    if variant != "dp-vae":
+        enc_noise = None
+        if private & {"pca", "em"}:
+            enc_noise = {p: noise.get(p, 0.0) if p in private else 0.0 for p in ("pca", "em")}
+        fixed, ledger = P.encoding_phase(numpy_rng(enc_key), x, bound, config, enc_noise)
+    z_sgd = noise["sgd"] if "sgd" in private else None
+    trainable, sgd_ledger = P.decoding_phase(dec_key, x, fixed, layout, config, variant, z_sgd)
+    params = {"trainable": trainable, **fixed}
+    phases = set(P.get_variant(variant).phases(config))
+    if variant == "dp-vae" or private != phases:
+        return params, None
+    return params, (ledger + sgd_ledger).epsilon(budget.delta)
+
+
+def score_mnist(key: jax.Array, synth: Any, test: Any, quick: bool) -> dict[str, float]:
+    pixels = [c for c in synth.columns if c != "label"]
+
+    def images(frame: Any) -> tuple[np.ndarray, np.ndarray]:
+        return frame[pixels].to_numpy(np.float32) / 255.0, frame["label"].to_numpy(np.int32)
+
+    xs, ys = images(synth)
+    xt, yt = images(test)
+    acc = R.cnn_accuracy(key, xs, ys, xt, yt, 3 if quick else 10)
+    return {"accuracy": acc}
+
+
+def score_credit(train: Any, synth: Any, test: Any, target: str, quick: bool, seed: int):
+    if quick:
+        from jdp.eval.utility import paper_classifiers
+
+        clf = {"LogisticRegression": paper_classifiers(seed)["LogisticRegression"]}
+        rows = tstr_table(train, synth, test, target, classifiers=clf)
+        return {r["metric"]: float(r["synthetic"]) for r in rows if r["metric"] in ("AUROC", "AUPRC")}
+    return R.tstr_means(train, synth, test, target, seed)["synthetic"]
+
+
+def ablate(name: str, args: argparse.Namespace, budget: PrivacyBudget) -> dict[str, Any] | None:
+    loaded = R.load(name, False, args.seed)
+    if loaded is None:
+        return {"skipped": "dataset not installed"}
+    ds, train, test = loaded
+    n_public = R.PUBLIC_TRAIN_ROWS[name]
+    if args.quick:
+        n_public = QUICK_ROWS[name]
+        train = train.sample(n=n_public, random_state=args.seed).reset_index(drop=True)
+        if name == "mnist":
+            test = test.sample(n=2000, random_state=args.seed).reset_index(drop=True)
+    config = R.config_for(name, False, n_public=n_public)
+    config = dataclasses.replace(config, **args.overrides)
+    encoder = P.table_encoder(ds.schema)
+    layout = P.head_layout(encoder)
+    x = encoder.encode(ds.schema.conform(train))
+    R.log(f"[{name}] n={len(x)} d={x.shape[1]} steps={config.steps} overrides={args.overrides}")
+    out: dict[str, Any] = {"n_train": len(x), "config": dataclasses.asdict(config), "rows": {}}
+    key = jax.random.key(args.seed)
+    for i, (row, variant, private) in enumerate(ROWS):
+        if args.rows and row not in args.rows:
+            continue
+        t = time.time()
+        k_fit, k_sample, k_eval = jax.random.split(jax.random.fold_in(key, i), 3)
+        params, eps = fit_row(
+            k_fit, x, layout, encoder.row_norm_bound, budget, config, variant, private
+        )
+        synth = encoder.decode(P.sample_arrays(k_sample, params, layout, config, variant, len(x)))
+        if name == "mnist":
+            scores = score_mnist(k_eval, synth, test, args.quick)
+        else:
+            scores = score_credit(train, synth, test, ds.target, args.quick, args.seed)
+            scores["positive_rate"] = float(np.mean(synth[ds.target] == 1))
+        scores.update(epsilon_spent=eps, seconds=time.time() - t)
+        out["rows"][row] = scores
+        R.log(f"  {row:8s} {json.dumps({k: round(v, 4) if v else v for k, v in scores.items()})}")
+    return out
+
+
+def print_table(res: dict[str, Any]) -> None:
+    for name, r in res["datasets"].items():
+        if "rows" not in r:
+            R.log(f"{name}: {r}")
+            continue
+        metric = "accuracy" if name == "mnist" else "AUROC"
+        paper = R.PAPER_TABLE_VII["p3gm"] if name == "mnist" else R.PAPER_TABLE_VI["credit"]["p3gm"]["AUROC"]
+        R.log(f"\n{name} (n={r['n_train']}; paper P3GM {metric} {paper})")
+        R.log(f"  {'row':8s} {metric:>9s} {'eps':>7s} {'s':>6s}")
+        for row, s in r["rows"].items():
+            eps = f"{s['epsilon_spent']:7.3f}" if s["epsilon_spent"] is not None else "      -"
+            R.log(f"  {row:8s} {s[metric]:9.4f} {eps} {s['seconds']:6.0f}")
+
+
+def parse_set(items: list[str]) -> dict[str, Any]:
+    out = {}
+    for item in items:
+        k, _, v = item.partition("=")
+        out[k] = None if v == "None" else json.loads(v) if v[:1] in "[{" else type_of(k)(v)
+    return out
+
+
+def type_of(field: str) -> type:
+    types = {f.name: f.type for f in dataclasses.fields(P.P3GMConfig)}
+    if field not in types:
+        raise SystemExit(f"unknown P3GMConfig field {field!r}")
+    t = str(types[field])
+    return int if t.startswith("int") else str if t.startswith("str") else float
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="subsamples, LR only, short CNN")
+    parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    parser.add_argument("--epsilon", type=float, default=1.0)
+    parser.add_argument("--delta", type=float, default=1e-5)
+    parser.add_argument("--seed", type=int, default=0, help="research reproducibility only")
+    parser.add_argument("--datasets", default="mnist,credit")
+    parser.add_argument("--rows", default="", help="comma-separated subset of rows")
+    parser.add_argument("--set", action="append", default=[], help="P3GMConfig KEY=VALUE")
+    args = parser.parse_args(argv)
+    args.overrides = parse_set(args.set)
+    args.rows = [r for r in args.rows.split(",") if r]
+    start = time.time()
+    budget = PrivacyBudget(epsilon=args.epsilon, delta=args.delta)
+    res: dict[str, Any] = {
+        "epsilon": args.epsilon,
+        "delta": args.delta,
+        "mode": "quick" if args.quick else "full",
+        "overrides": args.overrides,
+        "datasets": {},
+    }
+    for name in [d.strip() for d in args.datasets.split(",") if d.strip()]:
+        res["datasets"][name] = ablate(name, args, budget)
+    res["runtime_s"] = time.time() - start
+    print_table(res)
+    R.log(f"run time {res['runtime_s']:.0f} s")
+    if args.json:
+        print(json.dumps(res))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
