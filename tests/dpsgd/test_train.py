@@ -81,8 +81,11 @@ def test_target_epsilon_is_met():
     )
     out = _train(2, config)
     assert out.steps == 20
-    eps = out.ledger.epsilon(1e-5)
+    # calibrated with the config's accountant (RDP) to within 5%; the ledger's figure (the
+    # best rigorous accountant) is at most that
+    eps = out.ledger.epsilon(1e-5, accountant=config.accountant)
     assert eps <= 2.0 * (1 + 1e-6) and eps > 1.9
+    assert out.ledger.epsilon(1e-5) <= eps
 
 
 def test_model_state_is_threaded_and_never_sees_data():
