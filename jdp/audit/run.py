@@ -517,8 +517,9 @@ def _pca_gauss(rng, *, trials: int, epsilon: float, delta: float) -> Scores:
         for i in range(trials):
             model = fit(rng, data, epsilon=epsilon, delta=delta, config=config)
             g = model.gaussians[0]
-            sign = float(np.sign(model.subspace.components[0, 0]) or 1.0)
-            s[i] = sign * float(g.mean[0]) * max(g.count, 1.0)  # the released feature sum
+            # the released second-moment sum n_hat (Sigma + mu mu^T) (most of the budget;
+            # the canary adds 1, the other records 0), as far as the projections keep it
+            s[i] = max(g.count, 1.0) * float(g.cov[0, 0] + g.mean[0] ** 2)
             event = model.ledger.event
         out.append(s)
     return out[0], out[1], event
@@ -599,7 +600,7 @@ def _registry() -> dict[str, MechanismAudit]:
         MechanismAudit(
             "pca-gauss",
             "PCA-Gauss fit end to end (Lap-PCA + Gaussian model, d = k = 1); canary at the "
-            "box corner; score: the released feature sum (count x mean)",
+            "box corner; score: the released second-moment sum n (Sigma + mu^2)",
             _pca_gauss,
             5_000,
             True,
