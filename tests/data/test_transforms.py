@@ -293,33 +293,3 @@ def test_mass_and_missing_cells_hold_one_record_each():
     back = undiscretize(rng, x, discretize(x, frame["x"], 8), 8)
     np.testing.assert_array_equal(np.isnan(back), frame["x"].isna())
     np.testing.assert_array_equal(back == 0.5, frame["x"] == 0.5)
-
-
-@pytest.mark.parametrize("bins", [1, 4, 32])
-def test_numeric_bins_state_is_the_discretize_cell_and_round_trips(bins):
-    """With ``numeric_bins`` every numeric column's state block is the one-hot of its
-    :func:`discretize` cell (public cells of the bounds, then masses, then missing), the
-    round trip stays exact, and decoding clips the value part into the cell the state names
-    (so a sampled cell fixes the value's range)."""
-    enc = TableEncoder(STATE_SCHEMA, numeric_bins=bins)
-    table = STATE_SCHEMA.conform(state_frame(np.random.default_rng(10), 300))
-    x = enc.encode(table)
-    spans = {s.name: s for s in enc.spans}
-    for col in STATE_SCHEMA.columns:
-        if col.is_numeric:
-            block = x[:, spans[f"{col.name}#state"].start : spans[f"{col.name}#state"].stop]
-            assert block.shape[1] == n_bins(col, bins)
-            np.testing.assert_array_equal(
-                np.argmax(block, axis=1), discretize(col, table.frame[col.name], bins)
-            )
-    out = enc.decode(x)
-    pd.testing.assert_frame_equal(out.drop(columns="x"), table.frame.drop(columns="x"))
-    np.testing.assert_allclose(out["x"], table.frame["x"], rtol=0, atol=8 * np.spacing(3.0))
-    if bins == 4:
-        gain = spans["gain#state"]
-        moved = x.copy()
-        moved[:, gain.start : gain.stop] = 0.0
-        moved[:, gain.start + 2] = 1.0  # value cell 2 of 4: [50000, 74999]
-        assert enc.decode(moved)["gain"].between(50_000, 74_999).all()
-    with pytest.raises(ValueError, match="numeric_bins >= 1"):
-        TableEncoder(STATE_SCHEMA, numeric_bins=0)
