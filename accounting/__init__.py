@@ -8,7 +8,9 @@ records, and imports nothing of ``jdp``, ``kip`` or JAX.
 * :mod:`accounting.builders` -- the events of multi-step mechanisms (:func:`dpsgd_event`).
 * :mod:`accounting.accountants` -- the accountant protocol, its one composition walker, and
   the accountants (RDP, PLD, GDP, zCDP, pure, moments).
-* :func:`compute_epsilon` / :func:`compute_delta` -- any event, any registered accountant.
+* :func:`compute_epsilon` / :func:`compute_delta` -- any event, any registered accountant, or
+  ``"best"``: :func:`best_epsilon` / :func:`best_delta`, the minimum over the rigorous ones that
+  analyse the event, named (what :class:`PrivacyLedger` reports by default).
 * :func:`calibrate` / :func:`calibrate_noise_multiplier` -- the smallest noise meeting a target.
 * :class:`PrivacyLedger` -- what a fitted model spent; :class:`PrivacyBudget` -- what a user
   allows.
@@ -16,11 +18,21 @@ records, and imports nothing of ``jdp``, ``kip`` or JAX.
 """
 
 from accounting import events, relations, validation
-from accounting.accountants.base import Accountant
+from accounting.accountants.base import Accountant, UnsupportedEventError
 from accounting.budget import PrivacyBudget
 from accounting.builders import dpsgd_event
 from accounting.calibrate import BudgetTooSmallError, calibrate, calibrate_noise_multiplier
-from accounting.compose import ACCOUNTANTS, compute_delta, compute_epsilon, make_accountant
+from accounting.compose import (
+    ACCOUNTANTS,
+    BEST,
+    RIGOROUS,
+    Bound,
+    best_delta,
+    best_epsilon,
+    compute_delta,
+    compute_epsilon,
+    make_accountant,
+)
 from accounting.ledger import LedgerEntry, PrivacyLedger
 from accounting.relations import (
     ADD_OR_REMOVE_ONE,
@@ -34,13 +46,19 @@ from accounting.relations import (
 __all__ = [
     "ACCOUNTANTS",
     "ADD_OR_REMOVE_ONE",
+    "BEST",
     "REPLACE_ONE",
+    "RIGOROUS",
     "Accountant",
+    "Bound",
     "BudgetTooSmallError",
     "LedgerEntry",
     "NeighboringRelation",
     "PrivacyBudget",
     "PrivacyLedger",
+    "UnsupportedEventError",
+    "best_delta",
+    "best_epsilon",
     "calibrate",
     "calibrate_noise_multiplier",
     "compute_delta",
