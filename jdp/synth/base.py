@@ -76,6 +76,7 @@ from accounting.compose import split_approximate
 from accounting.validation import check_count
 from jdp.data.dp_schema import SchemaRelease
 from jdp.data.schema import Schema, Table, UnaccountedSchemaWarning
+from jdp.synth.signal import check_signal
 from jdp.verbosity import private_details_shown
 
 Params = Mapping[str, Any]  # nested dict of arrays
@@ -219,7 +220,9 @@ def fit_model(
     open the model's ledger (a ``Table`` must then be conformed to the release's schema).
     Warns (:class:`DeltaWarning`) when ``delta >= 1/n``, and
     (:class:`~jdp.data.schema.UnaccountedSchemaWarning`) when the schema came from a release
-    but the release is not given: its cost is then missing from the ledger. Raises
+    but the release is not given: its cost is then missing from the ledger, and
+    (:class:`~jdp.synth.signal.NoSignalWarning`) when a released statistic's noise exceeds
+    any signal it could carry (:func:`~jdp.synth.signal.check_signal`). Raises
     ``RuntimeError`` if the ledger composes to more than ``budget.epsilon`` at
     ``budget.delta`` (a bug in the method).
     """
@@ -260,6 +263,7 @@ def fit_model(
             f"method {method!r} spent epsilon={spent_eps:.6g} at delta={budget.delta:g}, "
             f"over the budget epsilon={budget.epsilon:g}"
         )
+    check_signal(model)
     return model
 
 

@@ -69,7 +69,8 @@ from jdp.synth.pca_gauss.subspace import (
     row_radius,
     to_unit_box,
 )
-from jdp.synth.pca_gauss.table import fit_table, sample_table
+from jdp.synth.pca_gauss.table import fit_table, released_statistics, sample_table
+from jdp.synth.signal import register_releases
 
 __all__ = [
     "ADD_OR_REMOVE_ONE",
@@ -98,6 +99,7 @@ __all__ = [
     "project_psd",
     "record_bounds",
     "release_gaussian",
+    "released_statistics",
     "row_radius",
     "sample",
     "sample_features",
@@ -115,6 +117,8 @@ register(
         description="PCA-Gauss: Gaussian / per-class Gaussians on a DP principal subspace (pure eps)",
     )
 )
+
+register_releases("pca-gauss", released_statistics)
 
 
 class PCAGauss(Synthesizer):

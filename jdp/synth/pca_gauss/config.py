@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from accounting.validation import check_count
+from jdp.synth.signal import SIGNAL_SHARE
 
 
 @dataclass(frozen=True)
@@ -26,9 +27,6 @@ PcaSource = Literal["auto", "lap", "analyze-gauss", "public"]
 Mode = Literal["auto", "unsupervised", "supervised", "mixture"]
 PCA_SOURCES: tuple[str, ...] = ("auto", "lap", "analyze-gauss", "public")
 
-SIGNAL_SHARE = (
-    0.05  # rho: the share of the features' variance (tr Sigma <= 1) assumed spread over k
-)
 MAX_COMPONENTS = 16  # the automatic k never exceeds this (nor d)
 
 
@@ -40,7 +38,8 @@ def auto_components(*, width: int, epsilon: float, n_hat: float, n_groups: int =
     group size ``m`` (``n_hat / n_groups``) each covariance entry gets noise of std
     ``sqrt(2) b / m``, and the ``k x k`` noise matrix a spectral norm of about
     ``2 sqrt(k) sqrt(2) b / m`` (the semicircle edge). The features have total variance
-    ``tr Sigma <= 1`` (Lemma 1); if a share ``rho`` of it (:data:`SIGNAL_SHARE`) is spread over
+    ``tr Sigma <= 1`` (Lemma 1); if a share ``rho`` of it
+    (:data:`jdp.synth.signal.SIGNAL_SHARE`, the same rule as the no-signal warning) is spread over
     ``k`` components, each has about ``rho / k``. Signal above noise needs
     ``sqrt(2) k^1.5 (k + 1) / (eps_2 m) <= rho``, i.e. roughly
     ``k <= (rho eps_2 m / sqrt(2))^(2/5)``: the largest such ``k`` in
