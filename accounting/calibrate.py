@@ -68,7 +68,10 @@ def calibrate(
       target_epsilon: > 0.
       target_delta: in (0, 1).
       accountant: see :data:`accounting.compose.ACCOUNTANTS`; not ``"gdp_clt"`` (an
-        approximation: the returned scale must meet the target for sure).
+        approximation: the returned scale must meet the target for sure). ``"best"``
+        calibrates with the ledger's own rule (:func:`accounting.compose.best_epsilon`, one
+        function for both); the default ``"rdp"`` is fast, and the ledger's figure, a
+        minimum that includes RDP, is then at most the target too.
       neighboring_relation: relation the events are analysed under.
       lower, upper: initial bracket, ``0 < lower < upper``.
       rtol: relative tolerance on epsilon, in (0, 0.01].
