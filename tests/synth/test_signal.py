@@ -47,9 +47,9 @@ def _no_signal_messages(rows: int, epsilon: float, config=None) -> list[str]:
 
 def test_small_table_warns_without_printing_its_size() -> None:
     """700 rows at epsilon = 1: Analyze Gauss's noise matrix (spectral norm ~ 2 sqrt(d) z,
-    about 190 on Adult's 112 feature columns) buries a scatter whose signal share is
+    about 160 on Adult's 112 feature columns) buries a scatter whose signal share is
     0.05 * n_hat = 35, so the subspace is flagged (ratio ~ 4.5; the rule would need
-    n_hat >= 20 * 190 = 3800 rows). The message names the statistic and never the private
+    n_hat >= 20 * 160 = 3200 rows). The message names the statistic and never the private
     row count (700, nor its class sizes 540 / 160)."""
     messages = _no_signal_messages(700, 1.0)
     assert len(messages) == 1
