@@ -250,6 +250,9 @@ class PrivacyLedger:
         return rows
 
     def _alone(self, entries: list[LedgerEntry]) -> PrivacyLedger:
+        """A ledger of ``entries`` only (this one, with its cache, when they are all of it)."""
+        if tuple(entries) == self.entries:
+            return self
         return PrivacyLedger(tuple(entries), self.neighboring_relation)
 
     def groups(self) -> list[list[LedgerEntry]]:
