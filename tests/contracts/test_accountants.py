@@ -337,3 +337,25 @@ def test_pld_never_looser_than_rdp(event_name, relation):
         kwargs = {"neighboring_relation": relation}
         pld = compute_epsilon(event, delta, accountant="pld", **kwargs)
         assert pld <= compute_epsilon(event, delta, accountant="rdp", **kwargs) * (1 + 1e-9)
+
+
+@pytest.mark.parametrize(("event_name", "relation"), SHARED_CASES)
+def test_best_is_the_minimum_of_the_valid_accountants(event_name, relation):
+    # "best" (the ledger's default) is one of the rigorous accountants' answers and no
+    # rigorous accountant that analyses the event gives less
+    from accounting.accountants.base import UnsupportedEventError
+    from accounting.compose import RIGOROUS, best_epsilon
+
+    events = SHARED_EVENTS if relation == ADD_OR_REMOVE_ONE else SHARED_REPLACE_EVENTS
+    event = events[event_name]
+    bound = best_epsilon(event, DELTA, neighboring_relation=relation)
+    answers = {}
+    for name in RIGOROUS:
+        try:
+            answers[name] = compute_epsilon(
+                event, DELTA, accountant=name, neighboring_relation=relation
+            )
+        except UnsupportedEventError:
+            continue
+    assert {"rdp", "pld"} <= set(answers) == set(bound.by_accountant)
+    assert bound.value == answers[bound.accountant] == min(answers.values())
