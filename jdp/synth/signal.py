@@ -28,14 +28,18 @@ import math
 import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from jdp.verbosity import private_detail
 
-if TYPE_CHECKING:
-    from jdp.synth.base import FittedModel
-
 SIGNAL_SHARE = 0.05
+
+
+class FittedModel(Protocol):
+    """What the rule needs of :class:`jdp.synth.base.FittedModel` (not imported: base calls
+    this module)."""
+
+    method: str
 
 
 class NoSignalWarning(UserWarning):
