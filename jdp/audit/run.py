@@ -339,7 +339,17 @@ def _analyze_gauss(rng, *, trials: int, epsilon: float, delta: float) -> Scores:
     )
 
 
-def _lap_pca(rng, *, trials: int, epsilon: float, delta: float) -> Scores:
+def _lap_pca(
+    rng,
+    *,
+    trials: int,
+    epsilon: float,
+    delta: float,
+    secure_noise: bool = False,
+    decimals: int | None = 9,
+) -> Scores:
+    """Lap-PCA's release; ``secure_noise`` and ``decimals`` (of the score) select the
+    floating-point audit (:func:`jdp.audit.canaries.laplace_shift_score`)."""
     from jdp.encoding.pca import lap_pca_l1_sensitivity, noisy_scatter_laplace, scatter_sum
 
     d = 2
@@ -349,7 +359,9 @@ def _lap_pca(rng, *, trials: int, epsilon: float, delta: float) -> Scores:
     xc = np.vstack([x, corner_canary(lower, upper)])  # attains the L1 sensitivity
 
     def release(r, data):
-        y, e = noisy_scatter_laplace(r, data, centre, epsilon=epsilon, lower=lower, upper=upper)
+        y, e = noisy_scatter_laplace(
+            r, data, centre, epsilon=epsilon, lower=lower, upper=upper, secure_noise=secure_noise
+        )
         return (_upper(y),), e
 
     a = _upper(scatter_sum(x, centre, l2_clip_norm=np.inf))
@@ -357,8 +369,8 @@ def _lap_pca(rng, *, trials: int, epsilon: float, delta: float) -> Scores:
     y0, y1, event = _loop(rng, trials, release, (x, xc))
     lam = (lap_pca_l1_sensitivity(np.maximum(upper - centre, centre - lower)) / epsilon,)
     return (
-        laplace_shift_score(y0, (a,), (b,), lam),
-        laplace_shift_score(y1, (a,), (b,), lam),
+        laplace_shift_score(y0, (a,), (b,), lam, decimals=decimals),
+        laplace_shift_score(y1, (a,), (b,), lam, decimals=decimals),
         event,
     )
 
@@ -560,7 +572,7 @@ def _registry() -> dict[str, MechanismAudit]:
         MechanismAudit(
             "lap-pca",
             "Lap-PCA noisy scatter (noisy_scatter_laplace); canary: the box corner; score: "
-            "Laplace likelihood ratio",
+            "Laplace likelihood ratio, rounded to 9 decimals (see laplace_shift_score)",
             _lap_pca,
             40_000,
             False,

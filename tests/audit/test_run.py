@@ -182,3 +182,27 @@ def test_one_run_dpsgd_audit_below_claim_and_catches_tiny_noise():
     )
     assert loud.correct >= 0.95 * loud.guesses
     assert 2.0 < loud.lower_bound < loud.epsilon
+
+
+def test_floating_point_laplace_is_caught_and_snapping_is_not():
+    """Mironov (2012) in an audit: Lap-PCA's release scored with every bit of the exact
+    Laplace likelihood ratio (decimals=None) separates the datasets on an event the
+    canary's dataset never produces (its bounded ratio's atom, spread over ulps), far above
+    the claim of 1 with the textbook sampler; with secure_noise=True (snapping, proved DP in
+    binary64) the same attack stays below the claim. The registry's audit rounds the score
+    (the mechanism's mathematics) and stays below too (test_lower_bound_never_exceeds...)."""
+    from jdp.audit.run import _lap_pca
+
+    bounds = {}
+    for secure in (False, True):
+        out, inn, event = _lap_pca(
+            np.random.default_rng(0),
+            trials=20_000,
+            epsilon=1.0,
+            delta=DELTA,
+            secure_noise=secure,
+            decimals=None,
+        )
+        bounds[secure] = audit_scores("lap-pca", out, inn, event, delta=DELTA)
+    assert bounds[False].lower_bound > 1.5 * bounds[False].epsilon
+    assert bounds[True].lower_bound <= bounds[True].epsilon
