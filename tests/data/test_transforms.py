@@ -293,3 +293,66 @@ def test_mass_and_missing_cells_hold_one_record_each():
     back = undiscretize(rng, x, discretize(x, frame["x"], 8), 8)
     np.testing.assert_array_equal(np.isnan(back), frame["x"].isna())
     np.testing.assert_array_equal(back == 0.5, frame["x"] == 0.5)
+
+
+def _contract_module():
+    """tests/contracts/test_synthesizers.py (its TINY configs: one copy), loaded by path."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).parents[1] / "contracts" / "test_synthesizers.py"
+    spec = importlib.util.spec_from_file_location("_synth_contract", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+MIXED_SCHEMA = Schema(
+    columns=(
+        Column(name="g", kind="integer", lower=0, upper=50, point_masses=(0,)),
+        Column(name="x", kind="continuous", lower=0.0, upper=1.0, nullable=True),
+        Column(name="c", kind="categorical", categories=("NA", "b"), nullable=True),
+        Column(name="y", kind="categorical", categories=("no", "yes")),
+    ),
+    target="y",
+)
+
+
+@pytest.mark.slow  # fits every registered method (~100 s on 2 shared cores)
+@pytest.mark.filterwarnings("ignore:.*budget is too small for any signal")
+def test_every_method_fits_and_samples_masses_and_missing_values():
+    """Every registered synthesizer consumes the state indicators through the encoder (or
+    the mass/missing cells through discretize): a fit on a table with a point mass and
+    missing values samples rows whose values are in bounds, masses exact, missing values
+    only in the nullable columns."""
+    from accounting import PrivacyBudget
+    from jdp.synth.base import available_methods, fit_model, get_method, sample_model
+
+    contract = _contract_module()
+    rng = np.random.default_rng(12)
+    n = contract.N
+    x = rng.uniform(0, 1, n)
+    x[rng.random(n) < 0.3] = np.nan
+    frame = pd.DataFrame(
+        {
+            "g": np.where(rng.random(n) < 0.7, 0, rng.integers(1, 51, n)),
+            "x": x,
+            "c": rng.choice(np.array(["NA", "b", None], dtype=object), n),
+            "y": rng.choice(["no", "yes"], n).astype(object),
+        }
+    )
+    budget = PrivacyBudget(epsilon=1.0, delta=1e-5)
+    for method in available_methods():
+        m = get_method(method)
+        config = m.make_config(None, **contract.TINY[method])
+        key = jax.random.key(3)
+        if method in contract.NON_PRIVATE:
+            model = m.fit(key, MIXED_SCHEMA.conform(frame), budget, config)
+        else:
+            model = fit_model(key, method, frame, budget, config, schema=MIXED_SCHEMA)
+        out = sample_model(jax.random.key(4), model, 50)
+        assert list(out.columns) == MIXED_SCHEMA.names, method
+        assert out["g"].dtype == np.int64 and out["g"].between(0, 50).all(), method
+        assert out["x"].dropna().between(0, 1).all(), method
+        assert set(out["c"].dropna()) <= {"NA", "b"} and set(out["y"]) <= {"no", "yes"}, method
+        assert not out[["g", "y"]].isna().any().any(), method
