@@ -125,8 +125,11 @@ def test_ledger_meets_the_budget_tightly(adult, small, noise, delta, event_cls):
     model = fit(1, small, adult.schema, PrivacyBudget(epsilon=1.0, delta=delta), noise=noise)
     (entry,) = model.ledger.entries
     assert isinstance(entry.event, event_cls) and entry.label == "marginals"
-    eps = model.epsilon()
-    assert eps <= 1.0 and eps >= 0.99  # calibration lands within 1% of the target
+    # calibration (by RDP; pure Laplace exactly) lands within 1% of the target; the ledger's
+    # reported figure is the best rigorous accountant's, never above it
+    calibrated = model.ledger.epsilon(delta, accountant="rdp" if delta > 0 else "pure")
+    assert 0.99 <= calibrated <= 1.0
+    assert model.epsilon() <= calibrated * (1 + 1e-9)
     if delta == 0:
         assert entry.event == ev.LaplaceDpEvent(1.0)
 
