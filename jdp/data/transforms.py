@@ -151,7 +151,7 @@ def numeric_state(column: Column, x: np.ndarray, bins: int = 1) -> np.ndarray:
     b = value_cells(column, bins)
     if column.kind == "integer":
         r = int(column.upper - column.lower) + 1
-        cells = np.floor((x - column.lower) * b / r)
+        cells = ((x - column.lower) * b) // r
     else:
         cells = np.floor((x - column.lower) / column.width * b)
     cells = np.clip(np.nan_to_num(cells), 0, b - 1).astype(np.int64)
