@@ -72,6 +72,7 @@ def fit_row(
     config: P.P3GMConfig,
     variant: str,
     private: frozenset[str],
+    target_coords: tuple[int, int] | None,
 ) -> tuple[dict[str, Any], float | None]:
     """Fit one row: the phases in ``private`` at their all-private noise, the rest exact.
 
@@ -85,7 +86,9 @@ def fit_row(
         enc_noise = None
         if private & {"pca", "em"}:
             enc_noise = {p: noise.get(p, 0.0) if p in private else 0.0 for p in ("pca", "em")}
-        fixed, ledger = P.encoding_phase(numpy_rng(enc_key), x, bound, config, enc_noise)
+        fixed, ledger = P.encoding_phase(
+            numpy_rng(enc_key), x, bound, config, enc_noise, target_coords
+        )
     z_sgd = noise["sgd"] if "sgd" in private else None
     trainable, sgd_ledger = P.decoding_phase(dec_key, x, fixed, layout, config, variant, z_sgd)
     params = {"trainable": trainable, **fixed}
@@ -113,7 +116,9 @@ def score_credit(train: Any, synth: Any, test: Any, target: str, quick: bool, se
 
         clf = {"LogisticRegression": paper_classifiers(seed)["LogisticRegression"]}
         rows = tstr_table(train, synth, test, target, classifiers=clf)
-        return {r["metric"]: float(r["synthetic"]) for r in rows if r["metric"] in ("AUROC", "AUPRC")}
+        return {
+            r["metric"]: float(r["synthetic"]) for r in rows if r["metric"] in ("AUROC", "AUPRC")
+        }
     return R.tstr_means(train, synth, test, target, seed)["synthetic"]
 
 
@@ -142,7 +147,15 @@ def ablate(name: str, args: argparse.Namespace, budget: PrivacyBudget) -> dict[s
         t = time.time()
         k_fit, k_sample, k_eval = jax.random.split(jax.random.fold_in(key, i), 3)
         params, eps = fit_row(
-            k_fit, x, layout, encoder.row_norm_bound, budget, config, variant, private
+            k_fit,
+            x,
+            layout,
+            encoder.row_norm_bound,
+            budget,
+            config,
+            variant,
+            private,
+            P.target_coords(encoder),
         )
         synth = encoder.decode(P.sample_arrays(k_sample, params, layout, config, variant, len(x)))
         if name == "mnist":
@@ -162,7 +175,11 @@ def print_table(res: dict[str, Any]) -> None:
             R.log(f"{name}: {r}")
             continue
         metric = "accuracy" if name == "mnist" else "AUROC"
-        paper = R.PAPER_TABLE_VII["p3gm"] if name == "mnist" else R.PAPER_TABLE_VI["credit"]["p3gm"]["AUROC"]
+        paper = (
+            R.PAPER_TABLE_VII["p3gm"]
+            if name == "mnist"
+            else R.PAPER_TABLE_VI["credit"]["p3gm"]["AUROC"]
+        )
         R.log(f"\n{name} (n={r['n_train']}; paper P3GM {metric} {paper})")
         R.log(f"  {'row':8s} {metric:>9s} {'eps':>7s} {'s':>6s}")
         for row, s in r["rows"].items():

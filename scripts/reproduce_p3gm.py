@@ -63,8 +63,8 @@ from jdp.data.datasets import TEST_FRACTION, DatasetNotInstalledError, load_data
 from jdp.eval.marginals import two_way_tvd
 from jdp.eval.plots import image_grid
 from jdp.eval.utility import paper_classifiers, tstr_table
-from jdp.synth.p3gm import model as P
 from jdp.random import numpy_rng
+from jdp.synth.p3gm import model as P
 
 PAPER_TABLE_VI = {  # P3GM and "original" (real data), Table VI
     "adult": {
@@ -89,11 +89,18 @@ DATASET_NAMES = {"adult": "adult", "credit": "creditcard", "mnist": "mnist"}
 # The bounds are declared from public descriptions of the data, near the typical norm of a
 # centred row (a bound far above it wastes signal: noise ~ C^2, signal capped by the norms):
 # * MNIST: a size-normalised digit inks about 150 of 784 pixels at intensity ~0.5-0.7, a row
-#   norm of about 8 in pixel units, 0.3 b (b = 28); projections on d' = 10 directions: 0.25 b.
+#   norm of about 8 in pixel units, centred about 7: 0.25 b (b = 28) for both. The split
+#   keeps Sec. VI-E's 3:7 encoder:decoder but gives DP-PCA 2/3 of the encoder's share: its
+#   794 x 794 scatter needs it, while DP-EM's sums over 60,000 rows in 10 dimensions do not
+#   (with (0.1, 0.2, 0.7) four of the ten released directions were noise; a choice made
+#   while reproducing, so tuned on the data as the paper's own ratio was: Sec. V-B).
 # * credit: the DP mean sees uncentred rows (every [0, 1] coordinate near its midpoint:
 #   norm ~0.52 b), so 0.6; centred, Time (uniform over the two days: std 0.29) and the PCA
 #   scores (total variance ~ the number of inputs, ~30, in [-20, 20]) give ~0.06 b, so 0.1.
 # * Adult keeps the defaults (1.0), with which it already meets its paper (issue 15).
+# Credit also leaves the label out of the fixed encoder mean (latent_excludes_target): with
+# it in, the decoder reads the label off c_x and a prior draw never reaches the fraud value
+# (0.17% of rows), so no synthetic fraud looks like one (ablation: non-private PGM AUROC 0.16).
 SETTINGS = {
     "adult": {"epochs": 5.0, "batch": 200, "latent_dim": 10},
     "credit": {
@@ -102,13 +109,15 @@ SETTINGS = {
         "latent_dim": None,
         "pca_clip_norm": 0.6,
         "em_clip_norm": 0.1,
+        "latent_excludes_target": True,
     },
     "mnist": {
         "epochs": 4.0,
         "batch": 300,
         "latent_dim": 10,
-        "pca_clip_norm": 0.3,
+        "pca_clip_norm": 0.25,
         "em_clip_norm": 0.25,
+        "budget_split": (0.2, 0.1, 0.7),
     },
 }
 QUICK = {  # Adult keeps its whole training split; the others are subsampled
@@ -172,6 +181,8 @@ def config_for(name: str, quick: bool, *, n_public: int | None = None) -> P.P3GM
         latent_dim=s["latent_dim"],
         pca_clip_norm=s.get("pca_clip_norm", 1.0),
         em_clip_norm=s.get("em_clip_norm", 1.0),
+        budget_split=s.get("budget_split", (0.1, 0.2, 0.7)),
+        latent_excludes_target=s.get("latent_excludes_target", False),
         epochs=s["epochs"],
         sampling_prob=min(1.0, s["batch"] / n),
         expected_batch_size=min(s["batch"], n),  # q n with the public n: DP-SGD's normaliser
@@ -198,9 +209,12 @@ def fit(
     budget: PrivacyBudget,
     config: P.P3GMConfig,
     variant: str,
+    target_coords: tuple[int, int] | None = None,
 ) -> Fitted:
     t = time.time()
-    params, ledger = P.fit_arrays(key, x, layout, bound, budget, config, variant, progress=False)
+    params, ledger = P.fit_arrays(
+        key, x, layout, bound, budget, config, variant, target_coords=target_coords
+    )
     eps = ledger.epsilon(budget.delta)
     log(
         f"    {variant:8s} fitted in {time.time() - t:6.1f} s, epsilon spent {eps:.4f} at delta {budget.delta:g}"
@@ -248,7 +262,16 @@ def tabular(
     real = None
     for i, variant in enumerate(variants):
         k_fit, k_sample = jax.random.split(jax.random.fold_in(key, i))
-        f = fit(k_fit, x, layout, encoder.row_norm_bound, budget, config, variant)
+        f = fit(
+            k_fit,
+            x,
+            layout,
+            encoder.row_norm_bound,
+            budget,
+            config,
+            variant,
+            P.target_coords(encoder),
+        )
         synth = synthesize(k_sample, f, encoder, layout, config, len(train))
         scores = tstr_means(train, synth, test, ds.target, args.seed)
         real = scores["real"]
@@ -352,7 +375,16 @@ def mnist(
     }
     for i, variant in enumerate(("p3gm", "dp-vae")):
         k_fit, k_sample, k_cnn = jax.random.split(jax.random.fold_in(key, i), 3)
-        f = fit(k_fit, x, layout, encoder.row_norm_bound, budget, config, variant)
+        f = fit(
+            k_fit,
+            x,
+            layout,
+            encoder.row_norm_bound,
+            budget,
+            config,
+            variant,
+            P.target_coords(encoder),
+        )
         synth = synthesize(k_sample, f, encoder, layout, config, len(train))
         xs, ys = images(synth)
         acc = cnn_accuracy(k_cnn, xs, ys, x_test, y_test, cnn_epochs)
@@ -453,7 +485,9 @@ def learning_curves(
         noise = P.calibrate_noise(config, variant, budget)
         fixed: dict[str, Any] = {}
         if variant != "dp-vae":
-            fixed, _ = P.encoding_phase(numpy_rng(k_enc), x, encoder.row_norm_bound, config, noise)
+            fixed, _ = P.encoding_phase(
+                numpy_rng(k_enc), x, encoder.row_norm_bound, config, noise, P.target_coords(encoder)
+            )
         fixed_j = jax.tree_util.tree_map(jnp.asarray, fixed)
 
         recon = reconstruction_fn(fixed_j, x_test, config, variant, layout)

@@ -406,9 +406,13 @@ def test_initial_decoder_fits_the_inverse_projection_from_released_values_only(r
         return nll(Decoder(config.hidden, d).apply(params, P.standardize(fixed, z)))
 
     t = jnp.clip(target, 1e-6, 1 - 1e-6)
-    best = nll(jnp.log(t) - jnp.log1p(-t) * jnp.asarray(  # logit (bernoulli), log p (softmax)
-        np.concatenate([np.full(w, k == "bernoulli", float) for k, w in layout])
-    ))
+    best = nll(
+        jnp.log(t)
+        - jnp.log1p(-t)
+        * jnp.asarray(  # logit (bernoulli), log p (softmax)
+            np.concatenate([np.full(w, k == "bernoulli", float) for k, w in layout])
+        )
+    )
     after = loss(P.initial_decoder(jax.random.key(1), start, fixed, layout, config))
     before = loss(start)
     assert best <= after < best + 0.5 * (before - best)
@@ -440,3 +444,28 @@ def test_without_reduction_the_fixed_mean_is_the_dp_centred_row(adult, small, ar
     assert model.ledger.entries[0].event == event
     c = np.asarray(P.project(jax.tree_util.tree_map(jnp.asarray, model.params), jnp.asarray(x)))
     np.testing.assert_allclose(c, x / bound - proj["centre"], atol=1e-5)
+
+
+def test_latent_excluding_the_target_reads_features_only(adult, small):
+    """latent_excludes_target: zero loadings and centre on the label's coordinates, so a
+    row's fixed encoder mean does not move when only its label changes; same ledger."""
+    config = dataclasses.replace(TINY, latent_excludes_target=True)
+    model = base.fit_model(jax.random.key(5), "p3gm", small, BUDGET, config, schema=adult.schema)
+    encoder = P.table_encoder(adult.schema)
+    start, stop = P.target_coords(encoder)
+    assert stop - start == len(adult.schema[adult.schema.target].categories)
+    proj = model.params["projection"]
+    assert np.all(proj["components"][start:stop] == 0) and np.all(proj["centre"][start:stop] == 0)
+    assert np.any(proj["components"][:start] != 0)
+    flipped = small.copy()
+    cats = adult.schema[adult.schema.target].categories
+    flipped[adult.schema.target] = [
+        cats[0] if v == cats[-1] else cats[-1] for v in small[adult.schema.target]
+    ]
+    params = jax.tree_util.tree_map(jnp.asarray, model.params)
+    c1 = P.project(params, jnp.asarray(encoder.encode(adult.schema.conform(small))))
+    c2 = P.project(params, jnp.asarray(encoder.encode(adult.schema.conform(flipped))))
+    np.testing.assert_array_equal(np.asarray(c1), np.asarray(c2))
+    assert model.ledger.labels == ["dp-mean", "dp-pca"] + ["dp-em"] * TINY.em_iterations + [
+        "dp-sgd"
+    ]

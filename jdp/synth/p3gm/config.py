@@ -46,6 +46,12 @@ class P3GMConfig:
       reg_covar: variance floor of the mixture components.
       logvar_init: initial bias of the encoder's log-variance head, in standardized latent
         units (-4: posterior std 0.14 of the latent spread at the start; DP-VAE: 0).
+      latent_excludes_target: leave the target column's coordinates out of the fixed encoder
+        mean (DP-PCA, the DP mean and DP-EM see the features only), so the decoder learns
+        ``p(label | features' latent)`` and a sampled label follows the sampled features.
+        ``False`` (the paper's code: the label is one more input coordinate) lets the
+        decoder read the label off ``c_x``, which a rare class (credit: 0.17%) then never
+        reaches when ``z`` is drawn from the Gaussian prior.
       decoder_init_steps: Adam steps that start the decoder at the inverse of the released
         DP-PCA map on draws from the DP mixture (post-processing, free:
         :func:`jdp.synth.p3gm.model.initial_decoder`; the reference code's ``pcapretrain``
@@ -70,6 +76,7 @@ class P3GMConfig:
     reg_covar: float = 1e-6
     logvar_init: float = -4.0
     decoder_init_steps: int = 1000
+    latent_excludes_target: bool = False
     decoder_init_batch: int = 100
     microbatch_size: int | None = None
     dpsgd_method: str = "auto"

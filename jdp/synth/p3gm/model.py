@@ -71,6 +71,7 @@ __all__ = [
     "sample_table",
     "single_phase_events",
     "table_encoder",
+    "target_coords",
 ]
 
 
@@ -87,6 +88,13 @@ def head_layout(encoder: TableEncoder) -> HeadLayout:
     Bernoulli (cross-entropy) head over each run of [0, 1] numeric coordinates (pixels,
     min-max scaled columns), a softmax head per categorical."""
     return heads_for_spans(encoder.spans, merge=True)
+
+
+def target_coords(encoder: TableEncoder) -> tuple[int, int] | None:
+    """``[start, stop)`` of the target column in an encoded row (public), or None."""
+    target = encoder.schema.target
+    spans = [s for s in encoder.spans if s.name == target]
+    return (spans[0].start, spans[-1].stop) if spans else None
 
 
 # -- the fixed encoder mean and the prior ----------------------------------------------------------
@@ -132,36 +140,53 @@ def encoding_phase(
     row_norm_bound: float,
     config: P3GMConfig,
     noise: dict[str, float] | None,
+    target_coords: tuple[int, int] | None = None,
 ) -> tuple[dict[str, Any], PrivacyLedger]:
     """DP-PCA then DP-EM on the projections (``noise=None``: the non-private PGM limit).
+
+    With ``config.latent_excludes_target`` the encoded target's coordinates
+    ``[start, stop) = target_coords`` (public: the schema's layout) are left out of the
+    fixed encoder mean (zero loadings), so the decoder must predict the label from the
+    features' latent.
 
     Returns the ``"projection"``, ``"prior"`` and ``"latent_scale"`` parameter groups and the
     phases' ledger.
     """
     scaled = x / row_norm_bound
     d = x.shape[1]
+    keep = np.ones(d, dtype=bool)  # the coordinates the fixed encoder mean reads
+    if config.latent_excludes_target and target_coords is not None:
+        keep[target_coords[0] : target_coords[1]] = False
+    inputs = scaled[:, keep]
     ledger = PrivacyLedger()
     if config.latent_dim is None:  # no reduction: the fixed mean is the DP-centred row
         release = pca.dp_mean_gaussian(
             rng,
-            scaled,
+            inputs,
             noise_multiplier=0.0 if noise is None else noise["pca"],
             l2_clip_norm=config.pca_clip_norm,
         )
         centre, ledger = record_release(ledger, "dp-mean", release)
-        projection = {"components": np.eye(d), "centre": centre}
+        components = np.eye(inputs.shape[1])
     else:
         z = 0.0 if noise is None else noise["pca"]
         result, pca_ledger = pca.dp_pca_gaussian(
             rng,
-            scaled,
+            inputs,
             config.latent_dim,
             noise_multiplier=z,
             centre="dp",
             l2_clip_norm=config.pca_clip_norm,
         )
-        projection = {"components": result.components, "centre": result.centre}
+        centre, components = result.centre, result.components
         ledger = ledger + pca_ledger
+    # embedded in the full row: zero centre and zero loadings on the coordinates left out
+    projection = {
+        "components": np.zeros((d, components.shape[1])),
+        "centre": np.zeros(d),
+    }
+    projection["components"][keep] = components
+    projection["centre"][keep] = centre
     projection["row_norm_bound"] = np.asarray(row_norm_bound, dtype=np.float64)
     latent = (scaled - projection["centre"]) @ projection["components"]
     fitted, em_ledger = em.dp_em(
@@ -183,18 +208,23 @@ def encoding_phase(
 # -- the decoding phase ----------------------------------------------------------------------------
 
 
-def latent_width(config: P3GMConfig, d: int) -> int:
-    """``d'``, or the data width ``d`` when the reduction is skipped (``latent_dim=None``)."""
+def latent_width(config: P3GMConfig, d: int, fixed: dict[str, Any] | None = None) -> int:
+    """The width of the fixed projection when there is one; else ``d'``, or the data width
+    ``d`` when the reduction is skipped (``latent_dim=None``)."""
+    if fixed and "projection" in fixed:
+        return int(fixed["projection"]["components"].shape[1])
     return d if config.latent_dim is None else config.latent_dim
 
 
-def networks(config: P3GMConfig, variant: Variant, d: int) -> tuple[Encoder | None, Decoder]:
+def networks(
+    config: P3GMConfig, variant: Variant, d: int, fixed: dict[str, Any] | None = None
+) -> tuple[Encoder | None, Decoder]:
     """(encoder, or None for a zero encoder variance; decoder) of a variant.
 
     The encoder has a mean head only when the variant learns its mean; its log-variance head
     starts at ``config.logvar_init`` beside a fixed mean (DP-VAE keeps the default 0).
     """
-    latent = latent_width(config, d)
+    latent = latent_width(config, d, fixed)
     if not variant.has_encoder:
         encoder = None
     elif variant.fixed_mean:
@@ -204,11 +234,17 @@ def networks(config: P3GMConfig, variant: Variant, d: int) -> tuple[Encoder | No
     return encoder, Decoder(config.hidden, d)
 
 
-def init_networks(key: jax.Array, config: P3GMConfig, variant: Variant, d: int) -> dict[str, Any]:
+def init_networks(
+    key: jax.Array,
+    config: P3GMConfig,
+    variant: Variant,
+    d: int,
+    fixed: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Initial ``{"encoder"?, "decoder"}`` flax parameters (data-independent)."""
-    encoder, decoder = networks(config, variant, d)
+    encoder, decoder = networks(config, variant, d, fixed)
     k_enc, k_dec = jax.random.split(key)
-    out = {"decoder": decoder.init(k_dec, jnp.zeros((latent_width(config, d),)))}
+    out = {"decoder": decoder.init(k_dec, jnp.zeros((latent_width(config, d, fixed),)))}
     if encoder is not None:
         out["encoder"] = encoder.init(k_enc, jnp.zeros((d,)))
     return out
@@ -233,7 +269,7 @@ def example_terms(
     * learned mean (dp-vae): learned mean and log-variance; KL to ``N(0, I)`` in closed form.
     """
     variant = get_variant(variant)
-    encoder, decoder = networks(config, variant, x.shape[0])
+    encoder, decoder = networks(config, variant, x.shape[0], fixed)
     if encoder is None:
         z, kl = standardize(fixed, project(fixed, x)), jnp.zeros(())
     else:
@@ -347,7 +383,7 @@ def decoding_phase(
     variant = get_variant(variant)
     init_key, train_key = jax.random.split(key)
     if trainable is None:
-        trainable = init_networks(init_key, config, variant, x.shape[1])
+        trainable = init_networks(init_key, config, variant, x.shape[1], fixed)
         if variant.fixed_mean and config.decoder_init_steps > 0:
             trainable["decoder"] = initial_decoder(
                 jax.random.fold_in(init_key, 1), trainable["decoder"], fixed, layout, config
@@ -394,6 +430,7 @@ def fit_arrays(
     config: P3GMConfig,
     variant: Variant | str = "p3gm",
     *,
+    target_coords: tuple[int, int] | None = None,
     progress: bool = False,
 ) -> tuple[dict[str, Any], PrivacyLedger]:
     """Fit a variant on an encoded matrix ``x`` (rows in the decoder's data space).
@@ -409,7 +446,9 @@ def fit_arrays(
     fixed: dict[str, Any] = {}
     ledger = PrivacyLedger()
     if variant.fixed_mean:
-        fixed, ledger = encoding_phase(numpy_rng(enc_key), x, row_norm_bound, config, noise)
+        fixed, ledger = encoding_phase(
+            numpy_rng(enc_key), x, row_norm_bound, config, noise, target_coords
+        )
     trainable, sgd_ledger = decoding_phase(
         dec_key,
         x,
@@ -452,7 +491,7 @@ def sample_arrays(
     """``n`` encoded synthetic rows: latent draw, decoder, head-wise decoding (post-processing)."""
     variant = get_variant(variant)
     z_key, x_key = jax.random.split(key)
-    z = sample_latent(z_key, params, variant, n, latent_width(config, layout_width(layout)))
+    z = sample_latent(z_key, params, variant, n, latent_width(config, layout_width(layout), params))
     if variant.fixed_mean:
         z = standardize(params, z)
     z = jnp.asarray(z, jnp.float32)
@@ -484,6 +523,7 @@ def fit_table(
         budget,
         config,
         variant,
+        target_coords=target_coords(encoder),
     )
     return FittedModel(
         method=variant.name,
