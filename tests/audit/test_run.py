@@ -39,19 +39,20 @@ CI_TRIALS = {
     "dp-lloyd-step": 2_000,
     "dpnorm": 3_000,
     "pca-gauss": 1_500,
+    "dp-marginals": 200,  # a whole fit per trial (~25 ms)
 }
-SLOW_TRIALS = {"dp-marginals": 300}
+SLOW_TRIALS = {"dp-marginals": 1_000, "pca-gauss": 5_000}
 
 
 def test_every_registered_mechanism_is_audited_here():
-    assert set(CI_TRIALS) | set(SLOW_TRIALS) == set(MECHANISM_AUDITS)
+    assert set(CI_TRIALS) == set(MECHANISM_AUDITS)
 
 
 @pytest.mark.parametrize("name", sorted(CI_TRIALS))
 def test_lower_bound_never_exceeds_the_claim(name):
     result = run_mechanism_audit(name, seed=0, trials=CI_TRIALS[name], delta=DELTA)
     # the claim is read off the mechanism's own event; calibrated to eps = 1 (PLD) or, for
-    # the DP-SGD step, by RDP (looser, so its PLD reading is below 1)
+    # the DP-SGD step and the marginals synthesizer, by RDP (looser: PLD reads below 1)
     assert 0.7 < result.epsilon <= 1.0 + 1e-3
     assert 0.0 <= result.lower_bound <= result.epsilon
     assert result.trials == 2 * CI_TRIALS[name]
