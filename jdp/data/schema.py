@@ -49,7 +49,11 @@ plus ``"from_release": true`` for a schema released with DP, and optionally:
 * ``"missing_values": ["", "?"]`` -- the CSV tokens read as missing
   (:func:`jdp.data.datasets.read_csv`; default: only the empty field, so a category named
   ``"NA"`` stays a category);
-* ``"ignore": ["id"]`` -- data columns to drop before checking (not read from a CSV).
+* ``"ignore": ["id"]`` -- data columns to drop before checking (not read from a CSV);
+* ``"constraints": [{"type": "functional_dependency", "determinant": "education",
+  "dependent": "education-num", "mapping": [["Bachelors", 13], ...]}]`` -- public
+  functional dependencies (:mod:`jdp.data.constraints`), enforced on every synthetic draw
+  by :func:`jdp.synth.base.sample_model`.
 
 Validation reports every problem at once: one exception whose first line is
 ``"N problems: a; b; c"`` (:class:`Problems`).
@@ -70,6 +74,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from jdp.data.constraints import FunctionalDependency
 from jdp.verbosity import private_detail, private_details_shown
 
 ColumnKind = Literal["continuous", "integer", "categorical"]
@@ -286,6 +291,7 @@ class Schema:
     from_release: bool = False
     missing_values: tuple[str, ...] = ("",)
     ignore: tuple[str, ...] = ()
+    constraints: tuple[FunctionalDependency, ...] = ()
 
     def __post_init__(self) -> None:
         cols = tuple(self.columns)
@@ -331,6 +337,18 @@ class Schema:
             problems.add(ValueError(f"column {clash[0]!r} is both in the schema and ignored"))
         problems.raise_if_any()
         object.__setattr__(self, "columns", cols)
+        object.__setattr__(self, "constraints", tuple(self.constraints))
+        for constraint in self.constraints:
+            if not isinstance(constraint, FunctionalDependency):
+                problems.add(
+                    TypeError(f"expected FunctionalDependency constraints, got {constraint!r}")
+                )
+            else:
+                try:
+                    constraint.check(self)
+                except ValueError as exc:
+                    problems.add(exc)
+        problems.raise_if_any()
 
     # -- access -----------------------------------------------------------------------------
     @property
@@ -360,6 +378,8 @@ class Schema:
             out["missing_values"] = list(self.missing_values)
         if self.ignore:
             out["ignore"] = list(self.ignore)
+        if self.constraints:
+            out["constraints"] = [c.to_dict() for c in self.constraints]
         return out
 
     @classmethod
@@ -376,7 +396,8 @@ class Schema:
         ):
             raise ValueError("expected a schema object with a 'columns' list")
         unknown = set(data) - {
-            "target", "columns", "from_release", "missing_values", "ignore", "description"
+            "target", "columns", "from_release", "missing_values", "ignore", "description",
+            "constraints",
         }  # fmt: skip
         problems = Problems()
         if unknown:
@@ -387,6 +408,12 @@ class Schema:
                 columns.append(Column.from_dict(c))
             except (TypeError, ValueError) as exc:
                 problems.add(exc)
+        constraints = []
+        for c in data.get("constraints", []):
+            try:
+                constraints.append(FunctionalDependency.from_dict(c))
+            except (TypeError, ValueError, KeyError) as exc:
+                problems.add(ValueError(f"bad constraint {c!r}: {exc}"))
         problems.raise_if_any()
         lists = {
             k: tuple(data[k]) for k in ("missing_values", "ignore") if isinstance(data.get(k), list)
@@ -395,6 +422,7 @@ class Schema:
             columns=tuple(columns),
             target=data.get("target"),
             from_release=data.get("from_release", False),
+            constraints=tuple(constraints),
             **{k: lists.get(k, data[k]) for k in ("missing_values", "ignore") if k in data},
         )
 

@@ -74,6 +74,7 @@ import pandas as pd
 from accounting import PrivacyBudget, PrivacyLedger
 from accounting.compose import split_approximate
 from accounting.validation import check_count
+from jdp.data.constraints import enforce
 from jdp.data.dp_schema import SchemaRelease
 from jdp.data.schema import Schema, Table, UnaccountedSchemaWarning
 from jdp.synth.signal import check_signal
@@ -318,11 +319,15 @@ def sample_chunks(
 
 
 def sample_model(key: jax.Array, model: FittedModel, n: int) -> pd.DataFrame:
-    """Draw ``n`` synthetic rows from a fitted model (post-processing: no privacy cost)."""
+    """Draw ``n`` synthetic rows from a fitted model (post-processing: no privacy cost).
+
+    The schema's declared functional dependencies (:mod:`jdp.data.constraints`) are enforced
+    on the drawn rows: each dependent column is rewritten from its determinant.
+    """
     n = check_count("n", n, minimum=1)
     out = get_method(model.method).sample(key, model, n)
     if list(out.columns) != model.schema.names or len(out) != n:
         raise RuntimeError(
             f"method {model.method!r} returned a table that does not match its schema"
         )
-    return out
+    return enforce(out, model.schema.constraints)
