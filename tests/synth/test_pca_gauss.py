@@ -222,6 +222,38 @@ def test_ledger_pure_epsilon_is_sum_of_phases_and_max_over_classes(mode: str) ->
         assert replace == pytest.approx(2 * 1.5 * 0.6, rel=1e-12)
 
 
+def _laplace_events(event: ev.DpEvent) -> int:
+    if isinstance(event, ev.LaplaceDpEvent):
+        return 1
+    if isinstance(event, ev.ComposedDpEvent | ev.ParallelComposedDpEvent):
+        return sum(_laplace_events(e) for e in event.events)
+    return 0
+
+
+@pytest.mark.parametrize("mode", ["unsupervised", "mixture"])
+def test_secure_noise_sends_every_laplace_release_through_snapping(mode: str, monkeypatch) -> None:
+    """``secure_noise=True`` reaches every release (the noisy size, Lap-PCA and each class's
+    moments): the snapping sampler runs once per Laplace event in the ledger, and never
+    without the option (the textbook sampler the audit breaks for Lap-PCA)."""
+    from jdp.mechanisms import noise
+
+    calls = []
+    original = noise.snapping_laplace
+    monkeypatch.setattr(
+        noise, "snapping_laplace", lambda *a, **k: calls.append(1) or original(*a, **k)
+    )
+    rng = np.random.default_rng(6)
+    z = _data(rng, 300, 6)
+    label = rng.integers(0, 3, 300) if mode == "mixture" else None
+    for secure in (False, True):
+        calls.clear()
+        config = pg.PCAGaussConfig(mode=mode, pca_source="lap", secure_noise=secure)
+        model = pg.fit(rng, z, epsilon=1.5, config=config, label=label, n_classes=3)
+        expected = _laplace_events(model.ledger.event) if secure else 0
+        assert len(calls) == expected and (expected >= 5 or not secure)
+        assert model.ledger.epsilon(0.0) == pytest.approx(1.5, rel=1e-9)
+
+
 def test_large_epsilon_recovers_pca_induced_covariance() -> None:
     """At epsilon = 1e9 the released Gaussian equals the PCA-induced moments of the data
     (noise scale ~1e-9), and the covariance of n synthetic draws is within 5 standard errors

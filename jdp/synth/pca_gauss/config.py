@@ -90,6 +90,12 @@ class PCAGaussConfig:
         numeric column, or a two-category one coded -1/+1); default the schema's target.
       public_data: tables, ``pca_source="public"``: path of a CSV of *public* records with
         the schema's columns, from which the subspace is computed at no privacy cost.
+      secure_noise: every release through the floating-point-safe samplers of
+        :mod:`jdp.mechanisms.noise`: Laplace by Mironov's (2012) snapping mechanism (proved
+        in binary64; its cost is absorbed in the noise scale), Analyze Gauss's Gaussian by
+        clamp-and-round (a mitigation without proof). The default follows the paper
+        (textbook floating-point noise), which the audit breaks for Lap-PCA
+        (``jdp audit mechanism lap-pca``; docs/privacy.md, "Floating-point noise").
     """
 
     n_components: int | None = None
@@ -101,6 +107,7 @@ class PCAGaussConfig:
     size_fraction: float = 0.02
     label_column: str | None = None
     public_data: str | None = None
+    secure_noise: bool = False
 
     def __post_init__(self) -> None:
         if self.n_components is not None:
@@ -109,6 +116,8 @@ class PCAGaussConfig:
             raise ValueError(f"expected mode in {MODES}, got {self.mode!r}")
         if self.pca_source not in PCA_SOURCES:
             raise ValueError(f"expected pca_source in {PCA_SOURCES}, got {self.pca_source!r}")
+        if not isinstance(self.secure_noise, bool):
+            raise TypeError(f"expected secure_noise to be a bool, got {self.secure_noise!r}")
         for name in ("pca_fraction", "count_fraction", "mean_fraction", "size_fraction"):
             value = getattr(self, name)
             if not 0.0 < float(value) < 1.0:

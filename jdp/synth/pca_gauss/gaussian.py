@@ -77,6 +77,7 @@ def release_gaussian(
     budget: MomentBudget,
     relation: Relation,
     with_label: bool,
+    secure_noise: bool = False,
 ) -> tuple[Gaussian, list[ev.DpEvent]]:
     """Release a Gaussian fitted to the records ``w`` with three Laplace mechanisms.
 
@@ -88,6 +89,8 @@ def release_gaussian(
         the number of records is public (replace-one neighbours) and is used as is.
       relation: the neighbouring relation the sensitivities are derived for.
       with_label: whether the last coordinate is a label in ``[-1, 1]``.
+      secure_noise: Mironov's snapping mechanism for the three releases
+        (:func:`jdp.mechanisms.noise.laplace_mechanism`).
 
     Returns:
       The post-processed Gaussian and the Laplace events spent, in release order.
@@ -103,17 +106,30 @@ def release_gaussian(
     n, total, second = moment_sums(w)
     events: list[ev.DpEvent] = []
     if budget.count > 0:
-        n, e = laplace_mechanism(rng, np.array(n), l1_sensitivity=sens.count, epsilon=budget.count)
+        n, e = laplace_mechanism(
+            rng,
+            np.array(n),
+            l1_sensitivity=sens.count,
+            epsilon=budget.count,
+            secure_noise=secure_noise,
+        )
         n = float(n)
         events.append(e)
     elif relation == ADD_OR_REMOVE_ONE:
         raise ValueError(
             "under add/remove neighbours the record count is private: give it a budget"
         )
-    total, e = laplace_mechanism(rng, total, l1_sensitivity=sens.total, epsilon=budget.total)
+    total, e = laplace_mechanism(
+        rng, total, l1_sensitivity=sens.total, epsilon=budget.total, secure_noise=secure_noise
+    )
     events.append(e)
     second, e = laplace_mechanism(
-        rng, second, l1_sensitivity=sens.second, epsilon=budget.second, symmetric=True
+        rng,
+        second,
+        l1_sensitivity=sens.second,
+        epsilon=budget.second,
+        symmetric=True,
+        secure_noise=secure_noise,
     )
     events.append(e)
     return gaussian_from_sums(n, total, second, l2_bound=a), events

@@ -66,6 +66,7 @@ def fit_components(
     public: np.ndarray | None,
     model_epsilon: float = 0.0,
     blocks: Blocks = (),
+    secure_noise: bool = False,
 ) -> tuple[Subspace, PrivacyLedger]:
     """The independent principal subspace of the box-scaled data ``z`` (via :mod:`jdp.encoding.pca`),
     with its public centre ``c`` and radius ``R = max ||z - c||`` (:func:`row_radius`, which
@@ -81,6 +82,8 @@ def fit_components(
       the ledger's RDP accountant (:func:`accounting.calibrate.calibrate`; the model's three
       Laplace releases have RDP at most that of a pure ``model_epsilon`` event).
     * ``"public"``: PCA of the declared public sample (box-scaled like ``z``), no cost.
+
+    ``secure_noise`` selects the floating-point-safe samplers of :mod:`jdp.mechanisms.noise`.
     """
     d = z.shape[1]
     centre = one_hot_centre(d, blocks)
@@ -90,7 +93,9 @@ def fit_components(
         result, ledger = public_pca(public, k)
         centre = np.array(result.centre)
     elif source == "lap":
-        result, ledger = dp_pca_laplace(rng, z, k, epsilon=epsilon, lower=-1.0, upper=1.0)
+        result, ledger = dp_pca_laplace(
+            rng, z, k, epsilon=epsilon, lower=-1.0, upper=1.0, secure_noise=secure_noise
+        )
     elif source == "analyze-gauss":
         if not 0.0 < delta < 1.0:
             raise ValueError(
@@ -103,7 +108,11 @@ def fit_components(
         )
         radius = row_radius(centre, blocks)
         result, ledger = dp_pca_gaussian(
-            rng, (z - centre) / radius, k, noise_multiplier=noise_multiplier
+            rng,
+            (z - centre) / radius,
+            k,
+            noise_multiplier=noise_multiplier,
+            secure_noise=secure_noise,
         )
     else:
         raise ValueError(f"expected a resolved pca_source, got {source!r}")
@@ -163,6 +172,7 @@ def fit(
         public=public,
         model_epsilon=epsilon - eps_pca + eps_size,
         blocks=blocks,
+        secure_noise=config.secure_noise,
     )
     ledger = ledger + pca_ledger
     return fit_gaussians(
@@ -200,7 +210,11 @@ def _resolve(
     if k is None:
         eps_size = config.size_fraction * epsilon
         n_hat, event = laplace_mechanism(
-            rng, np.array(float(z.shape[0])), l1_sensitivity=1.0, epsilon=eps_size
+            rng,
+            np.array(float(z.shape[0])),
+            l1_sensitivity=1.0,
+            epsilon=eps_size,
+            secure_noise=config.secure_noise,
         )
         ledger = ledger.record("pca-gauss/size", event)
         rest = epsilon - eps_size
@@ -253,7 +267,12 @@ def fit_gaussians(
         gaussians, events = [], []
         for c in range(n_classes):
             g, evs = release_gaussian(
-                rng, u[codes == c], budget=budget, relation=ADD_OR_REMOVE_ONE, with_label=False
+                rng,
+                u[codes == c],
+                budget=budget,
+                relation=ADD_OR_REMOVE_ONE,
+                with_label=False,
+                secure_noise=config.secure_noise,
             )
             gaussians.append(g)
             events.append(ev.ComposedDpEvent(evs))
@@ -262,7 +281,12 @@ def fit_gaussians(
     if config.mode == "supervised":
         u = np.column_stack([u, _numeric_label(label, z.shape[0])])
     g, events = release_gaussian(
-        rng, u, budget=budget, relation=ADD_OR_REMOVE_ONE, with_label=config.mode == "supervised"
+        rng,
+        u,
+        budget=budget,
+        relation=ADD_OR_REMOVE_ONE,
+        with_label=config.mode == "supervised",
+        secure_noise=config.secure_noise,
     )
     for name, event in zip(("count", "mean", "covariance"), events, strict=True):
         ledger = ledger.record(f"pca-gauss/{name}", event)
