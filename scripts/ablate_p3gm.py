@@ -19,6 +19,22 @@ to ablate a modelling choice (e.g. ``--set decoder_init_steps=0``).
 Only the all-private row is a DP release; the other rows exist to diagnose and are never a
 private result.
 
+Measured (issue 15; shared 2-CPU machine, MNIST accuracy, eps = 1, delta = 1e-5):
+
+=================  =================  ==========================  =========================
+row                before (10k rows)  + declared C_p, C_e,        full 60k, + split
+                                      decoder init (10k rows)     (0.2, 0.1, 0.7)
+=================  =================  ==========================  =========================
+vae (non-priv.)    0.826
+pgm (non-priv.)    0.836
+dp-pca             0.732
+dp-em              0.214              0.831
+dp-sgd             0.397              0.701
+p3gm               0.098              0.194 (DP-PCA at 10k rows)  0.784 (paper 0.794)
+=================  =================  ==========================  =========================
+
+(``--quick`` 10k-row runs: 16 min each; the full P3GM row: 22 min.)
+
 Usage::
 
     python scripts/ablate_p3gm.py --quick --json > ablation.json

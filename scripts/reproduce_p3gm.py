@@ -30,6 +30,9 @@ Measured on the shared 2-CPU machine (other jobs running): ``--quick`` 5 min, pe
 full mode on Adult (4 methods, no Fig. 7) 2.4 min, peak 1.0 GB; one full P3GM fit on MNIST
 (60k, 800 steps, hidden 1000) 94 s, peak 2.0 GB; on credit (190k rows, 28,481 steps) 130 s,
 peak 0.8 GB. Full mode spends most of its time in the TSTR classifiers and the MNIST CNN.
+Issue 15 settings (declared row bounds, decoder initialisation, MNIST split): one P3GM fit,
+sample and 10-epoch CNN on MNIST took 22 min wall under load (accuracy 0.784, paper 0.794;
+``scripts/ablate_p3gm.py --datasets mnist --rows p3gm``).
 
 Usage::
 
