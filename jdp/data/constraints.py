@@ -13,12 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
-
-if TYPE_CHECKING:
-    from jdp.data.schema import Schema
 
 __all__ = ["FunctionalDependency", "enforce", "violations"]
 
@@ -38,10 +35,11 @@ class FunctionalDependency:
     dependent: str
     mapping: Mapping[Any, Any] = field(default_factory=dict)
 
-    def check(self, schema: Schema) -> None:
+    def check(self, schema: Any) -> None:
         """Raise ``ValueError`` unless both columns exist, they differ, the mapping covers
         every category of a categorical determinant, and every image is in the dependent's
-        public support."""
+        public support. ``schema`` is the :class:`jdp.data.schema.Schema` that declares the
+        constraint (not imported here: the schema imports this module)."""
         for name in (self.determinant, self.dependent):
             if name not in schema.names:
                 raise ValueError(f"functional dependency: no column {name!r} in the schema")
