@@ -65,7 +65,7 @@ from accounting.compose import compute_epsilon
 from jdp.data.datasets import TEST_FRACTION, DatasetNotInstalledError, load_dataset
 from jdp.eval.marginals import two_way_tvd
 from jdp.eval.plots import image_grid
-from jdp.eval.utility import paper_classifiers, tstr_table
+from jdp.eval.utility import mean_score, paper_classifiers, tstr_table
 from jdp.random import numpy_rng
 from jdp.synth.p3gm import model as P
 
@@ -242,7 +242,9 @@ def tstr_means(
     out: dict[str, dict[str, float]] = {"real": {}, "synthetic": {}}
     for metric in ("AUROC", "AUPRC"):
         for side, scores in out.items():
-            scores[metric] = float(np.mean([r[side] for r in rows if r["metric"] == metric]))
+            scores[metric], dropped = mean_score(rows, metric, side)
+            if dropped:  # a diverged classifier is reported, never averaged in
+                log(f"    {side} {metric}: left out (diverged): {', '.join(dropped)}")
     return out
 
 
