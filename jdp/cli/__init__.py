@@ -19,6 +19,7 @@ import os
 import re
 import sys
 
+from jdp.cli._args import one_line_warnings
 from jdp.verbosity import show_private_details
 
 # Sub-command modules, in the order ``jdp --help`` lists them.
@@ -101,7 +102,8 @@ def main(argv: list[str] | None = None) -> int:
     JSON object ``{"error": ..., "command": ...}`` under ``--json``). 130: interrupted
     (Ctrl-C), one line. 141 (128 + SIGPIPE, what a shell reports for a Unix tool killed by
     SIGPIPE): the reader of stdout went away (``jdp ... | head``), silently. Any other
-    exception is a bug and shows its traceback.
+    exception is a bug and shows its traceback. Every warning raised while a command runs is
+    printed as one ``jdp COMMAND: warning: message`` line on stderr.
     """
     global _JSON_ERRORS
     argv = _attach_negative_values(sys.argv[1:] if argv is None else list(argv))
@@ -112,7 +114,8 @@ def main(argv: list[str] | None = None) -> int:
             args = build_parser(command).parse_args(argv)
         except SystemExit as exc:  # --help, --version, a usage error (already printed)
             return exc.code if isinstance(exc.code, int) else 0
-        with show_private_details(getattr(args, "verbose", False)):
+        # one warning style for every command: "jdp CMD: warning: message" on stderr
+        with show_private_details(getattr(args, "verbose", False)), one_line_warnings(command):
             return int(args.func(args) or 0)
     except KeyboardInterrupt:
         return _fail(command, "interrupted", 130)

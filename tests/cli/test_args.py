@@ -65,3 +65,28 @@ def test_overrides_change_defaults_and_unknown_flags_are_refused():
         add_flags(argparse.ArgumentParser(), "nope")
     with pytest.raises(ValueError, match="got 'json'"):
         add_flags(argparse.ArgumentParser(), "seed", json={"help": "x"})
+
+
+def test_every_command_prints_warnings_in_one_style(capsys, tmp_path):
+    """A warning raised inside any command (here ``jdp evaluate`` fed a synthetic table with
+    a single class, which warns that the TSTR row is chance-level) comes out as one
+    ``jdp evaluate: warning: ...`` line, not Python's two-line ``file:line: UserWarning``."""
+
+    from jdp.cli import main
+    from jdp.data.datasets import load_adult
+
+    adult = load_adult()
+    train = adult.train.sample(400, random_state=0)
+    test = adult.test.sample(400, random_state=0)
+    synthetic = train.assign(income=train["income"].iloc[0])
+    paths = {}
+    for name, frame in {"train": train, "test": test, "synthetic": synthetic}.items():
+        paths[name] = tmp_path / f"{name}.csv"
+        frame.to_csv(paths[name], index=False)
+    argv = ["evaluate", "--real-train", str(paths["train"]), "--real-test", str(paths["test"]),
+            "--synthetic", str(paths["synthetic"]), "--target", "income", "--classifiers",
+            "LogisticRegression", "--queries", "0", "--quiet", "--json"]  # fmt: skip
+    assert main(argv) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err and all(line.startswith("jdp evaluate: warning: ") for line in err), err
+    assert any("single class" in line for line in err)
