@@ -256,16 +256,13 @@ class PrivacyLedger:
         return PrivacyLedger(tuple(entries), self.neighboring_relation)
 
     def groups(self) -> list[list[LedgerEntry]]:
-        """Runs of consecutive entries with the same label, mode and note (e.g. the 20
-        ``dp-em`` iterations of a P3GM fit), in order."""
+        """Runs of consecutive entries with the same label and mode (e.g. the 20 ``dp-em``
+        iterations of a P3GM fit, whose notes count them: "iteration 3 of 20"), in order.
+        Notes are not compared: the statement summarises, the full ledger keeps each note."""
         out: list[list[LedgerEntry]] = []
         for entry in self.entries:
             last = out[-1][0] if out else None
-            if last is not None and (last.label, last.mode, last.note) == (
-                entry.label,
-                entry.mode,
-                entry.note,
-            ):
+            if last is not None and (last.label, last.mode) == (entry.label, entry.mode):
                 out[-1].append(entry)
             else:
                 out.append([entry])

@@ -248,12 +248,16 @@ def test_report_groups_repeated_entries_with_each_and_group_epsilon():
     assert together < 20 * each  # composition is tighter than adding
     assert "22 ledger entries" in lines[0]
     assert "do not add up" in ledger.report(1e-5)
-    # the groups: consecutive runs of one label, mode and note
+    # the groups: consecutive runs of one label and mode
     assert [len(g) for g in ledger.groups()] == [1, 20, 1]
     split = PrivacyLedger().record("a", G(2.0)).record("b", G(2.0)).record("a", G(2.0))
     assert [len(g) for g in split.groups()] == [1, 1, 1]
-    notes = PrivacyLedger().record("a", G(2.0), note="x").record("a", G(2.0), note="y")
-    assert [len(g) for g in notes.groups()] == [1, 1]
+    # notes that count iterations (as P3GM's DP-EM entries do) do not split a group
+    counted = PrivacyLedger()
+    for i in range(20):
+        counted = counted.record("dp-em", G(30.0), note=f"iteration {i + 1} of 20")
+    assert [len(g) for g in counted.groups()] == [20]
+    assert "dp-em x 20:" in counted.report(1e-5)
 
 
 def test_report_names_the_accountant_and_what_the_others_give():
