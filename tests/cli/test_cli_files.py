@@ -46,8 +46,16 @@ def one_line(err: str, command: str) -> bool:
 
 
 def jdp(*argv, cwd: Path, **kwargs) -> subprocess.Popen:
-    """``jdp ARGV`` as a subprocess (stdout/stderr piped unless given)."""
-    code = "import sys; from jdp.cli import main; sys.exit(main())"
+    """``jdp ARGV`` as a subprocess (stdout/stderr piped unless given).
+
+    The child raises KeyboardInterrupt on SIGINT, as a command typed at a terminal does: a
+    test suite run in the background (``cmd &`` in a non-interactive shell) inherits SIGINT
+    ignored, and Python then keeps it ignored in the child.
+    """
+    code = (
+        "import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+        "from jdp.cli import main; sys.exit(main())"
+    )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     kwargs.setdefault("stdout", subprocess.PIPE)
     kwargs.setdefault("stderr", subprocess.PIPE)
