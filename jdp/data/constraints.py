@@ -12,7 +12,7 @@ synthetic side (post-processing: no privacy cost, Dwork & Roth 2014, Prop. 2.1),
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -33,7 +33,17 @@ class FunctionalDependency:
 
     determinant: str
     dependent: str
-    mapping: Mapping[Any, Any] = field(default_factory=dict)
+    mapping: Mapping[Any, Any] | tuple[tuple[Any, Any], ...] = ()
+
+    def __post_init__(self) -> None:
+        # stored as a tuple of pairs, so the constraint (and the schema) stay hashable
+        pairs = self.mapping.items() if isinstance(self.mapping, Mapping) else self.mapping
+        object.__setattr__(self, "mapping", tuple((k, v) for k, v in pairs))
+
+    @property
+    def lookup(self) -> dict[Any, Any]:
+        """``mapping`` as a dict: determinant value -> dependent value."""
+        return dict(self.mapping)
 
     def check(self, schema: Any) -> None:
         """Raise ``ValueError`` unless both columns exist, they differ, the mapping covers
@@ -47,13 +57,13 @@ class FunctionalDependency:
             raise ValueError(f"functional dependency of {self.dependent!r} on itself")
         source, target = schema[self.determinant], schema[self.dependent]
         if source.kind == "categorical":
-            missing = [c for c in source.categories if c not in self.mapping]
+            missing = [c for c in source.categories if c not in self.lookup]
             if missing:
                 raise ValueError(
                     f"functional dependency {self.determinant} -> {self.dependent}: no value "
                     f"for {len(missing)} categories, e.g. {missing[0]!r}"
                 )
-        for value in self.mapping.values():
+        for value in self.lookup.values():
             inside = (
                 value in target.categories
                 if target.kind == "categorical"
@@ -66,14 +76,14 @@ class FunctionalDependency:
                 )
 
     def implied(self, frame: pd.DataFrame) -> pd.Series:
-        return frame[self.determinant].map(self.mapping)
+        return frame[self.determinant].map(self.lookup)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "type": "functional_dependency",
             "determinant": self.determinant,
             "dependent": self.dependent,
-            "mapping": [[k, v] for k, v in self.mapping.items()],
+            "mapping": [[k, v] for k, v in self.mapping],
         }
 
     @classmethod
@@ -83,11 +93,10 @@ class FunctionalDependency:
         unknown = set(data) - {"type", "determinant", "dependent", "mapping"}
         if unknown:
             raise ValueError(f"unknown functional dependency fields: {sorted(unknown)}")
-        pairs = data["mapping"]
         return cls(
             determinant=data["determinant"],
             dependent=data["dependent"],
-            mapping=dict(pairs.items() if isinstance(pairs, Mapping) else map(tuple, pairs)),
+            mapping=data["mapping"],
         )
 
 

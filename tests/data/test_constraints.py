@@ -61,6 +61,7 @@ def test_json_round_trip():
 def test_schema_carries_constraints_through_json_and_checks_them():
     schema = Schema(columns=SCHEMA.columns, constraints=(CODEBOOK,))
     assert Schema.from_json(schema.to_json()) == schema
+    assert hash(schema) == hash(Schema.from_json(schema.to_json()))  # still hashable
     broken = {
         **schema.to_dict(),
         "constraints": [{**CODEBOOK.to_dict(), "mapping": [["HS-grad", 9]]}],
