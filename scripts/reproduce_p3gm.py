@@ -207,16 +207,24 @@ class Fitted:
 def fit(
     key: jax.Array,
     x: np.ndarray,
+    encoder: Any,
     layout: Any,
-    bound: float,
     budget: PrivacyBudget,
     config: P.P3GMConfig,
     variant: str,
-    target_coords: tuple[int, int] | None = None,
 ) -> Fitted:
+    """Fit ``variant`` on the encoded rows ``x`` (the encoder's public row-norm bound and
+    target coordinates)."""
     t = time.time()
     params, ledger = P.fit_arrays(
-        key, x, layout, bound, budget, config, variant, target_coords=target_coords
+        key,
+        x,
+        layout,
+        encoder.row_norm_bound,
+        budget,
+        config,
+        variant,
+        target_coords=P.target_coords(encoder),
     )
     eps = ledger.epsilon(budget.delta)
     log(
@@ -267,16 +275,7 @@ def tabular(
     real = None
     for i, variant in enumerate(variants):
         k_fit, k_sample = jax.random.split(jax.random.fold_in(key, i))
-        f = fit(
-            k_fit,
-            x,
-            layout,
-            encoder.row_norm_bound,
-            budget,
-            config,
-            variant,
-            P.target_coords(encoder),
-        )
+        f = fit(k_fit, x, encoder, layout, budget, config, variant)
         synth = synthesize(k_sample, f, encoder, layout, config, len(train))
         scores = tstr_means(train, synth, test, ds.target, args.seed)
         real = scores["real"]
@@ -380,16 +379,7 @@ def mnist(
     }
     for i, variant in enumerate(("p3gm", "dp-vae")):
         k_fit, k_sample, k_cnn = jax.random.split(jax.random.fold_in(key, i), 3)
-        f = fit(
-            k_fit,
-            x,
-            layout,
-            encoder.row_norm_bound,
-            budget,
-            config,
-            variant,
-            P.target_coords(encoder),
-        )
+        f = fit(k_fit, x, encoder, layout, budget, config, variant)
         synth = synthesize(k_sample, f, encoder, layout, config, len(train))
         xs, ys = images(synth)
         acc = cnn_accuracy(k_cnn, xs, ys, x_test, y_test, cnn_epochs)

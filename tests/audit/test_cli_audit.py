@@ -26,17 +26,20 @@ def test_mechanism_audit_table(capsys):
     assert out.splitlines()[1].startswith("gaussian")
 
 
+def saved_marginals_model(train, schema, path):
+    """The DP marginals method fitted on ``train`` at (1, 1e-5), saved at ``path`` (and
+    returned)."""
+    model = base.fit_model(
+        key_from_seed(0), "marginals", train, PrivacyBudget(epsilon=1.0, delta=1e-5), schema=schema
+    )
+    io.save(model, path)
+    return model
+
+
 def test_model_audit_on_a_saved_model(tmp_path, capsys):
     adult = load_dataset("adult")
     train = adult.train.sample(n=600, random_state=0)
-    model = base.fit_model(
-        key_from_seed(0),
-        "marginals",
-        train,
-        PrivacyBudget(epsilon=1.0, delta=1e-5),
-        schema=adult.schema,
-    )
-    io.save(model, tmp_path / "m")
+    saved_marginals_model(train, adult.schema, tmp_path / "m")
     argv = ["audit", "--model", str(tmp_path / "m"), "--dataset", "adult", "--members", "100"]
     assert main([*argv, "--json"]) == 0
     section = json.loads(capsys.readouterr().out)["mia"]
@@ -61,14 +64,7 @@ def test_report_includes_the_mia_section(tmp_path, capsys):
         adult.train.sample(n=400, random_state=1),
         adult.test.sample(n=400, random_state=2),
     )
-    model = base.fit_model(
-        key_from_seed(0),
-        "marginals",
-        train,
-        PrivacyBudget(epsilon=1.0, delta=1e-5),
-        schema=adult.schema,
-    )
-    io.save(model, tmp_path / "m")
+    model = saved_marginals_model(train, adult.schema, tmp_path / "m")
     train.to_csv(tmp_path / "train.csv", index=False)
     test.to_csv(tmp_path / "test.csv", index=False)
     base.sample_model(key_from_seed(1), model, 400).to_csv(tmp_path / "syn.csv", index=False)
