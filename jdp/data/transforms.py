@@ -55,6 +55,7 @@ import pandas as pd
 from jdp.data.schema import Column, Schema, Table, state_column_name, typed_labels
 
 Activation = Literal["sigmoid", "tanh", "identity", "softmax"]
+BlockChoice = Literal["states", "all"]
 
 
 @dataclass(frozen=True)
@@ -288,6 +289,58 @@ class TableEncoder:
     @property
     def scale(self) -> float:
         return self.row_norm_bound if self.unit_norm else 1.0
+
+    def one_hot_spans(self, which: BlockChoice) -> tuple[Span, ...]:
+        """The one-hot spans :meth:`sample_blocks` draws: ``"states"`` (the state
+        indicators) or ``"all"`` (state indicators and categorical columns)."""
+        if which not in ("states", "all"):
+            raise ValueError(f"expected which in ('states', 'all'), got {which!r}")
+        states = {s.name for _, _, s in self._layout if s is not None}
+        return tuple(
+            s
+            for s in self.spans
+            if s.kind == "categorical" and (which == "all" or s.name in states)
+        )
+
+    def sample_blocks(
+        self, rng: np.random.Generator, x: np.ndarray, which: BlockChoice = "states"
+    ) -> np.ndarray:
+        """Encoded rows with each one-hot block of :meth:`one_hot_spans` replaced by a one-hot
+        vector drawn from the block itself (post-processing: no privacy cost).
+
+        Row ``i``'s block ``b`` (``K`` coordinates) names category ``j`` with probability
+        ``p_j = max(b_j, 0) / sum_l max(b_l, 0)``; a block with no positive coordinate keeps
+        its argmax. For a block that estimates the probabilities of its categories (the mean
+        of a group of one-hot records, or a model's conditional mean of the one-hot vector
+        given the rest of the row) the drawn categories then have those probabilities, where
+        :meth:`decode`'s argmax would give every row its block's most likely category (the
+        majority state of a 92%-zero column comes out in ~100% of the rows). Every other
+        coordinate is returned unchanged; :meth:`decode` of the result reads the drawn
+        categories.
+
+        Args:
+          rng: the source of the draws.
+          x: ``(n, width)`` encoded rows (with ``unit_norm``, as :meth:`encode` returns them).
+          which: the blocks to draw, see :meth:`one_hot_spans`.
+        """
+        x = np.array(x, dtype=np.float64)
+        if x.ndim != 2 or x.shape[1] != self.width:
+            raise ValueError(f"expected an array of shape (n, {self.width}), got {x.shape}")
+        if not np.all(np.isfinite(x)):
+            raise ValueError("cannot draw categories from non-finite values")
+        rows = np.arange(len(x))
+        for span in self.one_hot_spans(which):
+            block = x[:, span.start : span.stop]
+            weight = np.maximum(block, 0.0)
+            total = weight.sum(axis=1)
+            cumulative = np.cumsum(weight, axis=1) / np.where(total > 0, total, 1.0)[:, None]
+            drawn = np.minimum(
+                (cumulative < rng.random(len(x))[:, None]).sum(axis=1), span.size - 1
+            )
+            index = np.where(total > 0, drawn, np.argmax(block, axis=1))
+            x[:, span.start : span.stop] = 0.0
+            x[rows, span.start + index] = 1.0 / self.scale
+        return x
 
     # -- encode / decode --------------------------------------------------------------------
     def _table(self, data: Table | pd.DataFrame) -> Table:

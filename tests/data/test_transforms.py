@@ -295,6 +295,74 @@ def test_mass_and_missing_cells_hold_one_record_each():
     np.testing.assert_array_equal(back == 0.5, frame["x"] == 0.5)
 
 
+def _pearson(counts: np.ndarray, expected: np.ndarray) -> float:
+    return float(np.sum((counts - expected) ** 2 / expected))
+
+
+@pytest.mark.parametrize("options", [{}, {"continuous_range": (-1.0, 1.0), "unit_norm": True}])
+def test_sample_blocks_draws_each_state_with_its_block_probabilities(options):
+    """A state block is drawn with probabilities ``max(b, 0) / sum max(b, 0)`` of its own row
+    (rows differ; some coordinates negative), not its argmax: the counts of each state pass a
+    chi-square test against the summed probabilities (Pearson's statistic with the Poisson-
+    binomial counts is at most chi-square(K - 1) in the limit, bound at 1e-6). With argmax
+    decoding (checked by substituting it) the statistic is 1112 against the bound 27.6. Categorical
+    columns keep their argmax unless ``which="all"``, and the other coordinates are kept."""
+    from scipy.stats import chi2
+
+    enc = TableEncoder(STATE_SCHEMA, **options)
+    rng = np.random.default_rng(11)
+    n = 6000
+    x = enc.encode(state_frame(rng, n))
+    span = next(s for s in enc.spans if s.name == "gain#state")
+    cat = next(s for s in enc.spans if s.name == "c")
+    for s in (span, cat):
+        alpha = np.geomspace(0.5, 4.0, s.size)  # unequal shares: argmax would favour the last
+        block = rng.dirichlet(alpha, size=n) + rng.normal(0.0, 0.1, (n, s.size))
+        x[:, s.start : s.stop] = block / enc.scale
+    out = enc.sample_blocks(np.random.default_rng(12), x)
+    for s, drawn in ((span, True), (cat, False)):
+        block = x[:, s.start : s.stop] * enc.scale
+        got = out[:, s.start : s.stop] * enc.scale
+        if not drawn:
+            np.testing.assert_array_equal(got, block)
+            continue
+        np.testing.assert_allclose(got.sum(axis=1), 1.0)
+        assert set(np.unique(np.round(got, 12))) == {0.0, 1.0}
+        weight = np.maximum(block, 0.0)
+        assert (weight.sum(axis=1) == 0).sum() == 0 and (block < 0).any()
+        expected = (weight / weight.sum(axis=1, keepdims=True)).sum(axis=0)
+        assert _pearson(got.sum(axis=0), expected) < chi2.ppf(1 - 1e-6, s.size - 1)
+    others = np.ones(enc.width, bool)
+    others[span.start : span.stop] = False
+    np.testing.assert_array_equal(out[:, others], x[:, others])  # the categorical block too
+    # decode reads the drawn state: the masses come back exactly where drawn
+    gain = enc.decode(out)["gain"].to_numpy()
+    assert np.all(gain[out[:, span.start + 1] > 0] == 0)
+    assert np.all(gain[out[:, span.start + 2] > 0] == 99_999)
+    # which="all" draws the categorical block the same way
+    both = enc.sample_blocks(np.random.default_rng(13), x, "all")
+    block = np.maximum(x[:, cat.start : cat.stop], 0.0)
+    expected = (block / block.sum(axis=1, keepdims=True)).sum(axis=0)
+    counts = both[:, cat.start : cat.stop].sum(axis=0) * enc.scale
+    assert _pearson(counts, expected) < chi2.ppf(1 - 1e-6, cat.size - 1)
+
+
+def test_sample_blocks_keeps_the_argmax_of_a_block_without_positive_values():
+    enc = TableEncoder(STATE_SCHEMA)
+    span = next(s for s in enc.spans if s.name == "gain#state")
+    x = np.zeros((3, enc.width))
+    x[:, span.start : span.stop] = [[-0.3, -0.1, -0.2], [0.0, 0.0, 0.0], [-1.0, 0.0, 2.0]]
+    out = enc.sample_blocks(np.random.default_rng(0), x)
+    assert out[:, span.start : span.stop].argmax(axis=1).tolist() == [1, 0, 2]
+    with pytest.raises(ValueError, match="expected which in"):
+        enc.sample_blocks(np.random.default_rng(0), x, "some")
+    with pytest.raises(ValueError, match=r"expected an array of shape \(n, "):
+        enc.sample_blocks(np.random.default_rng(0), x[:, :-1])
+    x[0, 0] = np.nan
+    with pytest.raises(ValueError, match="non-finite"):
+        enc.sample_blocks(np.random.default_rng(0), x)
+
+
 def _contract_module():
     """tests/contracts/test_synthesizers.py (its TINY configs: one copy), loaded by path."""
     import importlib.util

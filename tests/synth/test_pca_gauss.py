@@ -417,6 +417,37 @@ def test_registered_table_fit_save_load_sample(tmp_path, config, labels) -> None
     assert again.equals(out)
 
 
+def test_table_state_blocks_are_drawn_with_the_models_probabilities() -> None:
+    """Issue 15 section 3: a point-mass state is drawn with the probabilities the sampled,
+    reconstructed row gives its state block (``max(b, 0)`` normalised), not its argmax. The
+    zero counts of capital-gain and capital-loss are within 5 standard deviations (Poisson-
+    binomial, from those probabilities) of their expected counts, while argmax decoding of the
+    same rows lies far outside that bound (asserted: the test would catch a return to it)."""
+    from accounting import PrivacyBudget
+    from jdp.random import key_from_seed, numpy_rng
+    from jdp.synth.base import fit_model, sample_model
+    from jdp.synth.pca_gauss.model import sample
+    from jdp.synth.pca_gauss.table import released_model
+
+    table, _ = _adult_table(3000)
+    budget = PrivacyBudget(epsilon=2.0, delta=1e-5)
+    fitted = fit_model(key_from_seed(0), "pca-gauss", table, budget, pg.PCAGaussConfig())
+    n = 4000
+    out = sample_model(key_from_seed(1), fitted, n)
+    layout, model = released_model(fitted)
+    e = layout.join(*sample(numpy_rng(key_from_seed(1)), model, n))  # the rows sample_table drew
+    for name in ("capital-gain", "capital-loss"):
+        span = next(s for s in layout.encoder.spans if s.name == f"{name}#state")
+        assert layout.encoder.columns[layout.encoder.spans.index(span)].categories[1] == "=0"
+        block = np.maximum(e[:, span.start : span.stop], 0.0)
+        p_zero = block[:, 1] / block.sum(axis=1)
+        expected, sd = p_zero.sum(), np.sqrt(np.sum(p_zero * (1 - p_zero)))
+        observed = int((out[name] == 0).sum())
+        argmax = int((e[:, span.start : span.stop].argmax(axis=1) == 1).sum())
+        assert abs(observed - expected) < 5 * sd, (name, observed, expected, sd)
+        assert abs(argmax - expected) > 5 * sd, (name, argmax, expected, sd)
+
+
 def test_table_public_pca_costs_nothing(tmp_path) -> None:
     """Pub-PCA from a declared public CSV: the ledger holds only the model's entries and the
     subspace's centre is the public sample's (not the private data's) mean."""

@@ -136,8 +136,8 @@ def fit_table(
     return FittedModel("pca-gauss", params, data.schema, config, budget, model.ledger)
 
 
-def sample_table(key: jax.Array, fitted: FittedModel, n: int) -> pd.DataFrame:
-    """The Synthesizer-protocol ``sample``: draw, map back, decode (post-processing)."""
+def released_model(fitted: FittedModel) -> tuple[_Layout, PCAGaussModel]:
+    """The table layout and the :class:`PCAGaussModel` of a fitted ``"pca-gauss"`` model."""
     layout = _Layout.of(fitted.schema, fitted.config)
     p = fitted.params
     gaussians = tuple(
@@ -145,9 +145,26 @@ def sample_table(key: jax.Array, fitted: FittedModel, n: int) -> pd.DataFrame:
         for c, m, s in zip(p["counts"], p["means"], p["covs"], strict=True)
     )
     subspace = Subspace(np.asarray(p["components"]), np.asarray(p["centre"]), float(p["radius"]))
-    model = PCAGaussModel(subspace, gaussians, layout.mode, fitted.ledger)
-    z, label = sample(numpy_rng(key), model, n)
-    return layout.encoder.decode(layout.join(z, label))
+    return layout, PCAGaussModel(subspace, gaussians, layout.mode, fitted.ledger)
+
+
+def sample_table(key: jax.Array, fitted: FittedModel, n: int) -> pd.DataFrame:
+    """The Synthesizer-protocol ``sample``: draw, map back, decode (post-processing).
+
+    A state indicator block (point mass / missing) is decoded by a draw with its
+    reconstructed values as probabilities (:meth:`TableEncoder.sample_blocks`), not by its
+    argmax: the ``k`` components keep the block's mean but little of its variance (Adult,
+    ``k = 8``: capital-gain's indicator has std 0.15 in the samples against 0.28 in the data,
+    and even the real rows projected onto the subspace have their argmax at the zero state in
+    99.5% of rows against 91.7%), so argmax gave nearly every row the majority state.
+    ``c + R V u`` is the linear estimate of the one-hot block given the features, i.e. of its
+    state probabilities. Categorical columns keep the argmax (drawing them too lowered
+    LogisticRegression's TSTR AUROC on Adult at epsilon = 1 from 0.868 to 0.856).
+    """
+    layout, model = released_model(fitted)
+    rng = numpy_rng(key)
+    z, label = sample(rng, model, n)
+    return layout.encoder.decode(layout.encoder.sample_blocks(rng, layout.join(z, label)))
 
 
 def released_statistics(fitted: FittedModel) -> list[Release]:
