@@ -1,4 +1,5 @@
-"""Calibration: the smallest noise scale that meets a target (epsilon, delta).
+"""Calibration: the smallest noise scale that meets a target (epsilon, delta), by default as
+the ledger reports it (the minimum over the rigorous accountants, :data:`BEST`).
 
 Epsilon is non-increasing in every noise multiplier (more noise is a post-processing of less
 noise: ``N(0, s'^2) = N(0, s^2) + N(0, s'^2 - s^2)``), so the set of scales meeting the target
@@ -13,8 +14,9 @@ import math
 from collections.abc import Callable
 
 from accounting import events as ev
+from accounting.accountants.base import UnsupportedEventError
 from accounting.builders import dpsgd_event
-from accounting.compose import compute_epsilon
+from accounting.compose import BEST, RIGOROUS, compute_epsilon
 from accounting.relations import ADD_OR_REMOVE_ONE, dpsgd_neighboring_relation
 from accounting.validation import check_count, check_open_unit, check_positive, check_probability
 
@@ -35,7 +37,7 @@ def calibrate(
     *,
     target_epsilon: float,
     target_delta: float,
-    accountant: str = "rdp",
+    accountant: str = BEST,
     neighboring_relation: ev.NeighboringRelation = ADD_OR_REMOVE_ONE,
     lower: float = 1e-2,
     upper: float = 100.0,
@@ -48,11 +50,21 @@ def calibrate(
     target it is doubled (up to 1e6); then the bracket is halved down towards ``lower``; if
     ``lower`` already meets the target, ``lower`` is returned.
 
+    **The default, ``accountant="best"``, calibrates with the ledger's own rule**
+    (:func:`accounting.compose.best_epsilon`: the minimum over the rigorous accountants), so
+    a fit spends its whole budget as the ledger reports it. Since each accountant's epsilon
+    is non-increasing in ``s``, the scales meeting ``min_a eps_a(s) <= target`` are the union
+    of the intervals ``[s_a, inf)``: the answer is ``min_a s_a``. Accountants are tried
+    cheapest first (:data:`accounting.compose.RIGOROUS`); one is bisected only below the
+    best scale so far and only if it meets the target there, so the slow PLD accountant
+    runs about ten times per calibration, never at tiny noise scales.
+
     Multi-phase plans scale every phase together. P3GM (PCA + EM + SGD) with noise ratios
     fixed by the user and one scale for all:
 
     >>> from accounting import events as ev
     >>> from accounting.builders import dpsgd_event
+    >>> from accounting.compose import best_epsilon
     >>> def p3gm_plan(s):
     ...     return ev.ComposedDpEvent([
     ...         ev.GaussianDpEvent(4.0 * s),  # DP-PCA
@@ -60,25 +72,24 @@ def calibrate(
     ...         dpsgd_event(1.0 * s, sampling_prob=0.01, steps=2000),  # DP-SGD
     ...     ])
     >>> s = calibrate(p3gm_plan, target_epsilon=1.0, target_delta=1e-5)
-    >>> 0.99 <= compute_epsilon(p3gm_plan(s), 1e-5) / 1.0 <= 1.0
+    >>> 0.99 <= best_epsilon(p3gm_plan(s), 1e-5).value / 1.0 <= 1.0
     True
 
     Args:
       event_fn: scale -> event.
       target_epsilon: > 0.
       target_delta: in (0, 1).
-      accountant: see :data:`accounting.compose.ACCOUNTANTS`; not ``"gdp_clt"`` (an
-        approximation: the returned scale must meet the target for sure). ``"best"``
-        calibrates with the ledger's own rule (:func:`accounting.compose.best_epsilon`, one
-        function for both); the default ``"rdp"`` is fast, and the ledger's figure, a
-        minimum that includes RDP, is then at most the target too.
+      accountant: ``"best"`` (default) or one of :data:`accounting.compose.ACCOUNTANTS`,
+        not ``"gdp_clt"`` (an approximation: the returned scale must meet the target for
+        sure).
       neighboring_relation: relation the events are analysed under.
       lower, upper: initial bracket, ``0 < lower < upper``.
       rtol: relative tolerance on epsilon, in (0, 0.01].
 
     Returns:
-      the scale; ``compute_epsilon(event_fn(s), target_delta) <= target_epsilon`` always, and
-      ``>= (1 - rtol) * target_epsilon`` unless ``lower`` already met the target.
+      the scale; the chosen accountant's epsilon of ``event_fn(s)`` at ``target_delta`` is
+      ``<= target_epsilon`` always, and ``>= (1 - rtol) * target_epsilon`` unless ``lower``
+      already met the target.
 
     Raises:
       ValueError: bad arguments (including ``accountant="gdp_clt"``).
@@ -98,11 +109,46 @@ def calibrate(
     if not 0 < rtol <= 0.01:
         raise ValueError(f"expected rtol in (0, 0.01], got {rtol}")
 
-    def eps(s: float) -> float:
-        return compute_epsilon(
-            event_fn(s), delta, accountant=accountant, neighboring_relation=neighboring_relation
-        )
+    def eps_of(name: str) -> Callable[[float], float]:
+        def eps(s: float) -> float:
+            return compute_epsilon(
+                event_fn(s), delta, accountant=name, neighboring_relation=neighboring_relation
+            )
 
+        return eps
+
+    if accountant != BEST:
+        return _bisect(eps_of(accountant), target, delta, lower_bound, hi, rtol)
+    scale: float | None = None
+    failure: BudgetTooSmallError | None = None
+    for name in RIGOROUS:
+        eps = eps_of(name)
+        try:
+            if scale is None:
+                scale = _bisect(eps, target, delta, lower_bound, hi, rtol)
+            elif scale > lower_bound and eps(scale) <= target:
+                scale = _bisect(eps, target, delta, lower_bound, scale, rtol)
+        except UnsupportedEventError:
+            continue
+        except BudgetTooSmallError as err:  # this accountant cannot; another may
+            failure = err
+    if scale is not None:
+        return scale
+    if failure is not None:
+        raise failure
+    raise UnsupportedEventError(f"no accountant among {RIGOROUS} can analyse this event")
+
+
+def _bisect(
+    eps: Callable[[float], float],
+    target: float,
+    delta: float,
+    lower_bound: float,
+    hi: float,
+    rtol: float,
+) -> float:
+    """:func:`calibrate`'s search for one accountant's ``eps``: the smallest scale in
+    ``[lower_bound, 1e6]`` with ``eps(s) <= target``, starting from the bracket's top ``hi``."""
     # Bracket [lo, hi] with eps(lo) > target >= eps(hi): grow hi by doubling, then shrink lo
     # by halving from hi (never evaluating far below the answer: tiny noise scales are
     # expensive for the PLD accountant).
@@ -144,7 +190,7 @@ def calibrate_noise_multiplier(
     steps: int,
     sampling: str = "poisson",
     dataset_size: int | None = None,
-    accountant: str = "rdp",
+    accountant: str = BEST,
 ) -> float:
     """The smallest DP-SGD noise multiplier ``z`` (noise std / clip norm ``C``) meeting
     (target_epsilon, target_delta).

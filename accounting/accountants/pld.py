@@ -21,9 +21,16 @@ at interval ``1e-4`` a run of ``3e5`` DP-SGD steps with ``q = 1.3e-4``, ``z = 6.
 epsilon 0.062 where RDP gives 0.032 and the limit is about 0.028. So by default
 (``value_discretization_interval=None``) the accountant halves the interval from
 :data:`DEFAULT_DISCRETIZATION` until the answer moves by at most ``rtol`` (relative) between
-two passes, or the next pass would exceed ``max_points`` grid points or the wall-clock
-``time_budget_s``, and returns the *minimum* over the passes (each an upper bound, so their
-minimum is one). Pass a fixed ``value_discretization_interval`` for one pass at that grid.
+two passes, or the next pass would exceed ``max_points`` grid points, and returns the
+*minimum* over the passes (each an upper bound, so their minimum is one). Pass a fixed
+``value_discretization_interval`` for one pass at that grid.
+
+**Deterministic by default.** The stopping rule reads only the answers and the grid sizes, so
+one event gives one figure on every machine and under any load. Calibration relies on this
+(:func:`accounting.calibrate.calibrate` chooses the noise at which this figure meets the
+budget, and the fitted ledger recomputes the same figure). An optional wall-clock
+``time_budget_s`` exists for interactive use; with it the answer is still an upper bound but
+depends on the machine.
 """
 
 from __future__ import annotations
@@ -47,8 +54,6 @@ DEFAULT_DISCRETIZATION = 1e-3
 DEFAULT_RTOL = 5e-3
 #: No pass whose composed PLD would hold more grid points than this (about 1 GB of FFT).
 DEFAULT_MAX_POINTS = 2**24
-#: Wall-clock budget of the refinement (seconds; the first pass always runs).
-DEFAULT_TIME_BUDGET_S = 20.0
 _MAX_CASES = 256
 
 
@@ -82,7 +87,7 @@ class PldAccountant(base.Accountant[Cases]):
         value_discretization_interval: float | None = None,
         rtol: float = DEFAULT_RTOL,
         max_points: int = DEFAULT_MAX_POINTS,
-        time_budget_s: float = DEFAULT_TIME_BUDGET_S,
+        time_budget_s: float | None = None,
         shared_batch: base.SharedBatch = "exact",
     ) -> None:
         """Args:
@@ -91,7 +96,8 @@ class PldAccountant(base.Accountant[Cases]):
         rtol: relative change between two passes at which refinement stops, in (0, 1).
         max_points: the largest composed PLD (grid points) a refinement pass may build.
         time_budget_s: wall-clock seconds after which no further pass starts (the answer
-          is then the best so far: still an upper bound, but machine-dependent).
+          is then the best so far: still an upper bound, but machine-dependent); ``None``
+          (default): no wall-clock limit, so the answer is deterministic.
         shared_batch: see :class:`~accounting.accountants.base.Accountant`.
         """
         super().__init__(shared_batch=shared_batch)
@@ -106,7 +112,9 @@ class PldAccountant(base.Accountant[Cases]):
             raise ValueError(f"expected rtol in (0, 1), got {rtol}")
         self.rtol = float(rtol)
         self.max_points = int(check_positive("max_points", max_points))
-        self.time_budget_s = check_positive("time_budget_s", time_budget_s)
+        self.time_budget_s = (
+            None if time_budget_s is None else check_positive("time_budget_s", time_budget_s)
+        )
         #: ``(interval, answer, seconds, grid points)`` of each pass of the last adaptive call.
         self.passes: list[tuple[float, float, float, int]] = []
         #: Grid points of the largest PLD behind the last answer.
@@ -225,8 +233,8 @@ class PldAccountant(base.Accountant[Cases]):
         Stops when two successive answers differ by at most ``rtol`` relative (the
         discretisation error is about linear in the interval, so this difference estimates
         what is left), when an answer is infinite or zero, or before a pass predicted to
-        exceed ``max_points`` grid points or the time budget (a pass costs about twice the
-        previous one).
+        exceed ``max_points`` grid points or the optional time budget (a pass costs about
+        twice the previous one).
         """
         start = time.perf_counter()
         self.passes = []
@@ -243,7 +251,10 @@ class PldAccountant(base.Accountant[Cases]):
             if value == 0 or math.isinf(value) or abs(previous - value) <= self.rtol * value:
                 return best
             next_too_big = 2 * fixed.points > self.max_points
-            next_too_slow = time.perf_counter() - start + 2.2 * seconds > self.time_budget_s
+            next_too_slow = (
+                self.time_budget_s is not None
+                and time.perf_counter() - start + 2.2 * seconds > self.time_budget_s
+            )
             if next_too_big or next_too_slow:
                 return best
             interval, previous = interval / 2, value

@@ -103,7 +103,7 @@ def account_dpsgd(
             steps=steps,
             sampling=sampling,
             dataset_size=dataset_size,
-            accountant="rdp" if name == BEST else name,
+            accountant=name,
         )
     event = dpsgd_event(
         noise_multiplier, sampling_prob, steps, sampling=sampling, dataset_size=dataset_size

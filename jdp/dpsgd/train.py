@@ -58,6 +58,10 @@ from jdp.dpsgd.noise import dp_aggregate
 from jdp.dpsgd.step import ClipRule, StepKeys, check_clip_rule, choose_method, dp_sgd
 from jdp.random import numpy_rng
 
+#: The accountant of the progress bar's running figure: fast, and an upper bound on the
+#: ledger's (the minimum over the rigorous accountants, RDP among them).
+_RUNNING_ACCOUNTANT = "rdp"
+
 
 class TrainResult(NamedTuple):
     """What :func:`train` returns.
@@ -117,7 +121,8 @@ class DPSGDConfig:
         sampling: the batch selection: a :class:`jdp.dpsgd.batch_selection.BatchSelection` or
             its name (``"poisson"``, ``"without_replacement"``: batches of ``round(q n)``);
             stored as the strategy object.
-        accountant: the accountant that calibrates ``z`` for a target.
+        accountant: the accountant that calibrates ``z`` for a target (default: the
+            ledger's own rule, :data:`accounting.compose.BEST`).
         secure_noise: the floating-point mitigation of
             :func:`jdp.dpsgd.noise.secure_gaussian_sum` (noise from 24-bit integers, noisy
             sum rounded to a power-of-two grid near ``z C / 256``); off by default, like the
@@ -133,7 +138,7 @@ class DPSGDConfig:
     target_epsilon: float | None = None
     target_delta: float | None = None
     sampling: smp.BatchSelection | smp.Sampling = "poisson"
-    accountant: str = "rdp"
+    accountant: str = BEST
     secure_noise: bool = False
 
     def __post_init__(self) -> None:
@@ -360,12 +365,11 @@ def train(
         if on_step is not None:
             on_step(t, state.params, state.model_state)
         if progress and config.target_delta is not None and (t % every == 0 or t == num_steps):
-            # running: the calibrating accountant (fast, an upper bound); at the end: the
-            # ledger's figure
+            # running: RDP (fast, an upper bound); at the end: the ledger's figure
             if t == num_steps:
                 shown = f"eps={config.epsilon_after(t, z, n):.3g}"
             else:
-                shown = f"eps<={config.epsilon_after(t, z, n, config.accountant):.3g}"
+                shown = f"eps<={config.epsilon_after(t, z, n, _RUNNING_ACCOUNTANT):.3g}"
             bar.set_postfix_str(shown, refresh=False)
     _warn_nonfinite(state.num_nonfinite)
 

@@ -28,6 +28,7 @@ import numpy as np
 from scipy.linalg import solve_triangular
 
 from accounting import events as ev
+from accounting.compose import BEST
 from accounting.ledger import PrivacyLedger
 from accounting.validation import check_count, check_nonnegative, check_positive
 from jdp.mechanisms.noise import clip_rows, gaussian_releases
@@ -349,7 +350,7 @@ def dp_em_calibrated(
     target_epsilon: float,
     target_delta: float,
     steps: int,
-    accountant: str = "rdp",
+    accountant: str = BEST,
     **kwargs: object,
 ) -> tuple[EmResult, PrivacyLedger]:
     """:func:`dp_em` with the smallest noise multiplier meeting ``(target_epsilon,

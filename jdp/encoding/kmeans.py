@@ -28,6 +28,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from accounting import events as ev
+from accounting.compose import BEST
 from accounting.ledger import PrivacyLedger
 from accounting.validation import check_count, check_nonnegative, check_positive
 from jdp.encoding.rff import RandomFourierFeatures, draw_rff
@@ -305,7 +306,7 @@ def dp_kmeans_calibrated(
     target_epsilon: float,
     target_delta: float,
     steps: int,
-    accountant: str = "rdp",
+    accountant: str = BEST,
     **kwargs: object,
 ) -> tuple[KMeansResult, PrivacyLedger]:
     """:func:`dp_kmeans` with the smallest noise multiplier meeting ``(target_epsilon,

@@ -31,6 +31,7 @@ from typing import Literal
 import numpy as np
 
 from accounting import events as ev
+from accounting.compose import BEST
 from accounting.ledger import PrivacyLedger
 from accounting.validation import check_count, check_positive
 from jdp.mechanisms.noise import clip_rows, gaussian_mechanism, laplace_mechanism
@@ -364,7 +365,7 @@ def dp_pca_gaussian_calibrated(
     target_delta: float,
     centre: Centre = None,
     l2_clip_norm: float = 1.0,
-    accountant: str = "rdp",
+    accountant: str = BEST,
     secure_noise: bool = False,
 ) -> tuple[PcaResult, PrivacyLedger]:
     """:func:`dp_pca_gaussian` with the smallest noise multiplier meeting

@@ -21,6 +21,7 @@ from typing import TypeVar
 
 from accounting import events as ev
 from accounting.calibrate import calibrate
+from accounting.compose import BEST
 from accounting.ledger import PrivacyLedger
 from accounting.validation import check_count
 
@@ -80,7 +81,7 @@ def run_calibrated(
     target_epsilon: float,
     target_delta: float,
     *,
-    accountant: str = "rdp",
+    accountant: str = BEST,
 ) -> T:
     """``run(noise_multiplier=z)`` at the smallest ``z`` whose ``plan(z)`` meets the target.
 
