@@ -192,7 +192,7 @@ def calibrate_noise(config: DPGMConfig, budget: PrivacyBudget) -> dict[str, floa
     """``{"kmeans": z_K, "sgd": z_G}`` for ONE ``(epsilon, delta)``, before any data is read.
 
     Each phase is first calibrated alone to its share (``kmeans_share``, the rest to DP-SGD),
-    then one common factor makes the RDP composition of the whole plan meet ``epsilon``
+    then one common factor makes the composition of the whole plan meet ``epsilon``
     (:func:`accounting.calibrate.calibrate`). Raises a one-line ``ValueError`` when the
     k-means phase would need more noise than ``max_kmeans_noise``.
     """

@@ -3,8 +3,8 @@
 The ledger of a P3GM fit holds ``["dp-mean", "dp-pca", "dp-em" x T_e, "dp-sgd"]``.
 :func:`calibrate_noise` chooses the phases' noise multipliers from ONE ``(epsilon, delta)``:
 each phase first gets the multiplier that alone spends ``split_i * epsilon``, then one common
-factor on all of them is calibrated (:func:`accounting.calibrate.calibrate`) so that the RDP
-composition of all events meets ``epsilon`` exactly (``docs/privacy.md``, "P3GM composition";
+factor on all of them is calibrated (:func:`accounting.calibrate.calibrate`) so that the
+composition of all events, as the ledger reports it, meets ``epsilon`` exactly (``docs/privacy.md``, "P3GM composition";
 P3GM Theorem 4, computed rather than assumed).
 """
 
@@ -56,8 +56,9 @@ def calibrate_noise(
 
     Phase ``i`` with share ``s_i`` (renormalised over the phases present:
     :meth:`Variant.phases`) first gets ``z_i`` with ``eps(phase_i(z_i)) = s_i * epsilon``
-    alone; then one factor ``k`` is calibrated so that the RDP composition of all phases at
-    ``(k z_i)_i`` is ``epsilon``-DP at ``delta`` (``k < 1``: RDP composes better than the sum).
+    alone; then one factor ``k`` is calibrated so that the composition of all phases at
+    ``(k z_i)_i`` is ``epsilon``-DP at ``delta`` as the ledger reports it (``k < 1``: the
+    composition is tighter than the sum of the shares).
     """
     from accounting.calibrate import calibrate
 
