@@ -76,7 +76,7 @@ ROWS: tuple[tuple[str, str, frozenset[str]], ...] = (
     ("dp-sgd", "p3gm", frozenset({"sgd"})),
     ("p3gm", "p3gm", frozenset({"pca", "em", "sgd"})),
 )
-QUICK_ROWS = {"mnist": 10_000, "credit": 40_000}  # --quick subsample sizes (public)
+QUICK_ROWS = {"mnist": 10_000, "credit": 40_000, "credit-full": 40_000}  # --quick sizes (public)
 
 
 def fit_row(
@@ -144,7 +144,7 @@ def ablate(name: str, args: argparse.Namespace, budget: PrivacyBudget) -> dict[s
         return {"skipped": "dataset not installed"}
     ds, train, test = loaded
     n_public = R.PUBLIC_TRAIN_ROWS[name]
-    if args.quick:
+    if args.quick and QUICK_ROWS[name] < n_public:
         n_public = QUICK_ROWS[name]
         train = train.sample(n=n_public, random_state=args.seed).reset_index(drop=True)
         if name == "mnist":

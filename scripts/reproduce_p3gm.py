@@ -62,7 +62,13 @@ from accounting import PrivacyBudget
 from accounting import events as ev
 from accounting.builders import dpsgd_event
 from accounting.compose import compute_epsilon
-from jdp.data.datasets import TEST_FRACTION, DatasetNotInstalledError, load_dataset
+from jdp.data.datasets import (
+    CREDITCARD_PAPER_LEGIT,
+    CREDITCARD_PAPER_TEST_FRACTION,
+    TEST_FRACTION,
+    DatasetNotInstalledError,
+    load_dataset,
+)
 from jdp.eval.marginals import two_way_tvd
 from jdp.eval.plots import image_grid
 from jdp.eval.utility import mean_score, paper_classifiers, tstr_table
@@ -85,7 +91,17 @@ PAPER_TABLE_V = {
 }
 PAPER_TABLE_VII = {"p3gm": 0.7940, "vae": 0.8571}
 PAPER_TABLE_VIII = {"adult": 0.3867, "credit": 0.2411}
-DATASET_NAMES = {"adult": "adult", "credit": "creditcard", "mnist": "mnist"}
+# "credit" is the paper's task (jdp.data.datasets.load_creditcard_paper: all frauds plus 10,000
+# legitimate rows, Time dropped, 90/10 split); "credit-full" the whole documented table.
+TABULAR = ("adult", "credit", "credit-full")
+for _table in (PAPER_TABLE_VI, PAPER_TABLE_VIII):  # the paper has one credit row
+    _table["credit-full"] = _table["credit"]
+DATASET_NAMES = {
+    "adult": "adult",
+    "credit": "creditcard-paper",
+    "credit-full": "creditcard",
+    "mnist": "mnist",
+}
 
 # Table IV (epochs, batch size), d' (credit: no reduction), the declared row-norm bounds of
 # DP-PCA / DP-EM (in units of the encoder's public bound b; issue 15) and the --quick sizes.
@@ -123,17 +139,22 @@ SETTINGS = {
         "budget_split": (0.2, 0.1, 0.7),
     },
 }
+SETTINGS["credit-full"] = SETTINGS["credit"]
 QUICK = {  # Adult keeps its whole training split; the others are subsampled
     "adult": {"n_train": 10**9, "epochs": 2.0, "batch": 200, "hidden": 300},
-    "credit": {"n_train": 40000, "epochs": 1.0, "batch": 200, "hidden": 300},
+    "credit": {"n_train": 10**9, "epochs": 1.0, "batch": 200, "hidden": 300},
+    "credit-full": {"n_train": 40000, "epochs": 1.0, "batch": 200, "hidden": 300},
     "mnist": {"n_train": 20000, "epochs": 1.0, "batch": 200, "hidden": 300},
 }
 # Documented training-split sizes, PUBLIC constants (the row count of the private data is not
-# read to set q): UCI adult.data 32,561 rows; the 2/3 split of the 284,807 documented credit-card
-# transactions (jdp.data.datasets); MNIST's 60,000 training images.
+# read to set q): UCI adult.data 32,561 rows; the 90% split of the paper's 10,492-row credit
+# subsample and the 2/3 split of the 284,807 documented credit-card transactions
+# (jdp.data.datasets); MNIST's 60,000 training images.
+_CREDIT_PAPER_ROWS = CREDITCARD_PAPER_LEGIT + 492  # every documented fraud
 PUBLIC_TRAIN_ROWS = {
     "adult": 32_561,
-    "credit": 284_807 - round(284_807 * TEST_FRACTION),
+    "credit": _CREDIT_PAPER_ROWS - round(_CREDIT_PAPER_ROWS * CREDITCARD_PAPER_TEST_FRACTION),
+    "credit-full": 284_807 - round(284_807 * TEST_FRACTION),
     "mnist": 60_000,
 }
 
@@ -351,6 +372,31 @@ def cnn_accuracy(
     return float(np.mean(preds == y_test))
 
 
+def mnist_images(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(pixels in [0, 1] as float32 rows, integer labels) of an MNIST frame."""
+    pixels = [c for c in frame.columns if c != "label"]
+    return frame[pixels].to_numpy(np.float32) / 255.0, frame["label"].to_numpy(np.int32)
+
+
+def mnist_accuracy(
+    key: jax.Array,
+    x: np.ndarray,
+    encoder: Any,
+    layout: Any,
+    budget: PrivacyBudget,
+    config: P.P3GMConfig,
+    variant: str,
+    test: tuple[np.ndarray, np.ndarray],
+    cnn_epochs: int,
+) -> tuple[Fitted, np.ndarray, np.ndarray, float]:
+    """Fit ``variant``, sample as many images as training rows, train the small CNN on them
+    and test on real: (fitted, synthetic pixels, synthetic labels, accuracy)."""
+    k_fit, k_sample, k_cnn = jax.random.split(key, 3)
+    f = fit(k_fit, x, encoder, layout, budget, config, variant)
+    xs, ys = mnist_images(synthesize(k_sample, f, encoder, layout, config, len(x)))
+    return f, xs, ys, cnn_accuracy(k_cnn, xs, ys, *test, cnn_epochs)
+
+
 def mnist(
     args: argparse.Namespace, key: jax.Array, budget: PrivacyBudget, out: Path
 ) -> dict[str, Any] | None:
@@ -365,24 +411,25 @@ def mnist(
     log(
         f"[mnist] n_train={len(train)} d={x.shape[1]} d'={config.latent_dim} steps={config.steps} q={config.sampling_prob:.4g} hidden={config.hidden}"
     )
-    pixels = [c for c in ds.schema.names if c != "label"]
     cnn_epochs = 2 if args.quick else 10
-
-    def images(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-        return frame[pixels].to_numpy(np.float32) / 255.0, frame["label"].to_numpy(np.int32)
-
-    x_test, y_test = images(test)
+    test_images = mnist_images(test)
     result: dict[str, Any] = {"n_train": len(train), "config": dataclasses.asdict(config)}
-    xr, yr = images(train)
+    xr, yr = mnist_images(train)
     result["real"] = {
-        "accuracy": cnn_accuracy(jax.random.fold_in(key, 99), xr, yr, x_test, y_test, cnn_epochs)
+        "accuracy": cnn_accuracy(jax.random.fold_in(key, 99), xr, yr, *test_images, cnn_epochs)
     }
     for i, variant in enumerate(("p3gm", "dp-vae")):
-        k_fit, k_sample, k_cnn = jax.random.split(jax.random.fold_in(key, i), 3)
-        f = fit(k_fit, x, encoder, layout, budget, config, variant)
-        synth = synthesize(k_sample, f, encoder, layout, config, len(train))
-        xs, ys = images(synth)
-        acc = cnn_accuracy(k_cnn, xs, ys, x_test, y_test, cnn_epochs)
+        f, xs, ys, acc = mnist_accuracy(
+            jax.random.fold_in(key, i),
+            x,
+            encoder,
+            layout,
+            budget,
+            config,
+            variant,
+            test_images,
+            cnn_epochs,
+        )
         result[variant.replace("-", "_")] = {
             "accuracy": acc,
             "epsilon_spent": f.epsilon,
@@ -403,6 +450,73 @@ def mnist(
         "vae_nonprivate": {"accuracy": PAPER_TABLE_VII["vae"]},
     }
     return result
+
+
+# -- Fig. 5-6: the reduced dimension d' ---------------------------------------------------------
+
+
+def latent_dim_sweep(
+    args: argparse.Namespace, key: jax.Array, budget: PrivacyBudget, out: Path
+) -> dict[str, Any] | None:
+    """MNIST accuracy of P3GM against ``d'`` at one budget (Fig. 5-6), on a fixed random
+    subset of ``--sweep-rows`` training images (a public size; ``q = B / n`` with it), every
+    other setting as Table VII's run (``--quick``: its quick settings)."""
+    loaded = load("mnist", args.quick, args.seed)
+    if loaded is None:
+        return None
+    ds, train, test = loaded
+    n = min(args.sweep_rows, len(train))
+    train = train.sample(n=n, random_state=args.seed).reset_index(drop=True)
+    encoder = P.table_encoder(ds.schema)
+    layout = P.head_layout(encoder)
+    x = encoder.encode(ds.schema.conform(train))
+    test_images = mnist_images(test)
+    dims = [int(d) for d in args.sweep_dims.split(",")]
+    base = config_for("mnist", args.quick, n_public=n)
+    accuracy, seconds = [], []
+    for d in dims:
+        t = time.time()
+        config = dataclasses.replace(base, latent_dim=d)
+        *_, acc = mnist_accuracy(
+            jax.random.fold_in(key, d),
+            x,
+            encoder,
+            layout,
+            budget,
+            config,
+            "p3gm",
+            test_images,
+            args.sweep_cnn_epochs,
+        )
+        accuracy.append(acc)
+        seconds.append(time.time() - t)
+        log(f"    d'={d:3d}: accuracy {acc:.4f} ({seconds[-1]:.0f} s)")
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(4.5, 3.5))
+    FigureCanvasAgg(fig)
+    ax = fig.subplots()
+    ax.plot(dims, accuracy, marker="o", label=f"P3GM, {n:,} rows")
+    ax.plot([10], [PAPER_TABLE_VII["p3gm"]], "k*", markersize=10, label="paper, d'=10, 60k")
+    ax.set_xscale("log")
+    ax.set(
+        xlabel="reduced dimension d'",
+        ylabel="CNN accuracy (synthetic train, real test)",
+        title=f"Fig. 5-6: MNIST, eps={budget.epsilon:g}",
+    )
+    ax.legend()
+    fig.tight_layout()
+    path = out / "p3gm_fig5_latent_dim.png"
+    fig.savefig(path, dpi=100)
+    return {
+        "n_train": n,
+        "latent_dim": dims,
+        "accuracy": accuracy,
+        "seconds": seconds,
+        "cnn_epochs": args.sweep_cnn_epochs,
+        "png": str(path),
+    }
 
 
 # -- Fig. 7: learning efficiency -----------------------------------------------------------------
@@ -589,7 +703,7 @@ def print_tables(res: dict[str, Any]) -> None:
     log(
         f"{'dataset':8s} {'method':9s} {'AUROC':>8s} {'paper':>8s} {'AUPRC':>8s} {'paper':>8s} {'2-way TVD':>10s} {'paper':>7s} {'eps':>7s}"
     )
-    for name in ("adult", "credit"):
+    for name in TABULAR:
         r = res.get(name)
         if not r:
             continue
@@ -610,6 +724,12 @@ def print_tables(res: dict[str, Any]) -> None:
         log("Table VII (MNIST, small CNN trained on synthetic, tested on real)")
         log(
             f"  p3gm {r['p3gm']['accuracy']:.4f} [paper 0.7940]   dp_vae {r['dp_vae']['accuracy']:.4f}   real {r['real']['accuracy']:.4f} [paper VAE 0.8571]"
+        )
+    if res.get("fig5"):
+        f = res["fig5"]
+        log(
+            f"Fig. 5-6   MNIST accuracy vs d' ({f['n_train']:,} rows; paper 0.7940 at d'=10, 60k): "
+            + ", ".join(f"{d}: {a:.4f}" for d, a in zip(f["latent_dim"], f["accuracy"]))
         )
     if res.get("fig9"):
         f = res["fig9"]
@@ -633,6 +753,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--datasets", default="adult,credit,mnist", help="comma-separated subset")
     parser.add_argument("--no-curves", action="store_true", help="skip Fig. 7 (slow)")
     parser.add_argument("--out", default="out/p3gm", help="directory for PNGs")
+    parser.add_argument(
+        "--sweep-dims", default="", help="d' values of the MNIST Fig. 5-6 sweep, e.g. 2,5,10,20,50"
+    )
+    parser.add_argument("--sweep-rows", type=int, default=20_000, help="MNIST rows of the sweep")
+    parser.add_argument("--sweep-cnn-epochs", type=int, default=5, help="CNN epochs in the sweep")
     args = parser.parse_args(argv)
     start = time.time()
     out = Path(args.out)
@@ -645,11 +770,13 @@ def main(argv: list[str] | None = None) -> int:
         "delta": args.delta,
         "mode": "quick" if args.quick else "full",
     }
-    for i, name in enumerate(("adult", "credit")):
+    for i, name in enumerate(TABULAR):
         if name in wanted:
             res[name] = tabular(name, args, jax.random.fold_in(key, i), budget)
     if "mnist" in wanted:
         res["mnist"] = mnist(args, jax.random.fold_in(key, 2), budget, out)
+    if args.sweep_dims:
+        res["fig5"] = latent_dim_sweep(args, jax.random.fold_in(key, 4), budget, out)
     res["fig9"] = composition(config_for("adult", False, n_public=45222), budget, out)
     if not args.no_curves and "adult" in wanted:
         res["fig7"] = learning_curves(args, jax.random.fold_in(key, 3), budget, out)

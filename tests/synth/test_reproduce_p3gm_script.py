@@ -55,3 +55,21 @@ def test_learning_curve_loop_runs_exactly_the_accounted_steps(script, monkeypatc
     assert sum(calls) == event.count and len(calls) == round(config.epochs) == len(seen)
     assert max(calls) - min(calls) <= 1
     assert sum(script.epoch_steps(config)) == config.steps
+
+
+def test_credit_is_the_papers_subsample_with_a_public_size(script):
+    """All 492 frauds plus 10,000 seeded legitimate rows, Time dropped, 90/10 split; the
+    script's public training size is the loader's, so q = B / N uses the subsample's N."""
+    from jdp.data import datasets
+
+    try:
+        first = datasets.load_dataset("creditcard-paper")
+    except datasets.DatasetNotInstalledError:
+        pytest.skip("credit-card data not installed")
+    train, test = first.train, first.test
+    assert len(train) == script.PUBLIC_TRAIN_ROWS["credit"] == 9_443 and len(test) == 1_049
+    assert int(train["Class"].sum() + test["Class"].sum()) == 492
+    assert "Time" not in train.columns and first.schema.names == list(train.columns)
+    again = datasets.load_dataset("creditcard-paper")  # the draw is seeded: one dataset
+    assert again.train.equals(train) and again.test.equals(test)
+    assert script.config_for("credit", False).sampling_prob == 100 / 9_443
