@@ -175,18 +175,38 @@ def cell_bounds(column: Column, cells: np.ndarray, bins: int) -> tuple[np.ndarra
     return column.lower + cells / b * column.width, column.lower + (cells + 1) / b * column.width
 
 
+def _off_masses(column: Column, mass: float) -> float:
+    """The nearest value to ``mass`` inside the bounds, towards the interior, that is no
+    point mass (``mass`` itself if there is none)."""
+    inward = column.upper if mass < column.upper else column.lower
+    v = mass
+    for _ in range(len(column.point_masses)):
+        v = v + np.sign(inward - v) if column.kind == "integer" else np.nextafter(v, inward)
+        if not column.lower <= v <= column.upper:
+            return mass
+        if v not in column.point_masses:
+            return float(v)
+    return mass
+
+
 def numeric_column(
     column: Column, values: np.ndarray, state: np.ndarray | None, bins: int = 1
 ) -> np.ndarray:
     """Values in ``[lower, upper]`` (integers rounded) with ``state`` (cells of
     :func:`numeric_state` with ``bins``) applied: the point mass exactly where the state
-    names one, missing where it says missing. Array type: float64 (NaN = missing), int64, or
-    pandas ``Int64`` for a nullable integer column."""
+    names one, missing where it says missing. A value cell never gives a point mass (no
+    record of a value cell equals one: it would be in the mass's cell): a value equal to a
+    mass moves to the nearest value in bounds that is none (integers: the next integer
+    inwards; continuous: the next float inwards), e.g. capital-gain's "value" state with a
+    value coordinate at the lower bound gives 1, not 0. Array type: float64 (NaN =
+    missing), int64, or pandas ``Int64`` for a nullable integer column."""
     v = np.clip(np.asarray(values, dtype=np.float64), column.lower, column.upper)
     if column.kind == "integer":
         v = np.clip(np.round(v), column.lower, column.upper)
     if state is not None:
         b = value_cells(column, bins)
+        for m in column.point_masses:
+            v[(state < b) & (v == m)] = _off_masses(column, m)
         masses = np.asarray((*column.point_masses, np.nan))
         v = np.where(state < b, v, masses[np.clip(state - b, 0, len(masses) - 1)])
     if column.kind != "integer":

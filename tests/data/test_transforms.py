@@ -363,6 +363,33 @@ def test_sample_blocks_keeps_the_argmax_of_a_block_without_positive_values():
         enc.sample_blocks(np.random.default_rng(0), x)
 
 
+def test_a_value_state_never_decodes_to_a_point_mass():
+    """The "value" state with a value coordinate on a point mass (gain's at its lower bound 0
+    or upper bound 99999; x's at 0.5) decodes to the nearest value inwards that is no mass:
+    1, 99998, the next float above 0.5 (no record of a value state is a mass: it would be in
+    the mass's cell); the mass states still give the masses exactly. Checked to fail without
+    the move (gain 0 and 99999 come back)."""
+    enc = TableEncoder(STATE_SCHEMA)
+    frame = pd.DataFrame(
+        {
+            "gain": [1, 99_998, 0, 99_999],
+            "x": [0.5000001, 1.0, 0.5, np.nan],
+            "k": pd.array([1, 2, 3, 4], dtype="Int64"),
+            "c": ["b"] * 4,
+            "n": [1] * 4,
+            "y": [0] * 4,
+        }
+    ).astype({"c": object, "n": object})
+    e = enc.encode(frame)
+    gain, x = enc.spans[0].start, enc.spans[2].start
+    e[0, gain], e[1, gain] = 0.0, 1.0  # value state, value coordinate on a mass
+    e[0, x] = 2.5 / 5.0  # x in [-2, 3]: 0.5
+    out = enc.decode(e)
+    assert out["gain"].tolist() == [1, 99_998, 0, 99_999]
+    assert out["x"].iloc[0] == np.nextafter(0.5, 3.0) and out["x"].iloc[2] == 0.5
+    assert np.isnan(out["x"].iloc[3])
+
+
 def _contract_module():
     """tests/contracts/test_synthesizers.py (its TINY configs: one copy), loaded by path."""
     import importlib.util

@@ -71,11 +71,11 @@ def test_strict_ledger_holds_every_phase_and_equals_the_data_free_plan():
     assert not ledger.has_paper_mode
     plan = strict_plan(CONFIG, 2, release.info["scale"])
     # the ledger's figure is the best accountant's, the plan's under the same rule; the
-    # calibration (RDP) lands within 0.2% of the target
+    # calibration (to that same figure) lands within 1% of the target
     assert ledger.epsilon(DELTA) == pytest.approx(
         compute_epsilon(plan, DELTA, accountant="best"), rel=1e-9
     )
-    assert (1 - 2e-3) * EPS <= ledger.epsilon(DELTA, accountant="rdp") <= EPS
+    assert 0.99 * EPS <= ledger.epsilon(DELTA) <= EPS
     assert ledger.epsilon(DELTA) <= ledger.epsilon(DELTA, accountant="rdp")
     # every phase costs something: removing any entry lowers epsilon
     for i in range(len(ledger.entries)):
@@ -103,7 +103,7 @@ def test_strict_ledger_with_dp_kip_holds_the_adapt_phase():
     assert ledger.epsilon(DELTA) == pytest.approx(
         compute_epsilon(plan, DELTA, accountant="best"), rel=1e-9
     )
-    assert ledger.epsilon(DELTA) <= ledger.epsilon(DELTA, accountant="rdp") <= EPS
+    assert 0.99 * EPS <= ledger.epsilon(DELTA) <= min(EPS, ledger.epsilon(DELTA, accountant="rdp"))
     # Adapt moved the mixtures: same key without DP-KIP gives other features
     plain = _fit(dataclasses.replace(config, kip_steps=0), x, y)
     assert release.features.shape[1] == plain.features.shape[1]
@@ -267,3 +267,78 @@ def test_strict_groups_change_only_for_the_added_or_removed_record():
         assert np.linalg.norm(diff) <= mixing_sensitivity(4) * (1 + 1e-12)
     for i in range(0, 400, 37):
         assert np.array_equal(groups(np.delete(x, i, 0), np.delete(y, i)), np.delete(base, i))
+
+
+def test_denoise_mixtures_keeps_class_means_and_removes_noise():
+    """Empirical-Bayes shrinkage: each class's mean of every coordinate is kept exactly; a
+    coordinate whose spread is below the noise level collapses to its class mean; one with
+    real spread (std 0.2 under noise 0.3) gets closer to the true group means: expected
+    squared error ``tau^2 s^2 / (tau^2 + s^2) = 0.028`` against ``s^2 = 0.09`` raw (bound
+    0.5 of raw; 800 mixtures per class put the estimate's error far below that)."""
+    from jdp.synth.clustmix.model import denoise_mixtures
+
+    rng = np.random.default_rng(3)
+    labels = np.repeat([0, 1, 2], [800, 800, 1])
+    truth = np.column_stack(
+        [rng.normal(0.5, 0.2, labels.size), np.where(labels == 1, 0.8, 0.1), np.zeros(labels.size)]
+    )
+    noise = rng.normal(0.0, [0.3, 0.3, 0.2], truth.shape)
+    out = denoise_mixtures(truth + noise, labels, 0.3)
+    for c in (0, 1):
+        rows = labels == c
+        np.testing.assert_allclose(out[rows].mean(axis=0), (truth + noise)[rows].mean(axis=0))
+        np.testing.assert_allclose(out[rows, 2], (truth + noise)[rows, 2].mean())  # var < s^2
+        raw = np.mean(noise[rows, 0] ** 2)
+        assert np.mean((out[rows, 0] - truth[rows, 0]) ** 2) < 0.5 * raw
+    np.testing.assert_array_equal(out[labels == 2], (truth + noise)[labels == 2])
+    with pytest.raises(ValueError, match="noise_std"):
+        denoise_mixtures(truth, labels, 0.0)
+
+
+MASS_SCHEMA = Schema(
+    columns=(
+        Column(name="a", kind="continuous", lower=0.0, upper=10.0),
+        Column(name="g", kind="integer", lower=0, upper=100, point_masses=(0,)),
+        Column(name="y", kind="categorical", categories=("no", "yes")),
+    ),
+    target="y",
+)
+
+
+@pytest.mark.parametrize("kip_steps", [0, 3])
+def test_table_state_blocks_are_drawn_from_the_denoised_unshifted_mixtures(kip_steps):
+    """Issue 15 section 3: the zero state of ``g`` is drawn with the probabilities of the
+    denoised mixtures without the Adapt shift. ``n`` is a multiple of the number of released
+    mixtures, so every mixture is drawn ``r`` times and the expected zero count is ``r`` times
+    the sum of their zero probabilities; the observed count is within 5 standard deviations
+    of it (Poisson-binomial). Without Adapt, the argmax of the clipped block (the old
+    decoding) lies far outside that bound (asserted; with 3 DP-KIP steps at this size the
+    two happen to be close)."""
+    from jdp.synth.clustmix.model import denoise_mixtures
+
+    rng = np.random.default_rng(5)
+    n = 4000
+    y = rng.integers(0, 2, n)
+    frame = pd.DataFrame(
+        {
+            "a": np.clip(rng.normal(3 + 4 * y, 1.0), 0, 10),
+            "g": np.where(rng.random(n) < np.where(y == 1, 0.6, 0.85), 0, rng.integers(1, 101, n)),
+            "y": np.where(y == 1, "yes", "no").astype(object),
+        }
+    )
+    config = ClustMixConfig(n_clusters=3, mixture_size=20, cluster_steps=3, kip_steps=kip_steps)
+    budget = PrivacyBudget(epsilon=2.0, delta=1e-5)
+    model = fit_model(jax.random.key(0), "clustmix", frame, budget, config, schema=MASS_SCHEMA)
+    p = model.params
+    m, r = len(p["labels"]), 20
+    out = sample_model(jax.random.key(1), model, m * r)
+    state = denoise_mixtures(p["mixtures"], p["labels"], float(p["noise_std"]))[:, 2:4]
+    weight = np.maximum(state, 0.0)
+    p_zero = weight[:, 1] / weight.sum(axis=1)
+    expected, sd = r * p_zero.sum(), np.sqrt(r * np.sum(p_zero * (1 - p_zero)))
+    observed = int((out["g"] == 0).sum())
+    assert abs(observed - expected) < 5 * sd, (observed, expected, sd)
+    if kip_steps == 0:  # the old decoding: argmax of the shifted (here: zero shift), clipped block
+        shifted = np.clip(p["mixtures"] + p["shift"], 0.0, 1.0)[:, 2:4]
+        argmax = r * int((shifted.argmax(axis=1) == 1).sum())
+        assert abs(argmax - expected) > 5 * sd, (argmax, expected, sd)

@@ -78,16 +78,30 @@ class ClustMixRelease:
     """What a ClustMix fit releases: the noisy mixtures, their labels and the ledger.
 
     Attributes:
-      features: ``(M, D)`` mixtures, clipped to ``[0, 1]^D`` (post-processing).
+      mixtures: ``(M, D)`` noisy mixtures of the Anonymise step, not clipped and without
+        the Adapt shift: each coordinate estimates its group's mean with zero-mean noise, so
+        class-level averages of them estimate the class's means (clipping would bias a
+        coordinate near a box end towards the inside; the shift moves them off, see
+        :func:`denoise_mixtures`).
+      shift: ``(M, D)`` the Adapt displacement of each mixture's cluster (zeros without it).
       labels: ``(M,)`` class codes.
       ledger: every phase's entry.
-      info: public facts of the fit (noise levels, numbers of groups) for reports.
+      info: public facts of the fit (noise levels, numbers of groups) for reports;
+        ``info["noise_std"]`` bounds the noise std of each coordinate of a mixture
+        (data-free).
     """
 
-    features: np.ndarray
+    mixtures: np.ndarray
+    shift: np.ndarray
     labels: np.ndarray
     ledger: PrivacyLedger
     info: dict[str, Any]
+
+    @property
+    def features(self) -> np.ndarray:
+        """The synthetic records: the shifted mixtures clipped to ``[0, 1]^D``
+        (post-processing)."""
+        return np.clip(self.mixtures + self.shift, 0.0, 1.0)
 
 
 def check_inputs(x: object, y: object, n_classes: int) -> tuple[np.ndarray, np.ndarray]:
@@ -232,9 +246,8 @@ def fit_paper(
             f"D={d}, l={l}, sigma={sigma:.4g}, converted to (epsilon, delta) by GDP"
         ),
     )
-    features = np.clip(means + shift[group_cluster], 0.0, 1.0)
     info = {"noise_std": sigma, "mu": mu, "groups": len(group_cluster)}
-    return ClustMixRelease(features, centre_labels[group_cluster], ledger, info)
+    return ClustMixRelease(means, shift[group_cluster], centre_labels[group_cluster], ledger, info)
 
 
 # -- strict mode ------------------------------------------------------------------------------
@@ -380,14 +393,44 @@ def fit_strict(
     ledger = ledger.record(
         "clustmix/mixing", mix_event, note=f"centred group sums, sensitivity sqrt(D)/2, l={l}"
     )
-    features = np.clip(mixtures + shift[group_cluster], 0.0, 1.0)
     info = {
         "scale": scale,
         "noise_multipliers": z,
         "noise_std": noise_std,
         "groups": int(n_groups.sum()),
     }
-    return ClustMixRelease(features, centre_labels[group_cluster], ledger, info)
+    return ClustMixRelease(
+        mixtures, shift[group_cluster], centre_labels[group_cluster], ledger, info
+    )
+
+
+def denoise_mixtures(mixtures: np.ndarray, labels: np.ndarray, noise_std: float) -> np.ndarray:
+    """Empirical-Bayes shrinkage of released mixtures towards their class means
+    (post-processing of the release and its public noise level; no privacy cost).
+
+    Per class ``c`` and coordinate ``j``, with ``m`` and ``v`` the mean and variance of the
+    class's ``M_c`` mixtures and ``s = noise_std`` (the noise std of one coordinate):
+    ``x -> m + max(0, 1 - s^2 / v) (x - m)``, the posterior mean of the group mean ``x``
+    estimates when group means are spread as ``N(m, v - s^2)`` around ``m`` (James-Stein,
+    positive part). The class means are kept; a coordinate whose spread is all noise
+    collapses to its class mean, one with real spread keeps the part the noise leaves.
+    A class with a single mixture is returned as it is.
+
+    References:
+      Efron & Morris, "Stein's estimation rule and its competitors -- an empirical Bayes
+      approach", JASA 68 (1973), Eq. (1.4)-(1.6).
+    """
+    check_positive("noise_std", noise_std)
+    out = np.array(mixtures, dtype=np.float64)
+    for c in np.unique(labels):
+        rows = labels == c
+        if rows.sum() < 2:
+            continue
+        x = out[rows]
+        mean, var = x.mean(axis=0), x.var(axis=0, ddof=1)
+        keep = np.maximum(0.0, 1.0 - noise_std**2 / np.maximum(var, np.finfo(float).tiny))
+        out[rows] = mean + keep * (x - mean)
+    return out
 
 
 def sample_rows(

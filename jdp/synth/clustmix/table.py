@@ -13,7 +13,7 @@ from jdp.data.transforms import TableEncoder
 from jdp.random import numpy_rng
 from jdp.synth.base import FittedModel
 from jdp.synth.clustmix.config import ClustMixConfig
-from jdp.synth.clustmix.model import fit_arrays, sample_rows
+from jdp.synth.clustmix.model import denoise_mixtures, fit_arrays, sample_rows
 
 
 def table_encoder(schema: Schema) -> TableEncoder:
@@ -81,19 +81,40 @@ def fit_table(
         config=config,
         progress=None,
     )
-    params = {"features": release.features, "labels": release.labels}
+    params = {
+        "mixtures": release.mixtures,
+        "shift": release.shift,
+        "labels": release.labels,
+        "noise_std": np.array(release.info["noise_std"]),
+    }
     return FittedModel("clustmix", params, data.schema, config, budget, release.ledger)
 
 
 def sample_table(key: jax.Array, fitted: FittedModel, n: int) -> pd.DataFrame:
-    """The registry ``sample``: rows of the released mixtures, decoded (post-processing)."""
-    features, labels = sample_rows(
-        numpy_rng(key),
-        np.asarray(fitted.params["features"]),
-        np.asarray(fitted.params["labels"], dtype=np.int64),
-        n,
-    )
+    """The registry ``sample``: rows of the released mixtures, decoded (post-processing).
+
+    A row is a released mixture (Adapt shift added, clipped to the box); its state indicator
+    blocks (point masses, missing values) are instead drawn
+    (:meth:`~jdp.data.transforms.TableEncoder.sample_blocks`) from the same mixture's block
+    without the shift, denoised (:func:`denoise_mixtures`): a mixture's block is the share
+    of its group's records in each state plus noise of std ``noise_std`` (0.6 per
+    coordinate on Adult at epsilon = 1), so the argmax of the clipped block was close to a
+    coin flip, and the DP-KIP shift (tuned for classification) moved the blocks' class
+    means (capital-gain's nonzero share in class ">50K": 0.36 against 0.21 without it).
+    Adult at epsilon = 1, seed 0: capital-gain zero share 0.85 -> 0.90 (real 0.917),
+    capital-loss 0.93 -> 0.97 (real 0.953); categorical columns keep their argmax.
+    """
+    rng = numpy_rng(key)
+    p = fitted.params
+    released = np.asarray(p["labels"], dtype=np.int64)
+    rows, labels = sample_rows(rng, np.arange(len(released))[:, None], released, n)
+    rows = rows[:, 0]
+    mixtures, shift = np.asarray(p["mixtures"]), np.asarray(p["shift"])
+    states = denoise_mixtures(mixtures, released, float(p["noise_std"]))[rows]
+    features = np.clip(mixtures[rows] + shift[rows], 0.0, 1.0)
     encoder = table_encoder(fitted.schema)
     if fitted.config.categorical_encoding == "ordinal":
-        features = one_hot_columns(encoder, features)
-    return encoder.decode(features, labels)
+        features, states = one_hot_columns(encoder, features), one_hot_columns(encoder, states)
+    for span in encoder.one_hot_spans("states"):
+        features[:, span.start : span.stop] = states[:, span.start : span.stop]
+    return encoder.decode(encoder.sample_blocks(rng, features), labels)
