@@ -1,7 +1,7 @@
 """The output heads of a generator: one vocabulary for every decoder and generator.
 
-A network emits one raw vector of width ``d``; a :data:`HeadLayout` -- a tuple of
-``(kind, width)`` pairs -- says how consecutive segments of it are read. Four kinds:
+A network emits one raw vector; a :data:`HeadLayout` -- a tuple of ``(kind, width)`` pairs --
+says how consecutive segments of it are read. Five kinds:
 
 ========================  ===================  ===========================  ===================
 kind                      data it models       activation (:func:`activate`)  log-likelihood
@@ -10,7 +10,35 @@ kind                      data it models       activation (:func:`activate`)  lo
 ``"tanh"``                ``[-1, 1]`` values   ``tanh``                     none (GAN heads)
 ``"gaussian"``            real values          identity (linear)            ``N(x; raw, 1)``
 ``"categorical"``         one one-hot block    ``softmax`` over the block   ``log softmax``
+``"binned"``              one ``[0, 1]`` value none (sampled only)          ``log softmax`` of
+                                                                            its cell
+``"state"``               one one-hot block    ``softmax`` over the block   ``log softmax``;
+                                                                            gates the head
+                                                                            before it
 ========================  ===================  ===========================  ===================
+
+A ``"state"`` head is a categorical head over a numeric column's states (a
+:class:`~jdp.data.transforms.TableEncoder` state indicator: "value", its point masses,
+"missing"), placed right after the column's value head. The value exists only in the state
+"value" (its first category): on a point mass or a missing value the value coordinate is a
+placeholder, so the value head's log-likelihood counts only where ``x_state[0] = 1``,
+``log p(x) = log p(state) + [state = value] log p(value)``, and is not taught the
+placeholder (for Adult's capital-gain, 0 on 92% of rows).
+
+For every kind but ``"binned"`` the width is both the raw width and the data width. A
+``"binned"`` head of width ``B >= 2`` reads ``B`` raw logits for ONE data coordinate ``x`` in
+``[0, 1]``: a histogram density on the grid ``c_k = k / (B - 1)``, cell ``k`` the interval
+``[c_k - h, c_k + h] & [0, 1]`` with ``h = 1 / (2 (B - 1))`` (half cells at the ends), each
+cell's mass ``softmax(raw)_k`` spread uniformly over it. Its log-likelihood is the log-mass of
+the cell of ``x`` (``k = round(x (B - 1))``; the density's ``-log |cell|`` is a constant and is
+left out), and a sample is a cell drawn from the softmax, then a uniform point in it. With
+``B = R`` for an integer column of ``R`` values scaled to ``[0, 1]``, the cells are exactly
+its integers (a point in cell ``k`` rounds back to the ``k``-th integer), so the head is a
+categorical distribution over the column's values; a continuous column gets a ``B``-cell
+histogram. Unlike a mean head it models the spread and the shape of a numeric column given
+the network's input (a sigmoid or Gaussian head decoded at its mean collapses it). So
+:func:`raw_width` (network output) and :func:`layout_width` (decoded data) differ when a
+layout has binned heads.
 
 Continuous columns reach their public bounds through a ``bernoulli`` (sigmoid) or ``tanh``
 head after the encoder's min-max scaling to ``[0, 1]`` or ``[-1, 1]``, or a linear
@@ -27,15 +55,17 @@ works on one example or any leading batch shape.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Literal, Protocol
 
 import jax
 import jax.numpy as jnp
 
-HeadKind = Literal["bernoulli", "tanh", "gaussian", "categorical"]
+HeadKind = Literal["bernoulli", "tanh", "gaussian", "categorical", "binned", "state"]
 HeadLayout = tuple[tuple[HeadKind, int], ...]
-KINDS: tuple[str, ...] = ("bernoulli", "tanh", "gaussian", "categorical")
+KINDS: tuple[str, ...] = ("bernoulli", "tanh", "gaussian", "categorical", "binned", "state")
+#: Kinds read as a one-hot block: a softmax over the block, sampled as a one-hot draw.
+BLOCK_KINDS: tuple[str, ...] = ("categorical", "state")
 
 #: The head kind of an encoder span's output activation (:attr:`Span.activation`).
 SPAN_HEADS: dict[str, HeadKind] = {
@@ -55,20 +85,35 @@ class _Span(Protocol):
 
 def check_layout(layout: Sequence[tuple[str, int]]) -> HeadLayout:
     """Validate a head layout and return it as a tuple of ``(kind, width)`` pairs."""
-    out = []
+    out: list[tuple[HeadKind, int]] = []
     for kind, width in layout:
+        if kind == "state" and (not out or out[-1][0] in BLOCK_KINDS):
+            raise ValueError("expected a value head before a 'state' head")
         if kind not in KINDS:
             raise ValueError(f"expected head kind in {KINDS}, got {kind!r}")
-        if int(width) < 1:
-            raise ValueError(f"expected head width >= 1, got {width}")
+        least = 2 if kind == "binned" else 1
+        if int(width) < least:
+            raise ValueError(f"expected {kind} head width >= {least}, got {width}")
         out.append((kind, int(width)))
     if not out:
         raise ValueError("expected a non-empty head layout, got ()")
     return tuple(out)
 
 
+def data_width(kind: str, width: int) -> int:
+    """Data coordinates of one head: 1 for ``"binned"`` (``width`` cells, one value), else
+    ``width``."""
+    return 1 if kind == "binned" else width
+
+
 def layout_width(layout: HeadLayout) -> int:
-    """Total width ``d`` of the raw (and of the decoded) vector."""
+    """Total width ``d`` of the decoded (data-space) vector."""
+    return sum(data_width(k, w) for k, w in layout)
+
+
+def raw_width(layout: HeadLayout) -> int:
+    """Total width of the raw vector a network emits (``layout_width`` plus ``B - 1`` per
+    binned head of ``B`` cells)."""
     return sum(w for _, w in layout)
 
 
@@ -87,11 +132,16 @@ def heads_for_spans(spans: Iterable[_Span], *, merge: bool = False) -> HeadLayou
     return tuple(layout)
 
 
-def _segments(raw: jax.Array, layout: HeadLayout) -> Iterable[tuple[HeadKind, int, jax.Array]]:
+def _segments(
+    v: jax.Array, layout: HeadLayout, *, data: bool = False
+) -> Iterable[tuple[HeadKind, int, jax.Array]]:
+    """``(kind, width, segment)`` per head of a raw vector (``data=True``: of a data-space
+    vector, one coordinate per binned head)."""
     start = 0
     for kind, width in layout:
-        yield kind, width, raw[..., start : start + width]
-        start += width
+        size = data_width(kind, width) if data else width
+        yield kind, width, v[..., start : start + size]
+        start += size
 
 
 def _softmax(r: jax.Array) -> jax.Array:
@@ -108,34 +158,57 @@ ACTIVATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
     "tanh": jnp.tanh,
     "gaussian": _identity,
     "categorical": _softmax,
+    "state": _softmax,
 }
 
 
 def activate(raw: jax.Array, layout: HeadLayout) -> jax.Array:
     """Each head's activation on raw outputs of shape ``(..., d)`` (the deterministic output
-    layer of a generator): sigmoid, tanh, identity, or softmax over a categorical block."""
+    layer of a generator): sigmoid, tanh, identity, or softmax over a categorical block. A
+    ``"binned"`` head has none (``ValueError``): it is a distribution, read by
+    :func:`log_likelihood` and :func:`decode_sample`."""
+    if any(kind == "binned" for kind, _ in layout):
+        raise ValueError("expected heads with an activation, got a 'binned' head")
     return jnp.concatenate([ACTIVATIONS[kind](r) for kind, _, r in _segments(raw, layout)], -1)
 
 
-def log_likelihood(raw: jax.Array, x: jax.Array, layout: HeadLayout) -> jax.Array:
+def binned_cell(x: jax.Array, cells: int) -> jax.Array:
+    """The cell ``round(x (B - 1))`` (clipped to ``[0, B - 1]``) of values ``x`` in ``[0, 1]``
+    in a ``"binned"`` head of ``B = cells`` cells."""
+    return jnp.clip(jnp.round(x * (cells - 1)), 0, cells - 1).astype(jnp.int32)
+
+
+def log_likelihood(
+    raw: jax.Array, x: jax.Array, layout: HeadLayout, *, skip: Collection[str] = ()
+) -> jax.Array:
     """``log p(x | raw)`` of ONE example, summed over heads (see the module table).
 
     ``bernoulli``: ``x log p + (1 - x) log(1 - p)`` with ``p = sigmoid(raw)`` (``x`` in
     ``[0, 1]``); ``gaussian``: ``-(x - raw)^2 / 2 - log(2 pi) / 2`` per coordinate (unit
-    variance); ``categorical``: ``sum_k x_k log softmax(raw)_k``. A ``tanh`` head has no
-    likelihood here (``ValueError``).
+    variance); ``categorical`` and ``state``: ``sum_k x_k log softmax(raw)_k``, a ``state``
+    head multiplying the term of the head before it by ``x_state[0]`` (the module
+    docstring); ``binned``: ``log softmax(raw)_k`` of the cell ``k`` of ``x``
+    (:func:`binned_cell`). A ``tanh`` head has no likelihood here (``ValueError``). Heads of
+    a kind in ``skip`` add 0 (e.g. ``skip=("binned",)`` fits every head but the histograms). ``raw`` has :func:`raw_width` coordinates, ``x``
+    :func:`layout_width`.
     """
-    total = jnp.zeros((), raw.dtype)
-    for (kind, _, r), (_, _, v) in zip(_segments(raw, layout), _segments(x, layout)):
-        if kind == "bernoulli":
-            total += jnp.sum(v * jax.nn.log_sigmoid(r) + (1.0 - v) * jax.nn.log_sigmoid(-r))
+    terms = []
+    for (kind, width, r), (_, _, v) in zip(_segments(raw, layout), _segments(x, layout, data=True)):
+        if kind in skip:
+            terms.append(jnp.zeros((), raw.dtype))
+        elif kind == "binned":
+            terms.append(jax.nn.log_softmax(r)[binned_cell(v[0], width)])
+        elif kind == "bernoulli":
+            terms.append(jnp.sum(v * jax.nn.log_sigmoid(r) + (1.0 - v) * jax.nn.log_sigmoid(-r)))
         elif kind == "gaussian":
-            total += jnp.sum(-0.5 * (v - r) ** 2 - 0.5 * math.log(2 * math.pi))
-        elif kind == "categorical":
-            total += jnp.sum(v * jax.nn.log_softmax(r))
+            terms.append(jnp.sum(-0.5 * (v - r) ** 2 - 0.5 * math.log(2 * math.pi)))
+        elif kind in BLOCK_KINDS:
+            if kind == "state":  # the value head before it counts only in the state "value"
+                terms[-1] = v[0] * terms[-1]
+            terms.append(jnp.sum(v * jax.nn.log_softmax(r)))
         else:
             raise ValueError(f"expected a head kind with a likelihood, got {kind!r}")
-    return total
+    return sum(terms[1:], terms[0])
 
 
 def decode_sample(
@@ -143,16 +216,29 @@ def decode_sample(
 ) -> jax.Array:
     """Turn raw outputs (any leading batch shape) into data-space values.
 
-    ``categorical`` heads are always a one-hot draw from the decoded softmax (so a label
-    column's distribution is the model's, never a copied ratio). ``bernoulli`` heads give the
-    mean ``sigmoid(raw)``, ``gaussian`` heads the mean ``raw`` and ``tanh`` heads
-    ``tanh(raw)``; with ``stochastic`` the first two give a 0/1 draw and mean + N(0, 1).
+    ``categorical`` and ``state`` heads are always a one-hot draw from the decoded softmax (so
+    a label column's distribution is the model's, never a copied ratio), ``binned`` heads always a
+    draw from their histogram: a cell ``k`` from the softmax, then ``(k + U) / (B - 1)`` with
+    ``U ~ Uniform(-1/2, 1/2)`` (``|U|`` in the end cells, which are halves: a uniform point
+    of the cell, the module docstring). ``bernoulli`` heads give the mean ``sigmoid(raw)``, ``gaussian`` heads
+    the mean ``raw`` and ``tanh`` heads ``tanh(raw)``; with ``stochastic`` the first two give
+    a 0/1 draw and mean + N(0, 1). Returns :func:`layout_width` coordinates.
     """
     parts = []
     for kind, width, r in _segments(raw, layout):
         key, sub = jax.random.split(key)
-        if kind == "categorical":
+        if kind in BLOCK_KINDS:
             parts.append(jax.nn.one_hot(jax.random.categorical(sub, r), width, dtype=raw.dtype))
+            continue
+        if kind == "binned":
+            k_cell, k_point = jax.random.split(sub)
+            cell = jax.random.categorical(k_cell, r)[..., None].astype(raw.dtype)
+            u = jax.random.uniform(k_point, cell.shape, raw.dtype, -0.5, 0.5)
+            end = width - 1
+            point = jnp.where(
+                cell == 0, jnp.abs(u), jnp.where(cell == end, end - jnp.abs(u), cell + u)
+            )
+            parts.append(point / end)
             continue
         mean = ACTIVATIONS[kind](r)
         if stochastic and kind == "bernoulli":

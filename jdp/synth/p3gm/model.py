@@ -37,12 +37,21 @@ import optax
 import pandas as pd
 
 from accounting import PrivacyBudget, PrivacyLedger
-from jdp.data.schema import Schema, Table
-from jdp.data.transforms import TableEncoder
+from jdp.data.schema import Column, Schema, Table, state_column_name
+from jdp.data.transforms import TableEncoder, has_state
 from jdp.dpsgd import DPSGDConfig, train
 from jdp.encoding import em, pca
 from jdp.mechanisms.release import record_release
-from jdp.nn.heads import HeadLayout, decode_sample, heads_for_spans, layout_width, log_likelihood
+from jdp.nn.heads import (
+    BLOCK_KINDS,
+    HeadLayout,
+    data_width,
+    decode_sample,
+    heads_for_spans,
+    layout_width,
+    log_likelihood,
+    raw_width,
+)
 from jdp.nn.vae import Decoder, Encoder, kl_to_mixture, kl_to_standard_normal
 from jdp.random import numpy_rng
 from jdp.synth.base import FittedModel
@@ -83,11 +92,36 @@ def table_encoder(schema: Schema) -> TableEncoder:
     return TableEncoder(schema, continuous_range=(0.0, 1.0))
 
 
-def head_layout(encoder: TableEncoder) -> HeadLayout:
-    """Decoder heads from the encoder's spans (:func:`jdp.nn.heads.heads_for_spans`): one
-    Bernoulli (cross-entropy) head over each run of [0, 1] numeric coordinates (pixels,
-    min-max scaled columns), a softmax head per categorical."""
-    return heads_for_spans(encoder.spans, merge=True)
+def head_layout(encoder: TableEncoder, config: P3GMConfig | None = None) -> HeadLayout:
+    """Decoder heads from the encoder's spans, by ``config.numeric_head`` (default config when
+    None): a softmax head per categorical (state indicators included) and, for the numeric
+    columns, either one ``"binned"`` head each (:func:`numeric_cells` cells) or one
+    Bernoulli (cross-entropy) head over each run of [0, 1] coordinates
+    (:func:`jdp.nn.heads.heads_for_spans`). ``"auto"`` takes the binned layout when its
+    :func:`~jdp.nn.heads.raw_width` is at most ``config.hidden``. Public: a function of the
+    schema and the config."""
+    config = P3GMConfig() if config is None else config
+    bernoulli = heads_for_spans(encoder.spans, merge=True)
+    if config.numeric_head == "bernoulli":
+        return bernoulli
+    states = {state_column_name(c.name) for c in encoder.source_columns if has_state(c)}
+    binned = tuple(
+        ("binned", numeric_cells(col, config.numeric_bins))
+        if col.is_numeric
+        else ("state" if col.name in states else "categorical", span.size)
+        for col, span in zip(encoder.columns, encoder.spans, strict=True)
+    )
+    if config.numeric_head == "auto" and raw_width(binned) > config.hidden:
+        return bernoulli
+    return binned
+
+
+def numeric_cells(column: Column, max_cells: int) -> int:
+    """Cells of a numeric column's binned head: one per value of an integer column with at
+    most ``max_cells`` values (``upper - lower + 1``), else ``max_cells``."""
+    if column.kind == "integer" and column.upper - column.lower + 1 <= max_cells:
+        return int(column.upper - column.lower) + 1
+    return max_cells
 
 
 def target_coords(encoder: TableEncoder) -> tuple[int, int] | None:
@@ -217,34 +251,55 @@ def latent_width(config: P3GMConfig, d: int, fixed: dict[str, Any] | None = None
 
 
 def networks(
-    config: P3GMConfig, variant: Variant, d: int, fixed: dict[str, Any] | None = None
+    config: P3GMConfig, variant: Variant, layout: HeadLayout, fixed: dict[str, Any] | None = None
 ) -> tuple[Encoder | None, Decoder]:
     """(encoder, or None for a zero encoder variance; decoder) of a variant.
 
     The encoder has a mean head only when the variant learns its mean; its log-variance head
-    starts at ``config.logvar_init`` beside a fixed mean (DP-VAE keeps the default 0).
+    starts at ``config.logvar_init`` beside a fixed mean (DP-VAE keeps the default 0). The
+    decoder emits the layout's :func:`~jdp.nn.heads.raw_width` outputs.
     """
-    latent = latent_width(config, d, fixed)
+    latent = latent_width(config, layout_width(layout), fixed)
     if not variant.has_encoder:
         encoder = None
     elif variant.fixed_mean:
         encoder = Encoder(config.hidden, latent, learn_mean=False, logvar_init=config.logvar_init)
     else:
         encoder = Encoder(config.hidden, latent, learn_mean=True)
-    return encoder, Decoder(config.hidden, d)
+    return encoder, Decoder(config.hidden, raw_width(layout))
+
+
+def uniform_binned_heads(decoder_params: Any, layout: HeadLayout) -> Any:
+    """The decoder with zero output weights and biases on its binned heads' logits, so each
+    histogram starts uniform over its cells whatever ``z`` (a random output layer would
+    start it peaked at arbitrary cells)."""
+    binned = np.zeros(raw_width(layout), dtype=bool)
+    start = 0
+    for kind, width in layout:
+        binned[start : start + width] = kind == "binned"
+        start += width
+    out = decoder_params["params"]["out"]
+    keep = jnp.asarray(~binned)
+    new_out = {"kernel": out["kernel"] * keep, "bias": out["bias"] * keep}
+    return {**decoder_params, "params": {**decoder_params["params"], "out": new_out}}
 
 
 def init_networks(
     key: jax.Array,
     config: P3GMConfig,
     variant: Variant,
-    d: int,
+    layout: HeadLayout,
     fixed: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Initial ``{"encoder"?, "decoder"}`` flax parameters (data-independent)."""
-    encoder, decoder = networks(config, variant, d, fixed)
+    d = layout_width(layout)
+    encoder, decoder = networks(config, variant, layout, fixed)
     k_enc, k_dec = jax.random.split(key)
-    out = {"decoder": decoder.init(k_dec, jnp.zeros((latent_width(config, d, fixed),)))}
+    out = {
+        "decoder": uniform_binned_heads(
+            decoder.init(k_dec, jnp.zeros((latent_width(config, d, fixed),))), layout
+        )
+    }
     if encoder is not None:
         out["encoder"] = encoder.init(k_enc, jnp.zeros((d,)))
     return out
@@ -269,7 +324,7 @@ def example_terms(
     * learned mean (dp-vae): learned mean and log-variance; KL to ``N(0, I)`` in closed form.
     """
     variant = get_variant(variant)
-    encoder, decoder = networks(config, variant, x.shape[0], fixed)
+    encoder, decoder = networks(config, variant, layout, fixed)
     if encoder is None:
         z, kl = standardize(fixed, project(fixed, x)), jnp.zeros(())
     else:
@@ -290,18 +345,18 @@ def inverse_projection(fixed: dict[str, Any], z: jax.Array) -> jax.Array:
 
 
 def into_heads(x: jax.Array, layout: HeadLayout) -> jax.Array:
-    """Clip a data-space vector to what each head models: ``[0, 1]`` (bernoulli),
+    """Clip a data-space vector to what each head models: ``[0, 1]`` (bernoulli, binned),
     ``[-1, 1]`` (tanh), a probability vector (categorical: clipped at 0, renormalised;
     uniform when nothing is left), unchanged (gaussian)."""
     parts, start = [], 0
     for kind, width in layout:
-        v = x[..., start : start + width]
-        start += width
-        if kind == "bernoulli":
+        v = x[..., start : start + data_width(kind, width)]
+        start += data_width(kind, width)
+        if kind in ("bernoulli", "binned"):
             v = jnp.clip(v, 0.0, 1.0)
         elif kind == "tanh":
             v = jnp.clip(v, -1.0, 1.0)
-        elif kind == "categorical":
+        elif kind in BLOCK_KINDS:
             v = jnp.maximum(v, 0.0)
             total = jnp.sum(v, axis=-1, keepdims=True)
             v = jnp.where(total > 0, v / jnp.where(total > 0, total, 1.0), 1.0 / width)
@@ -327,9 +382,14 @@ def initial_decoder(
     nothing. The P3GM reference code does the same before DP-SGD (``tsubasat/P3GM``,
     ``src/p3gm.py``, ``pcapretrain``: 3,000 steps of batch 100, squared error); the paper
     does not mention it.
+
+    Binned heads are left out of this fit and stay uniform (:func:`init_networks`): the
+    reconstruction of a numeric coordinate is a conditional mean, and fitting a histogram to
+    it would start the column collapsed at that mean (Adult: capital-loss's non-zero values
+    came out near 0 rather than near 1,900), which DP-SGD then has to undo.
     """
     fixed = jax.tree_util.tree_map(jnp.asarray, fixed)
-    decoder = Decoder(config.hidden, layout_width(layout))
+    decoder = Decoder(config.hidden, raw_width(layout))
     weights, means, logvars = standardized_prior(fixed)
     scale = fixed["latent_scale"]
     optimizer = optax.adam(config.learning_rate)
@@ -343,7 +403,8 @@ def initial_decoder(
         )
         target = into_heads(inverse_projection(fixed, u * scale["std"] + scale["mean"]), layout)
         raw = decoder.apply(params, u.astype(jnp.float32))
-        return -jnp.mean(jax.vmap(log_likelihood, in_axes=(0, 0, None))(raw, target, layout))
+        ll = jax.vmap(functools.partial(log_likelihood, layout=layout, skip=("binned",)))
+        return -jnp.mean(ll(raw, target))
 
     def step(carry: tuple[Any, Any], k: jax.Array) -> tuple[tuple[Any, Any], None]:
         params, state = carry
@@ -383,7 +444,7 @@ def decoding_phase(
     variant = get_variant(variant)
     init_key, train_key = jax.random.split(key)
     if trainable is None:
-        trainable = init_networks(init_key, config, variant, x.shape[1], fixed)
+        trainable = init_networks(init_key, config, variant, layout, fixed)
         if variant.fixed_mean and config.decoder_init_steps > 0:
             trainable["decoder"] = initial_decoder(
                 jax.random.fold_in(init_key, 1), trainable["decoder"], fixed, layout, config
@@ -503,7 +564,7 @@ def sample_arrays(
 def _generate(
     key: jax.Array, decoder_params: Any, z: jax.Array, *, layout: HeadLayout, hidden: int
 ) -> jax.Array:
-    raw = Decoder(hidden, layout_width(layout)).apply(decoder_params, z)
+    raw = Decoder(hidden, raw_width(layout)).apply(decoder_params, z)
     return decode_sample(key, raw, layout, stochastic=False)
 
 
@@ -518,7 +579,7 @@ def fit_table(
     params, ledger = fit_arrays(
         key,
         encoder.encode(data),
-        head_layout(encoder),
+        head_layout(encoder, config),
         encoder.row_norm_bound,
         budget,
         config,
@@ -538,5 +599,7 @@ def fit_table(
 def sample_table(key: jax.Array, model: FittedModel, n: int, *, variant: Variant) -> pd.DataFrame:
     """The registry ``sample`` of a variant (post-processing of the fitted model)."""
     encoder = table_encoder(model.schema)
-    x = sample_arrays(key, model.params, head_layout(encoder), model.config, variant, n)
+    x = sample_arrays(
+        key, model.params, head_layout(encoder, model.config), model.config, variant, n
+    )
     return encoder.decode(x)
