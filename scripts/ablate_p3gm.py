@@ -49,6 +49,7 @@ import importlib.util
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -144,8 +145,9 @@ def ablate(name: str, args: argparse.Namespace, budget: PrivacyBudget) -> dict[s
         return {"skipped": "dataset not installed"}
     ds, train, test = loaded
     n_public = R.PUBLIC_TRAIN_ROWS[name]
-    if args.quick and QUICK_ROWS[name] < n_public:
-        n_public = QUICK_ROWS[name]
+    n_sub = args.n_train or (QUICK_ROWS[name] if args.quick else n_public)
+    if n_sub < n_public:
+        n_public = n_sub
         train = train.sample(n=n_public, random_state=args.seed).reset_index(drop=True)
         if name == "mnist":
             test = test.sample(n=2000, random_state=args.seed).reset_index(drop=True)
@@ -211,11 +213,13 @@ def parse_set(items: list[str]) -> dict[str, Any]:
     return out
 
 
-def type_of(field: str) -> type:
+def type_of(field: str) -> Callable[[str], Any]:
     types = {f.name: f.type for f in dataclasses.fields(P.P3GMConfig)}
     if field not in types:
         raise SystemExit(f"unknown P3GMConfig field {field!r}")
     t = str(types[field])
+    if t.startswith("bool"):
+        return lambda v: {"true": True, "false": False}[v.lower()]
     return int if t.startswith("int") else str if t.startswith("str") else float
 
 
@@ -228,6 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="research reproducibility only")
     parser.add_argument("--datasets", default="mnist,credit")
     parser.add_argument("--rows", default="", help="comma-separated subset of rows")
+    parser.add_argument("--n-train", type=int, default=0, help="training subsample size (public)")
     parser.add_argument("--set", action="append", default=[], help="P3GMConfig KEY=VALUE")
     args = parser.parse_args(argv)
     args.overrides = parse_set(args.set)

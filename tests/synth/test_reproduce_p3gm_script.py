@@ -73,3 +73,23 @@ def test_credit_is_the_papers_subsample_with_a_public_size(script):
     again = datasets.load_dataset("creditcard-paper")  # the draw is seeded: one dataset
     assert again.train.equals(train) and again.test.equals(test)
     assert script.config_for("credit", False).sampling_prob == 100 / 9_443
+
+
+@pytest.mark.slow
+def test_mnist_split_is_the_smallest_pca_share_the_public_rule_allows(script):
+    """MNIST's budget split follows a rule on public quantities (n, d, d', the 3:7
+    encoder:decoder ratio), not a diagnostic: its DP-PCA noise is within
+    :func:`pca_noise_limit` and one grid step (0.05) less for DP-PCA would exceed it."""
+    import dataclasses
+
+    from accounting import PrivacyBudget
+
+    budget = PrivacyBudget(epsilon=1.0, delta=1e-5)
+    config = script.config_for("mnist", False)
+    pca_share, em_share, sgd_share = config.budget_split
+    assert sgd_share == pytest.approx(0.7) and pca_share + em_share == pytest.approx(0.3)
+    d = 784 if config.latent_excludes_target else 785 + 9  # the coordinates DP-PCA reads
+    limit = script.pca_noise_limit(script.PUBLIC_TRAIN_ROWS["mnist"], d, config.latent_dim)
+    assert P.calibrate_noise(config, "p3gm", budget)["pca"] <= limit
+    less = dataclasses.replace(config, budget_split=(pca_share - 0.05, em_share + 0.05, sgd_share))
+    assert P.calibrate_noise(less, "p3gm", budget)["pca"] > limit
