@@ -93,7 +93,7 @@ def check_layout(layout: Sequence[tuple[str, int]]) -> HeadLayout:
             raise ValueError(f"expected head kind in {KINDS}, got {kind!r}")
         least = 2 if kind == "binned" else 1
         if int(width) < least:
-            raise ValueError(f"expected {kind} head width >= {least}, got {width}")
+            raise ValueError(f"expected head width >= {least}, got {width} ({kind})")
         out.append((kind, int(width)))
     if not out:
         raise ValueError("expected a non-empty head layout, got ()")

@@ -13,11 +13,13 @@ from jdp.data.schema import Column, Schema
 from jdp.data.transforms import TableEncoder
 from jdp.nn.heads import (
     activate,
+    binned_cell,
     check_layout,
     decode_sample,
     heads_for_spans,
     layout_width,
     log_likelihood,
+    raw_width,
 )
 
 LAYOUT = (("bernoulli", 2), ("tanh", 1), ("gaussian", 2), ("categorical", 3))
@@ -92,3 +94,123 @@ def test_heads_for_spans_and_layout_checks():
         check_layout([("beta", 2)])
     with pytest.raises(ValueError, match="expected head width >= 1, got 0"):
         check_layout([("bernoulli", 0)])
+
+
+# -- binned and state heads: draws from the model, not its mean --------------------------------
+
+#: 5-sigma-ish tail probability for the chi-square bounds below
+TAIL = 1e-6
+
+
+def _chi_square_bound(counts: np.ndarray, probs: np.ndarray) -> tuple[float, float]:
+    """Pearson's statistic of observed ``counts`` against ``probs`` and its 1 - TAIL quantile."""
+    from scipy import stats
+
+    expected = counts.sum() * probs
+    stat = float(np.sum((counts - expected) ** 2 / expected))
+    return stat, float(stats.chi2.ppf(1 - TAIL, len(probs) - 1))
+
+
+def test_categorical_and_binned_heads_draw_with_the_softmax_probabilities():
+    """Cells and categories are draws from the softmax: Pearson's chi-square of 20,000 draws
+    against softmax(raw) stays below its 1 - 1e-6 quantile. (Argmax decoding puts every draw
+    in one cell and fails it by orders of magnitude.)"""
+    n, cells = 20_000, 7
+    logits = jnp.array([0.0, 1.0, -1.0, 2.0, 0.5, -2.0, 1.5])
+    layout = (("binned", cells), ("categorical", 3))
+    raw = jnp.tile(jnp.concatenate([logits, jnp.array([0.2, -0.4, 1.0])]), (n, 1))
+    out = np.asarray(decode_sample(jax.random.key(5), raw, layout, stochastic=False))
+    assert out.shape == (n, layout_width(layout)) == (n, 4)
+    k = np.asarray(binned_cell(jnp.asarray(out[:, 0]), cells))
+    stat, bound = _chi_square_bound(np.bincount(k, minlength=cells), np.asarray(_softmax(logits)))
+    assert stat < bound
+    cat = out[:, 1:]
+    assert np.all(cat.sum(axis=1) == 1.0)
+    p = np.asarray(_softmax(jnp.array([0.2, -0.4, 1.0])))
+    stat, bound = _chi_square_bound(cat.sum(axis=0), p)
+    assert stat < bound
+
+
+def _softmax(v):
+    return jax.nn.softmax(v)
+
+
+def test_binned_draws_are_uniform_within_their_cell_and_decode_to_its_integer():
+    """A draw is a uniform point of its cell (half cells at the ends): the offset from the
+    cell's grid point is Uniform(-1/2, 1/2) inside, Uniform(0, 1/2) at the ends (KS test),
+    and on an integer column with one cell per value it decodes to exactly that value."""
+    from scipy import stats
+
+    cells, n = 5, 30_000
+    raw = jnp.zeros((n, cells))  # uniform over the cells
+    u = np.asarray(decode_sample(jax.random.key(1), raw, (("binned", cells),), stochastic=False))
+    assert u.min() >= 0.0 and u.max() <= 1.0
+    k = np.asarray(binned_cell(jnp.asarray(u[:, 0]), cells))
+    offset = u[:, 0] * (cells - 1) - k
+    inner = (k > 0) & (k < cells - 1)
+    assert stats.kstest(offset[inner], stats.uniform(-0.5, 1.0).cdf).pvalue > TAIL
+    assert stats.kstest(np.abs(offset[~inner]), stats.uniform(0.0, 0.5).cdf).pvalue > TAIL
+    # an integer column of R values scaled to [0, 1]: cell k IS the k-th integer
+    schema = Schema(columns=(Column(name="a", kind="integer", lower=10, upper=10 + cells - 1),))
+    decoded = TableEncoder(schema).decode(u)["a"].to_numpy()
+    np.testing.assert_array_equal(decoded, 10 + k)
+
+
+def test_a_binned_head_with_learned_spread_s_gives_samples_of_spread_s():
+    """A head whose logits are a discretised N(0.5, s^2) yields draws whose std is s (up to
+    the cells' width): within 5 standard errors of the histogram's exact std. Decoding at the
+    mean (what a sigmoid head does) gives std 0 and fails."""
+    cells, s, n = 101, 0.12, 20_000
+    grid = np.linspace(0.0, 1.0, cells)
+    logits = jnp.asarray(-0.5 * ((grid - 0.5) / s) ** 2)
+    out = np.asarray(
+        decode_sample(
+            jax.random.key(2), jnp.tile(logits, (n, 1)), (("binned", cells),), stochastic=False
+        )
+    )[:, 0]
+    # exact moments of the histogram density: cell probability times a uniform cell
+    p = np.asarray(_softmax(logits))
+    h = 0.5 / (cells - 1)
+    lo, hi = np.clip(grid - h, 0, 1), np.clip(grid + h, 0, 1)
+    m1 = np.sum(p * (lo + hi) / 2)
+    m2 = np.sum(p * (lo**2 + lo * hi + hi**2) / 3)
+    m4 = np.sum(p * (hi**5 - lo**5) / (5 * (hi - lo)))
+    m3 = np.sum(p * (hi**4 - lo**4) / (4 * (hi - lo)))
+    var = m2 - m1**2
+    mu4 = m4 - 4 * m1 * m3 + 6 * m1**2 * m2 - 3 * m1**4
+    se_var = np.sqrt((mu4 - var**2) / n)  # standard error of the sample variance
+    assert abs(np.sqrt(var) - s) < 0.01  # the histogram is the discretised normal
+    assert abs(out.var() - var) < 5 * se_var
+    assert abs(out.mean() - m1) < 5 * np.sqrt(var / n)
+
+
+def test_binned_and_state_log_likelihood():
+    """Binned: log softmax at the cell of x. State: its own categorical term, and the value
+    head before it counts only in the state "value" (a point mass's placeholder is not a
+    datum)."""
+    logits = jnp.array([0.3, -1.0, 2.0, 0.0])
+    log_p = np.asarray(jax.nn.log_softmax(logits))
+    state_raw = jnp.array([0.5, -0.5])
+    log_s = np.asarray(jax.nn.log_softmax(state_raw))
+    layout = (("binned", 4), ("state", 2))
+    raw = jnp.concatenate([logits, state_raw])
+    # x = 0.62 is in cell round(0.62 * 3) = 2; state "value"
+    ll = float(log_likelihood(raw, jnp.array([0.62, 1.0, 0.0]), layout))
+    assert ll == pytest.approx(log_p[2] + log_s[0], rel=1e-6)
+    # a point mass (state 1): only the state's term; the value logits get no gradient
+    x_mass = jnp.array([0.0, 0.0, 1.0])
+    assert float(log_likelihood(raw, x_mass, layout)) == pytest.approx(log_s[1], rel=1e-6)
+    grad = jax.grad(log_likelihood)(raw, x_mass, layout)
+    np.testing.assert_array_equal(np.asarray(grad[:4]), 0.0)
+    assert np.any(np.asarray(grad[4:]) != 0.0)
+    # skip: the binned term adds nothing
+    skipped = float(log_likelihood(raw, jnp.array([0.62, 1.0, 0.0]), layout, skip=("binned",)))
+    assert skipped == pytest.approx(log_s[0], rel=1e-6)
+    # widths: raw 4 + 2, data 1 + 2; no activation for a distribution head
+    assert raw_width(layout) == 6 and layout_width(layout) == 3
+    with pytest.raises(ValueError, match="got a 'binned' head"):
+        activate(raw, layout)
+    with pytest.raises(ValueError, match="expected head width >= 2, got 1"):
+        check_layout([("binned", 1)])
+    with pytest.raises(ValueError, match="expected a value head before a 'state' head"):
+        check_layout([("categorical", 2), ("state", 2)])
