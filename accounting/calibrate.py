@@ -16,7 +16,7 @@ from collections.abc import Callable
 from accounting import events as ev
 from accounting.accountants.base import UnsupportedEventError
 from accounting.builders import dpsgd_event
-from accounting.compose import BEST, RIGOROUS, compute_epsilon
+from accounting.compose import BEST, EXACT, RIGOROUS, compute_epsilon
 from accounting.relations import ADD_OR_REMOVE_ONE, dpsgd_neighboring_relation
 from accounting.validation import check_count, check_open_unit, check_positive, check_probability
 
@@ -55,7 +55,8 @@ def calibrate(
     a fit spends its whole budget as the ledger reports it. Since each accountant's epsilon
     is non-increasing in ``s``, the scales meeting ``min_a eps_a(s) <= target`` are the union
     of the intervals ``[s_a, inf)``: the answer is ``min_a s_a``. Accountants are tried
-    cheapest first (:data:`accounting.compose.RIGOROUS`); one is bisected only below the
+    cheapest first (:data:`accounting.compose.RIGOROUS`), stopping after an exact one
+    (:data:`accounting.compose.EXACT`, as the ledger does); one is bisected only below the
     best scale so far and only if it meets the target there, so the slow PLD accountant
     runs about ten times per calibration, never at tiny noise scales.
 
@@ -132,6 +133,8 @@ def calibrate(
             continue
         except BudgetTooSmallError as err:  # this accountant cannot; another may
             failure = err
+        if name in EXACT:  # its scale is the exact one: no accountant can go lower
+            break
     if scale is not None:
         return scale
     if failure is not None:

@@ -52,8 +52,8 @@ from accounting.validation import check_nonnegative, check_positive
 DEFAULT_DISCRETIZATION = 1e-3
 #: Stop refining when two successive passes differ by at most this (relative).
 DEFAULT_RTOL = 5e-3
-#: No pass whose composed PLD would hold more grid points than this (about 1 GB of FFT).
-DEFAULT_MAX_POINTS = 2**24
+#: No pass whose composed PLD would hold more grid points than this (about 0.3 GB of FFT).
+DEFAULT_MAX_POINTS = 2**22
 _MAX_CASES = 256
 
 
