@@ -551,7 +551,8 @@ def fit_table(key: jax.Array, data: Table, budget: PrivacyBudget, config: DPGMCo
 def sample_table(key: jax.Array, model: FittedModel, n: int) -> pd.DataFrame:
     """The registry ``sample``: encoded means, then binary columns drawn 0/1 and each
     categorical block's category drawn in proportion to its values (the RBM's visible
-    probabilities; a VAE block is already one-hot), decoded."""
+    probabilities; a VAE block is already one-hot;
+    :meth:`~jdp.data.transforms.TableEncoder.sample_blocks`), decoded."""
     encoder = table_encoder(model.schema)
     layout = heads_for_spans(encoder.spans, merge=True)
     gen_key, draw_key = jax.random.split(key)
@@ -559,10 +560,4 @@ def sample_table(key: jax.Array, model: FittedModel, n: int) -> pd.DataFrame:
     rng = numpy_rng(draw_key)
     cols = binary_columns(encoder)
     x[:, cols] = rng.random((n, len(cols))) < x[:, cols]
-    for col, span in zip(encoder.columns, encoder.spans):
-        if not col.is_numeric:
-            block = np.maximum(x[:, span.start : span.stop], 1e-12)
-            cdf = np.cumsum(block / block.sum(axis=1, keepdims=True), axis=1)
-            pick = np.minimum((rng.random((n, 1)) > cdf).sum(axis=1), span.size - 1)
-            x[:, span.start : span.stop] = np.eye(span.size)[pick]
-    return encoder.decode(x)
+    return encoder.decode(encoder.sample_blocks(rng, x, "all"))
