@@ -225,6 +225,50 @@ def test_sampled_labels_come_from_the_model(fitted):
     assert set(out["income"]) <= set(fitted.schema["income"].categories)
 
 
+def test_numeric_columns_are_drawn_from_the_decoder_not_decoded_at_their_mean(fitted):
+    """With binned heads a sampled numeric column follows the decoder's histogram: a decoder
+    whose age head puts softmax probabilities p on age's cells (output kernel zero, so
+    whatever z) yields ages whose counts pass Pearson's chi-square against p (1 - 1e-6
+    quantile), and capital-gain is 0 exactly where its state head draws the point mass
+    (Binomial 5-sigma bound on that share). Decoding at the mean would give one age."""
+    from scipy import stats
+
+    from jdp.nn.heads import binned_cell, raw_width
+
+    config = dataclasses.replace(TINY, numeric_head="binned", numeric_bins=16)
+    encoder = P.table_encoder(fitted.schema)
+    layout = P.head_layout(encoder, config)
+    assert layout[0] == ("binned", 16) and ("state", 2) in layout
+    assert P.head_layout(encoder, dataclasses.replace(TINY, numeric_head="auto")) == (
+        P.head_layout(encoder, dataclasses.replace(TINY, numeric_head="bernoulli"))
+    )  # hidden 8 is narrower than the binned output layer
+    fixed = {k: fitted.params[k] for k in ("projection", "prior", "latent_scale")}
+    decoder = P.init_networks(jax.random.key(0), config, P.get_variant("p3gm"), layout, fixed)
+    params = jax.tree_util.tree_map(np.asarray, decoder)["decoder"]
+    out = params["params"]["out"]
+    np.testing.assert_array_equal(out["kernel"][:, :16], 0.0)  # binned heads start uniform
+    logits = np.linspace(-1.5, 1.5, 16) ** 2
+    out["kernel"] = np.zeros_like(out["kernel"])
+    out["bias"] = np.zeros(raw_width(layout), np.float32)
+    out["bias"][:16] = logits
+    start = raw_width(layout[: layout.index(("state", 2))])
+    out["bias"][start : start + 2] = [0.0, 1.0]  # P(point mass) = e / (1 + e)
+    n = 4000
+    rows = P.sample_arrays(
+        jax.random.key(1), {**fixed, "trainable": {"decoder": params}}, layout, config, "p3gm", n
+    )
+    table = encoder.decode(rows)
+    assert table["age"].nunique() > 10
+    cells = np.asarray(binned_cell(jnp.asarray(rows[:, 0]), 16))  # age is coordinate 0
+    p = np.exp(logits) / np.exp(logits).sum()
+    counts = np.bincount(cells, minlength=16)
+    stat = np.sum((counts - n * p) ** 2 / (n * p))
+    assert stat < stats.chi2.ppf(1 - 1e-6, 15)
+    share = np.mean(table["capital-gain"].to_numpy() == 0)
+    q = np.e / (1 + np.e)
+    assert abs(share - q) < 5 * np.sqrt(q * (1 - q) / n)
+
+
 def test_variants_differ_only_where_they_should(arrays):
     x, layout, bound = arrays
     key = jax.random.key(11)
@@ -295,6 +339,10 @@ def test_config_validation():
         P.P3GMConfig(sampling_prob=0.0)
     with pytest.raises(ValueError, match="expected expected_batch_size > 0, got 0"):
         P.P3GMConfig(expected_batch_size=0.0)
+    with pytest.raises(ValueError, match="expected numeric_head in"):
+        P.P3GMConfig(numeric_head="gaussian")
+    with pytest.raises(ValueError, match="expected numeric_bins >= 2, got 1"):
+        P.P3GMConfig(numeric_bins=1)
 
 
 def test_dpsgd_normaliser_is_the_configs_public_constant_not_the_row_count(arrays, monkeypatch):
