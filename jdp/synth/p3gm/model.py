@@ -16,8 +16,13 @@ A fit is three phases (Algorithm 1):
    :func:`jdp.dpsgd.train.train` (per-example clipping, Poisson sampling).
 
 Sampling (Sec. IV-E) draws ``z`` from the DP mixture ``r_lambda`` -- never ``N(0, I)`` -- and
-decodes; the label is one of the decoded columns (a softmax head), so the synthetic label
-distribution is the model's, not a copied ratio.
+then each column from the decoder's distribution given ``z``: categorical columns, the label
+and the point-mass state indicators from their softmax, numeric columns from a histogram
+head over their integers or public cells (:func:`head_layout`, ``"binned"`` in
+:mod:`jdp.nn.heads`), so the synthetic label distribution is the model's, not a copied
+ratio, and a numeric column keeps its spread. (The paper's Bernoulli head decoded at its mean
+collapsed Adult's age and hours-per-week to their conditional means: 1-way TVD 0.47 and 0.41,
+2-way TVD 0.21 at epsilon 1; the Bernoulli head stays for pixel tables.)
 
 The baselines differ by the fields of their :class:`~jdp.synth.p3gm.variants.Variant`; every
 function taking ``variant`` accepts a variant or its name. The privacy of a fit (its ledger
