@@ -23,17 +23,19 @@ Measured (issue 15; shared 2-CPU machine, MNIST accuracy, eps = 1, delta = 1e-5)
 
 =================  =================  ==========================  =========================
 row                before (10k rows)  + declared C_p, C_e,        full 60k, + split
-                                      decoder init (10k rows)     (0.2, 0.1, 0.7)
+                                      decoder init (10k rows)     (0.2, 0.1, 0.7) / public
+                                                                  rule (0.15, 0.15, 0.7)
 =================  =================  ==========================  =========================
 vae (non-priv.)    0.826
 pgm (non-priv.)    0.836
 dp-pca             0.732
 dp-em              0.214              0.831
 dp-sgd             0.397              0.701
-p3gm               0.098              0.194 (DP-PCA at 10k rows)  0.784 (paper 0.794)
+p3gm               0.098              0.194 (DP-PCA at 10k rows)  0.784 / **0.792** (paper
+                                                                  0.794; PLD calibration)
 =================  =================  ==========================  =========================
 
-(``--quick`` 10k-row runs: 16 min each; the full P3GM row: 22 min.)
+(``--quick`` 10k-row runs: 16 min each; the full P3GM row: 22-25 min.)
 
 Credit, the paper's task (``creditcard-paper``: 9,443 training rows, 4.7% fraud; full
 mode, 4-classifier mean TSTR AUROC / positive rate of the synthetic labels; real 0.988):
