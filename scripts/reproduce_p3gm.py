@@ -649,7 +649,16 @@ def learning_curves(
 
         losses, aurocs = [], []
 
-        def after_epoch(e: int, trainable: dict) -> None:
+        def after_epoch(  # called within this iteration; the defaults bind its variables
+            e: int,
+            trainable: dict,
+            losses: list = losses,
+            aurocs: list = aurocs,
+            recon: Any = recon,
+            k_s: jax.Array = k_s,
+            fixed: dict = fixed,
+            variant: str = variant,
+        ) -> None:
             losses.append(
                 float(
                     recon(trainable, jax.random.split(jax.random.fold_in(k_s, e), x_test.shape[0]))
