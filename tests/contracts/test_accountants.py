@@ -357,5 +357,7 @@ def test_best_is_the_minimum_of_the_valid_accountants(event_name, relation):
             )
         except UnsupportedEventError:
             continue
-    assert {"rdp", "pld"} <= set(answers) == set(bound.by_accountant)
-    assert bound.value == answers[bound.accountant] == min(answers.values())
+    # the search stops at an exact accountant (GDP on Gaussians): nothing skipped is lower
+    assert {"rdp", "pld"} <= set(answers) and set(bound.by_accountant) <= set(answers)
+    assert bound.value == answers[bound.accountant]
+    assert bound.value <= min(answers.values()) * (1 + 1e-9)
