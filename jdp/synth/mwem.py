@@ -25,7 +25,8 @@ Privacy:
     sensitivity 1 (``LaplaceDpEvent(2 / epsilon_t)``). ``epsilon_t = (1 - size_share)
     epsilon / T``; the ledger is ``epsilon``-DP (basic composition). Under a budget with
     ``delta > 0`` the registered method runs at the largest pure epsilon whose ledger is
-    ``(epsilon, delta)``-DP by RDP composition (:func:`pure_epsilon_for`).
+    ``(epsilon, delta)``-DP by the ledger's figure, the best rigorous accountant's
+    (:func:`pure_epsilon_for`).
     The workload of the registered method is drawn from the public schema and the key
     (no data); a caller may pass its own.
 
@@ -156,8 +157,8 @@ def pure_epsilon_for(budget: PrivacyBudget, iterations: int, size_share: float =
     """The pure epsilon to run :func:`mwem` at so that its ledger meets ``budget``.
 
     ``delta = 0``: ``budget.epsilon`` (basic composition is exact for the pure ledger). With
-    ``delta > 0`` the RDP composition of the ``2T + 1`` pure releases is tighter than their
-    sum, so the largest pure epsilon whose :func:`mwem_event` is ``(epsilon, delta)``-DP is
+    ``delta > 0`` the composition of the ``2T + 1`` pure releases (RDP or PLD, whichever the
+    ledger finds tighter) is tighter than their sum, so the largest pure epsilon whose :func:`mwem_event` is ``(epsilon, delta)``-DP is
     found by :func:`accounting.calibrate.calibrate` (never above the target).
     """
     if budget.delta == 0:

@@ -255,10 +255,10 @@ def test_calibrated_entry_point_meets_the_target_and_event_matches_ledger():
     _, ledger = dp_em_calibrated(
         rng, _blobs(rng, 300), 3, target_epsilon=2.0, target_delta=1e-5, steps=10
     )
-    eps = ledger.epsilon(1e-5, accountant="rdp")  # the calibration's accountant
-    assert 0.99 * 2.0 <= eps <= 2.0 and ledger.epsilon(1e-5) <= eps
+    eps = ledger.epsilon(1e-5)  # calibrated to the figure the ledger reports (best)
+    assert 0.99 * 2.0 <= eps <= 2.0 and ledger.epsilon(1e-5, accountant="rdp") >= eps
     z = ledger.entries[0].event.events[0].noise_multiplier
-    assert compute_epsilon(dp_em_event(z, 10), 1e-5) == pytest.approx(eps)
+    assert compute_epsilon(dp_em_event(z, 10), 1e-5, accountant="best") == pytest.approx(eps)
 
 
 @pytest.mark.parametrize("covariance_type", ["diag", "full"])

@@ -246,7 +246,7 @@ def test_calibrated_kmeans_meets_the_target_and_event_matches_ledger():
         steps=20,
         l2_clip_norm=1.0,
     )
-    eps = ledger.epsilon(1e-5, accountant="rdp")  # the calibration's accountant
-    assert 0.99 * 0.5 <= eps <= 0.5 and ledger.epsilon(1e-5) <= eps
+    eps = ledger.epsilon(1e-5)  # calibrated to the figure the ledger reports (best)
+    assert 0.99 * 0.5 <= eps <= 0.5 and ledger.epsilon(1e-5, accountant="rdp") >= eps
     z = ledger.entries[0].event.events[0].noise_multiplier
-    assert compute_epsilon(dp_kmeans_event(z, 20), 1e-5) == pytest.approx(eps)
+    assert compute_epsilon(dp_kmeans_event(z, 20), 1e-5, accountant="best") == pytest.approx(eps)

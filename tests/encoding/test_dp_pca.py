@@ -269,10 +269,12 @@ def test_calibrated_entry_point_meets_the_target_and_event_matches_ledger():
     _, ledger = dp_pca_gaussian_calibrated(
         rng, x, 2, target_epsilon=1.0, target_delta=1e-5, centre="dp"
     )
-    eps = ledger.epsilon(1e-5, accountant="rdp")  # the calibration's accountant
-    assert 0.99 <= eps <= 1.0 and ledger.epsilon(1e-5) <= eps
+    eps = ledger.epsilon(1e-5)  # calibrated to the figure the ledger reports (best)
+    assert 0.99 * 1.0 <= eps <= 1.0 and ledger.epsilon(1e-5, accountant="rdp") >= eps
     z = ledger.entries[1].event.noise_multiplier
-    assert compute_epsilon(dp_pca_gaussian_event(z, dp_centre=True), 1e-5) == pytest.approx(eps)
+    assert compute_epsilon(
+        dp_pca_gaussian_event(z, dp_centre=True), 1e-5, accountant="best"
+    ) == pytest.approx(eps)
 
 
 def test_dp_mean_noise_matches_event():

@@ -79,8 +79,9 @@ def fit_components(
     * ``"analyze-gauss"``: Analyze Gauss on ``(z - c) / R`` (norm <= 1, so the clip at 1 never
       binds). Its noise multiplier is the smallest for which the Gaussian release composed
       with a pure ``model_epsilon``-DP model meets ``(epsilon + model_epsilon, delta)`` under
-      the ledger's RDP accountant (:func:`accounting.calibrate.calibrate`; the model's three
-      Laplace releases have RDP at most that of a pure ``model_epsilon`` event).
+      the figure the ledger reports, the best rigorous accountant's
+      (:func:`accounting.calibrate.calibrate`; the model's three Laplace releases are
+      ``model_epsilon``-DP together, so a pure ``model_epsilon`` event dominates them).
     * ``"public"``: PCA of the declared public sample (box-scaled like ``z``), no cost.
 
     ``secure_noise`` selects the floating-point-safe samplers of :mod:`jdp.mechanisms.noise`.
