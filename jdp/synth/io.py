@@ -49,6 +49,7 @@ from jdp.data.schema import Schema
 from jdp.synth.base import FittedModel, Params, get_method
 
 __all__ = [
+    "FORMAT_CHANGES",
     "FORMAT_VERSION",
     "MODEL_FILE",
     "PARAMS_FILE",
@@ -61,8 +62,12 @@ __all__ = [
     "unflatten_params",
 ]
 
-#: 2 added ``params_sha256`` and ``digest`` (format 1 models are refused: refit them).
-FORMAT_VERSION = 2
+#: What each format version changed; a model of an older version is refused (refit it).
+FORMAT_CHANGES = {
+    2: "adds integrity digests",
+    3: "P3GM's binned and state decoder heads, ClustMix's unclipped stored mixtures",
+}
+FORMAT_VERSION = max(FORMAT_CHANGES)
 PARAMS_FILE = "params.npz"
 MODEL_FILE = "model.json"
 _SEP = "/"
@@ -273,7 +278,7 @@ def _read_model_json(path: Path) -> dict[str, Any]:
     if version != FORMAT_VERSION:
         raise ValueError(
             f"{path} has model format version {version!r}, this jdp reads version "
-            f"{FORMAT_VERSION} (which adds integrity digests): refit the model"
+            f"{FORMAT_VERSION} ({FORMAT_CHANGES[FORMAT_VERSION]}): refit the model"
         )
     if not isinstance(doc.get("params_sha256"), str) or doc.get("digest") != _digest(doc):
         raise ValueError(
