@@ -2,7 +2,8 @@
 Generative Neural Networks", IEEE TKDE 2019): DP kernel k-means on random Fourier features
 splits the data by released centres, then one generative network per cluster (a VAE, or an
 RBM for binary data) is trained by DP-SGD with DPNorm's adaptive clipping; the per-cluster
-runs compose in parallel; sampling picks a cluster by its noisy size.
+runs compose in parallel; sampling picks a cluster by its noisy size and matches each state
+indicator (a point mass, missing) to the cluster's noisy state counts.
 
 Modules: :mod:`~jdp.synth.dpgm.config` (:class:`DPGMConfig`), :mod:`~jdp.synth.dpgm.model`
 (the partition and its parallel event, calibration, fitting and sampling on arrays, table
@@ -19,11 +20,14 @@ from jdp.synth.dpgm.config import DPGMConfig
 from jdp.synth.dpgm.model import (
     ClusterPartition,
     calibrate_noise,
+    cluster_state_counts,
     fit_arrays,
     fit_table,
+    match_state_counts,
     parallel_training_event,
     partition_by_released_centres,
     plan_events,
+    release_state_counts,
     sample_arrays,
     sample_table,
 )
@@ -34,11 +38,14 @@ __all__ = [
     "ClusterPartition",
     "DPGMConfig",
     "calibrate_noise",
+    "cluster_state_counts",
     "fit_arrays",
     "fit_table",
+    "match_state_counts",
     "parallel_training_event",
     "partition_by_released_centres",
     "plan_events",
+    "release_state_counts",
     "sample_arrays",
     "sample_table",
 ]
