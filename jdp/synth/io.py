@@ -65,7 +65,8 @@ __all__ = [
 #: What each format version changed; a model of an older version is refused (refit it).
 FORMAT_CHANGES = {
     2: "adds integrity digests",
-    3: "P3GM's binned and state decoder heads, ClustMix's unclipped stored mixtures",
+    3: "P3GM's binned and state decoder heads, ClustMix's unclipped stored mixtures"
+    "; DPGM's state_counts (per-cluster noisy state counts sampling matches)",
 }
 FORMAT_VERSION = max(FORMAT_CHANGES)
 PARAMS_FILE = "params.npz"
