@@ -21,7 +21,7 @@ Fit, in ledger order:
 Sampling (post-processing): a cluster with probability proportional to its noisy size, then
 a draw from that cluster's generator; each state block's probabilities are rescaled so that
 the cluster's sampled states have the released state frequencies
-(:func:`match_state_counts`). Measured on Adult at epsilon = 1 (seed 0) without it: the
+(:func:`jdp.synth.states.match_state_counts`). Measured on Adult at epsilon = 1 (seed 0) without it: the
 generator's state head gave 0.877 zeros for capital-gain where its cluster had 0.917, 0.910
 for capital-loss against 0.953 (a DP-trained softmax is pulled towards uniform).
 
@@ -68,6 +68,7 @@ from jdp.nn import rbm as rbm_lib
 from jdp.nn.heads import HeadLayout, activate, heads_for_spans, layout_width, log_likelihood
 from jdp.nn.vae import Decoder, Encoder, kl_to_standard_normal
 from jdp.random import numpy_rng
+from jdp.synth import states
 from jdp.synth.base import FittedModel
 from jdp.synth.dpgm.config import DPGMConfig
 from jdp.verbosity import progress_on_terminal
@@ -75,18 +76,14 @@ from jdp.verbosity import progress_on_terminal
 __all__ = [
     "ClusterPartition",
     "calibrate_noise",
-    "cluster_state_counts",
     "fit_arrays",
     "fit_table",
-    "match_state_counts",
     "parallel_training_event",
     "partition_by_released_centres",
     "plan_events",
-    "release_state_counts",
     "sample_arrays",
     "sample_cluster",
     "sample_table",
-    "state_blocks",
 ]
 
 KMEANS_LABEL = "dp-kmeans"
@@ -120,52 +117,6 @@ class ClusterPartition:
     def counts(self) -> np.ndarray:
         """Exact cluster sizes (private: release only through a mechanism)."""
         return np.bincount(self.labels, minlength=self.n_clusters).astype(np.float64)
-
-
-def cluster_state_counts(
-    partition: ClusterPartition, x: np.ndarray, blocks: tuple[tuple[int, int], ...]
-) -> np.ndarray:
-    """``(k, S)`` exact counts of each cluster's records per state (private: release only
-    through a mechanism): column ``start + s`` of block ``(start, stop)`` counts the records
-    whose block names state ``s``, read as the block's argmax (so every record is in exactly
-    one state of every block whatever ``x`` holds); ``S`` the blocks' total width.
-
-    Privacy:
-      Add/remove-one: the record's cluster is a function of the record and the released
-      centres, so the other records' rows are unchanged and the record adds 1 to one count
-      of each of the ``m`` blocks: L2 sensitivity ``sqrt(m)`` (docs/privacy.md, "DPGM").
-    """
-    width = sum(stop - start for start, stop in blocks)
-    out = np.zeros((partition.n_clusters, width))
-    offset = 0
-    for start, stop in blocks:
-        state = np.argmax(x[:, start:stop], axis=1)
-        np.add.at(out, (partition.labels, offset + state), 1.0)
-        offset += stop - start
-    return out
-
-
-def release_state_counts(
-    rng: np.random.Generator,
-    partition: ClusterPartition,
-    x: np.ndarray,
-    blocks: tuple[tuple[int, int], ...],
-    noise_multiplier: float,
-) -> tuple[np.ndarray, ev.GaussianDpEvent]:
-    """:func:`cluster_state_counts` plus ``N(0, (z sqrt(m))^2)`` per count (the Gaussian
-    mechanism at L2 sensitivity ``sqrt(m)``, ``m = len(blocks)``).
-
-    Privacy:
-      Add/remove-one, L2 sensitivity ``sqrt(m)`` (:func:`cluster_state_counts`); returns
-      ``GaussianDpEvent(noise_multiplier)``. The clusters' counts are one release: no
-      parallel-composition claim is needed, the record moves one count per block.
-    """
-    return gaussian_mechanism(
-        rng,
-        cluster_state_counts(partition, x, blocks),
-        l2_sensitivity=float(np.sqrt(len(blocks))),
-        noise_multiplier=noise_multiplier,
-    )
 
 
 def partition_by_released_centres(
@@ -437,7 +388,8 @@ def fit_arrays(
         they start Lloyd better than random points of feature space).
       state_blocks: public ``(start, stop)`` coordinates of one-hot state blocks (a
         :class:`~jdp.data.transforms.TableEncoder`'s state indicators) whose per-cluster
-        counts are released (:func:`cluster_state_counts`) for sampling to match.
+        counts are released (:func:`jdp.synth.states.release_state_counts`) for sampling
+        to match.
       progress: one progress bar per cluster.
 
     Returns:
@@ -500,9 +452,10 @@ def fit_arrays(
         state_counts, ledger = record_release(
             ledger,
             STATES_LABEL,
-            release_state_counts(
+            states.release_state_counts(
                 numpy_rng(jax.random.fold_in(k_sizes, 1)),
-                partition,
+                partition.labels,
+                k,
                 x,
                 state_blocks,
                 z["kmeans"],
@@ -590,61 +543,6 @@ def _generate(key: jax.Array, params: Any, n: int, *, layout: HeadLayout, config
     return activate(_vae(config, width)[1].apply(params["decoder"], z), layout)
 
 
-def match_state_counts(
-    x: np.ndarray,
-    clusters: np.ndarray,
-    counts: np.ndarray,
-    blocks: tuple[tuple[int, int], ...],
-    *,
-    tol: float = 1e-9,
-    max_iter: int = 1000,
-) -> np.ndarray:
-    """Rows ``x`` with each state block rescaled so that, within every cluster, the mean of
-    the row-normalised block equals the cluster's released state frequencies.
-
-    For cluster ``j`` with released counts ``c`` of one block (``(k, S)`` ``counts``, block
-    columns in ``blocks`` order), the target is ``t = max(c, 0) / sum max(c, 0)``; a row's
-    block ``p_i`` (the generator's state probabilities) becomes ``q_i = p_i * r / <p_i, r>``
-    with one positive vector ``r`` per cluster and block, found by Sinkhorn's alternating
-    scaling ``r <- r * t / mean_i q_i`` (the prior-shift adjustment of Saerens et al.
-    2002), stopped when ``max |mean_i q_i - t| <= tol``. A draw of each row's state from
-    ``q_i`` (:meth:`~jdp.data.transforms.TableEncoder.sample_blocks`) then has expected
-    frequencies ``t`` in the cluster while keeping which rows the generator makes likelier
-    for each state. A block whose counts are all <= 0 is left as it is. Coordinates
-    outside the blocks are returned unchanged.
-
-    Privacy:
-      Post-processing of released values (the generators and ``"dpgm-state-counts"``).
-
-    References:
-      Saerens, Latinne & Decaestecker, "Adjusting the outputs of a classifier to new a
-      priori probabilities", Neural Computation 14(1), 2002, Eq. 2.9-2.10; Sinkhorn 1964.
-    """
-    x = np.array(x, dtype=np.float64)
-    offset = 0
-    for start, stop in blocks:
-        width = stop - start
-        for j in np.unique(clusters):
-            target = np.maximum(counts[j, offset : offset + width], 0.0)
-            if target.sum() <= 0:
-                continue
-            target = target / target.sum()
-            rows = np.flatnonzero(clusters == j)
-            p = np.maximum(x[np.ix_(rows, np.arange(start, stop))], 1e-12)
-            p = p / p.sum(axis=1, keepdims=True)
-            r = np.ones(width)
-            for _ in range(max_iter):
-                q = p * r
-                q /= q.sum(axis=1, keepdims=True)
-                mean = q.mean(axis=0)
-                if np.max(np.abs(mean - target)) <= tol:
-                    break
-                r = r * np.where(target > 0, target / np.maximum(mean, 1e-300), 0.0)
-            x[np.ix_(rows, np.arange(start, stop))] = q
-        offset += width
-    return x
-
-
 # -- tables ----------------------------------------------------------------------------------------
 
 
@@ -678,11 +576,6 @@ def check_rbm_schema(encoder: TableEncoder) -> None:
             )
 
 
-def state_blocks(encoder: TableEncoder) -> tuple[tuple[int, int], ...]:
-    """``(start, stop)`` of the encoder's state indicators (public: from the schema)."""
-    return tuple((s.start, s.stop) for s in encoder.one_hot_spans("states"))
-
-
 def fit_table(key: jax.Array, data: Table, budget: PrivacyBudget, config: DPGMConfig):
     """The registry ``fit``: Table -> public encoding -> :func:`fit_arrays` (the state
     indicators' per-cluster counts released for sampling)."""
@@ -696,7 +589,7 @@ def fit_table(key: jax.Array, data: Table, budget: PrivacyBudget, config: DPGMCo
         layout,
         budget,
         config,
-        state_blocks=state_blocks(encoder),
+        state_blocks=states.state_blocks(encoder),
         progress=progress_on_terminal(),
     )
     return FittedModel(
@@ -711,16 +604,16 @@ def fit_table(key: jax.Array, data: Table, budget: PrivacyBudget, config: DPGMCo
 
 def sample_table(key: jax.Array, model: FittedModel, n: int) -> pd.DataFrame:
     """The registry ``sample``: encoded rows with each state block's probabilities matched
-    to its cluster's released state counts (:func:`match_state_counts`), then binary columns
+    to its cluster's released state counts (:func:`~jdp.synth.states.match_state_counts`), then binary columns
     drawn 0/1 and each one-hot block's category drawn in proportion to its values (the RBM's
     visible probabilities, the VAE's softmax;
     :meth:`~jdp.data.transforms.TableEncoder.sample_blocks`), decoded."""
     encoder = table_encoder(model.schema)
     layout = heads_for_spans(encoder.spans, merge=True)
     gen_key, draw_key = jax.random.split(key)
-    blocks = state_blocks(encoder)
+    blocks = states.state_blocks(encoder)
     x, which = sample_arrays(gen_key, model.params, layout, model.config, n, return_clusters=True)
-    x = match_state_counts(x, which, np.asarray(model.params["state_counts"]), blocks)
+    x = states.match_state_counts(x, which, np.asarray(model.params["state_counts"]), blocks)
     rng = numpy_rng(draw_key)
     cols = binary_columns(encoder)
     x[:, cols] = rng.random((n, len(cols))) < x[:, cols]
