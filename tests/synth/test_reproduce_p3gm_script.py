@@ -93,3 +93,20 @@ def test_mnist_split_is_the_smallest_pca_share_the_public_rule_allows(script):
     assert P.calibrate_noise(config, "p3gm", budget)["pca"] <= limit
     less = dataclasses.replace(config, budget_split=(pca_share - 0.05, em_share + 0.05, sgd_share))
     assert P.calibrate_noise(less, "p3gm", budget)["pca"] > limit
+
+
+def test_over_keys_reports_mean_spread_and_the_largest_epsilon(script):
+    """A tabular variant fitted on several keys reports each metric's mean, its per-key values
+    and sample std (the spread a single key hides), and the largest epsilon any fit spent."""
+    runs = [
+        {"AUROC": 0.8, "AUPRC": 0.3, "epsilon_spent": 0.99},
+        {"AUROC": 0.9, "AUPRC": 0.5, "epsilon_spent": 1.0},
+        {"AUROC": 1.0, "AUPRC": 0.4, "epsilon_spent": 0.98},
+    ]
+    entry = script.over_keys(runs)
+    assert entry["AUROC"] == pytest.approx(0.9) and entry["AUPRC"] == pytest.approx(0.4)
+    assert entry["AUROC_keys"] == [0.8, 0.9, 1.0]
+    assert entry["AUROC_std"] == pytest.approx(0.1) and entry["AUPRC_std"] == pytest.approx(0.1)
+    assert entry["epsilon_spent"] == 1.0
+    single = script.over_keys(runs[:1])  # one key: the run itself, no spread keys
+    assert single == runs[0]
