@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from accounting.validation import (
     check_count,
     check_nonnegative,
+    check_open_unit,
     check_positive,
     check_probability,
 )
@@ -57,6 +58,11 @@ class DPGANConfig:
         iterate). Averaging GAN iterates damps the oscillation of adversarial training
         (Yazici et al., ICLR 2019); it is post-processing of the released critics, free.
       microbatch_size: per-example gradients held at once (performance only).
+      state_share: for a table with state indicators (numeric columns with public point
+        masses or missing values): the share of epsilon their noisy counts
+        (:func:`jdp.synth.states.release_state_counts`) are first calibrated to; a common
+        factor then makes the whole ledger meet the budget (public rule). Sampling matches
+        the generator's states to these counts. Unused without state indicators.
       dpsgd_method: DP-SGD clipping path (performance only). ``"auto"`` probes the ghost
         path and falls back to the general one (the gradient penalty's double backward is
         not exact on the ghost path); the ledger note names the path that ran.
@@ -81,6 +87,7 @@ class DPGANConfig:
     steps: int | None = None
     epochs: float | None = 5.0
     microbatch_size: int | None = None
+    state_share: float = 0.05
     dpsgd_method: str = "auto"
 
     def __post_init__(self) -> None:
@@ -114,6 +121,7 @@ class DPGANConfig:
                 raise ValueError(f"expected clipping_decay > 0, got {self.clipping_decay}")
         check_positive("expected_batch_size", self.expected_batch_size)
         planned_steps(steps=self.steps, epochs=self.epochs, sampling_prob=self.sampling_prob)
+        check_open_unit("state_share", self.state_share)
         check_performance_flags(microbatch_size=self.microbatch_size, method=self.dpsgd_method)
 
     @property

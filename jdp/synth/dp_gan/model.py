@@ -7,6 +7,13 @@ bound optionally decayed once per generator step (:func:`jdp.dpsgd.clipping_deca
 schedule). The generator rides along as DP-SGD's non-private ``model_state``: its Adam step
 every ``n_critic`` critic steps reads the critic's parameters and fresh noise only.
 
+A table with state indicators (numeric columns with public point masses, e.g. Adult's
+capital-gain, 92% zeros) also releases the counts of each state
+(``"dp-gan-state-counts"``, :func:`jdp.synth.states.release_state_counts`), calibrated
+together with DP-SGD (:func:`calibrate_noise`); sampling matches the generator's state
+probabilities to them (:func:`jdp.synth.states.match_state_counts`). Measured on Adult at
+epsilon = 1 without it: capital-gain zeros 0.948 (seed 0) and 0.852 (seed 1), real 0.917.
+
 Privacy:
     Add/remove-one neighbours. Each critic step is the subsampled Gaussian mechanism on a
     clipped sum of sensitivity ``C_t`` (noise std ``z C_t``); the ledger records one
@@ -20,6 +27,7 @@ References:
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
 from typing import Any
@@ -31,11 +39,16 @@ import optax
 import pandas as pd
 
 from accounting import PrivacyBudget, PrivacyLedger
+from accounting import events as ev
+from accounting.calibrate import calibrate
 from jdp.data.schema import Schema, Table
 from jdp.data.transforms import TableEncoder
 from jdp.dpsgd import DPSGDConfig, clipping_decay, train
+from jdp.mechanisms.release import record_release
 from jdp.nn.gan import Critic, Generator, SequenceCritic, SequenceGenerator
-from jdp.nn.heads import HeadLayout, decode_sample, heads_for_spans, layout_width
+from jdp.nn.heads import HeadLayout, activate, decode_sample, heads_for_spans, layout_width
+from jdp.random import numpy_rng
+from jdp.synth import states
 from jdp.synth.base import FittedModel
 from jdp.synth.dp_gan.config import DPGANConfig
 from jdp.synth.dp_gan.losses import (
@@ -48,6 +61,7 @@ from jdp.synth.dp_gan.losses import (
 from jdp.verbosity import progress_on_terminal
 
 __all__ = [
+    "calibrate_noise",
     "critic_config",
     "fit_arrays",
     "fit_table",
@@ -122,6 +136,36 @@ def critic_config(config: DPGANConfig, budget: PrivacyBudget | None) -> DPSGDCon
     )
 
 
+STATES_LABEL = "dp-gan-state-counts"
+
+
+def calibrate_noise(
+    config: DPGANConfig, budget: PrivacyBudget, dp: DPSGDConfig, dataset_size: int
+) -> dict[str, float]:
+    """``{"sgd": z, "states": z_S}`` for the critic's DP-SGD run ``dp`` and the state counts.
+
+    Each is first calibrated alone to its share (``state_share`` of epsilon for the counts,
+    the rest for DP-SGD), then one common factor makes their composition meet the budget
+    (:func:`accounting.calibrate.calibrate`, the ledger's rule). Data-free: ``dataset_size``
+    is read only by fixed-size batch sampling (as in :func:`jdp.dpsgd.train`).
+    """
+    eps, delta = budget.epsilon, budget.delta
+    z_s = calibrate(ev.GaussianDpEvent, target_epsilon=eps * config.state_share, target_delta=delta)
+    z_g = calibrate(
+        lambda s: dp.event(s, dataset_size),
+        target_epsilon=eps * (1 - config.state_share),
+        target_delta=delta,
+    )
+    factor = calibrate(
+        lambda f: ev.ComposedDpEvent(
+            [dp.event(f * z_g, dataset_size), ev.GaussianDpEvent(f * z_s)]
+        ),
+        target_epsilon=eps,
+        target_delta=delta,
+    )
+    return {"sgd": factor * z_g, "states": factor * z_s}
+
+
 def init_state(key: jax.Array, config: DPGANConfig, layout: HeadLayout):
     """(critic params, :class:`GeneratorState`), drawn before any data is read."""
     generator, critic = networks(config, layout)
@@ -141,20 +185,30 @@ def fit_arrays(
     budget: PrivacyBudget | None,
     config: DPGANConfig,
     *,
+    state_blocks: tuple[tuple[int, int], ...] = (),
     progress: bool = False,
     on_step: Callable[[int, Any, GeneratorState], None] | None = None,
 ) -> tuple[dict[str, Any], PrivacyLedger]:
     """Train dp-GAN on encoded rows ``x`` (``budget=None``: the non-private WGAN-GP limit).
 
-    Returns ``({"generator": params, "critic": params}, ledger)`` (both DP releases: the
-    critic by DP-SGD, the generator as its post-processing) and the ledger with one
-    ``"dp-sgd"`` entry whose note names the clipping path that ran. ``on_step(t, critic
-    params, generator state)`` runs after every critic step (curves over training; see
-    :func:`jdp.dpsgd.train`).
+    Returns ``({"generator": params, "critic": params, "state_counts": (1, S)}, ledger)``
+    (all DP releases: the critic by DP-SGD, the generator as its post-processing, the
+    counts of the one-hot ``state_blocks``, public ``(start, stop)`` coordinates, by
+    :func:`jdp.synth.states.release_state_counts`; ``S = 0`` without blocks) and the ledger
+    with one ``"dp-sgd"`` entry whose note names the clipping path that ran, then
+    ``"dp-gan-state-counts"`` if there are blocks (exact counts when ``budget=None``).
+    ``on_step(t, critic params, generator state)`` runs after every critic step (curves
+    over training; see :func:`jdp.dpsgd.train`).
     """
     generator, critic = networks(config, layout)
     init_key, train_key = jax.random.split(key)
     critic_params, gen_state = init_state(init_key, config, layout)
+    dp = critic_config(config, budget)
+    z_states = 0.0
+    if budget is not None and state_blocks:
+        z = calibrate_noise(config, budget, dp, len(x))
+        dp = dataclasses.replace(dp, target_epsilon=None, noise_multiplier=z["sgd"])
+        z_states = z["states"]
     result = train(
         train_key,
         make_critic_loss(
@@ -163,7 +217,7 @@ def fit_arrays(
         critic_params,
         optax.adam(config.critic_learning_rate, b1=0.5, b2=0.9),
         jnp.asarray(x, jnp.float32),
-        critic_config(config, budget),
+        dp,
         model_state=gen_state,
         state_update_fn=make_generator_update(
             generator,
@@ -180,30 +234,62 @@ def fit_arrays(
         progress=progress,
         on_step=on_step,
     )
+    ledger = result.ledger
+    counts = np.zeros((1, 0))
+    if state_blocks:
+        counts, ledger = record_release(
+            ledger,
+            STATES_LABEL,
+            states.release_state_counts(
+                numpy_rng(jax.random.fold_in(key, 2)),
+                np.zeros(len(x), np.int64),
+                1,
+                x,
+                state_blocks,
+                z_states,
+            ),
+            note=f"state counts of {len(state_blocks)} blocks (L2 sensitivity "
+            f"sqrt({len(state_blocks)}))",
+        )
     params = {"generator": result.model_state.average, "critic": result.params}
-    return jax.tree_util.tree_map(np.asarray, params), result.ledger
+    params = jax.tree_util.tree_map(np.asarray, params)
+    return {**params, "state_counts": counts}, ledger
 
 
 def sample_arrays(
-    key: jax.Array, params: dict[str, Any], layout: HeadLayout, config: DPGANConfig, n: int
+    key: jax.Array,
+    params: dict[str, Any],
+    layout: HeadLayout,
+    config: DPGANConfig,
+    n: int,
+    *,
+    draw: bool = True,
 ) -> np.ndarray:
     """``n`` encoded synthetic rows: latent draw, generator, heads' ``decode_sample``
-    (tanh values, one one-hot draw per categorical). Post-processing of the generator."""
+    (tanh values, one one-hot draw per categorical); ``draw=False``: each categorical block
+    is its softmax instead (for the caller to match and draw,
+    :meth:`~jdp.data.transforms.TableEncoder.sample_blocks`). Post-processing of the
+    generator."""
     z_key, x_key = jax.random.split(key)
     z = draw_latent(z_key, (n, config.latent_dim))
     gen = jax.tree_util.tree_map(jnp.asarray, params["generator"])
-    out = _generate(x_key, gen, z, layout=layout, config=config)
+    out = _generate(x_key, gen, z, layout=layout, config=config, draw=draw)
     return np.asarray(out, dtype=np.float64)
 
 
-@functools.partial(jax.jit, static_argnames=("layout", "config"))
-def _generate(key: jax.Array, gen_params: Any, z: jax.Array, *, layout, config) -> jax.Array:
+@functools.partial(jax.jit, static_argnames=("layout", "config", "draw"))
+def _generate(
+    key: jax.Array, gen_params: Any, z: jax.Array, *, layout, config, draw: bool
+) -> jax.Array:
     raw = networks(config, layout)[0].apply(gen_params, z)
+    if not draw:
+        return activate(raw, layout)
     return decode_sample(key, raw, layout, stochastic=False)
 
 
 def fit_table(key: jax.Array, data: Table, budget: PrivacyBudget, config: DPGANConfig):
-    """The registry ``fit``: Table -> public encoding -> :func:`fit_arrays`."""
+    """The registry ``fit``: Table -> public encoding -> :func:`fit_arrays` (the state
+    indicators' counts released for sampling)."""
     encoder = table_encoder(data.schema)
     params, ledger = fit_arrays(
         key,
@@ -211,6 +297,7 @@ def fit_table(key: jax.Array, data: Table, budget: PrivacyBudget, config: DPGANC
         head_layout(encoder),
         budget,
         config,
+        state_blocks=states.state_blocks(encoder),
         progress=progress_on_terminal(),
     )
     return FittedModel(
@@ -224,6 +311,17 @@ def fit_table(key: jax.Array, data: Table, budget: PrivacyBudget, config: DPGANC
 
 
 def sample_table(key: jax.Array, model: FittedModel, n: int) -> pd.DataFrame:
-    """The registry ``sample`` (post-processing of the fitted generator)."""
+    """The registry ``sample`` (post-processing of the fitted generator and the state
+    counts): the generator's rows with softmax blocks, the state blocks matched to the
+    released counts (:func:`jdp.synth.states.match_state_counts`), a category drawn per
+    block, decoded."""
     encoder = table_encoder(model.schema)
-    return encoder.decode(sample_arrays(key, model.params, head_layout(encoder), model.config, n))
+    gen_key, draw_key = jax.random.split(key)
+    x = sample_arrays(gen_key, model.params, head_layout(encoder), model.config, n, draw=False)
+    x = states.match_state_counts(
+        x,
+        np.zeros(n, np.int64),
+        np.asarray(model.params["state_counts"]),
+        states.state_blocks(encoder),
+    )
+    return encoder.decode(encoder.sample_blocks(numpy_rng(draw_key), x, "all"))
