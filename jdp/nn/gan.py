@@ -1,6 +1,6 @@
 """The networks of a (WGAN-GP) GAN over one encoded record (flax.linen, no privacy here).
 
-* :class:`Generator`: latent ``z`` -> raw output of width ``layout_width(layout)``; the head
+* :class:`Generator`: latent ``z`` -> raw output of width ``raw_width(layout)``; the head
   vocabulary :mod:`jdp.nn.heads` reads it: ``activate`` (tanh for continuous columns scaled
   to ``[-1, 1]`` by their public bounds, one softmax per categorical variable) is the
   differentiable output the critic sees; ``decode_sample`` turns it into data-space values
@@ -30,14 +30,14 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from jdp.nn.heads import HeadLayout, activate, layout_width
+from jdp.nn.heads import HeadLayout, activate, raw_width
 from jdp.nn.lstm import LSTM
 from jdp.nn.mlp import MLP
 
 
 class Generator(nn.Module):
-    """``z -> raw`` (``raw`` of width ``layout_width(layout)``); :meth:`output` is the
-    activated record.
+    """``z -> raw`` (``raw`` of width :func:`~jdp.nn.heads.raw_width` of the layout);
+    :meth:`output` is the activated record.
 
     Attributes:
         hidden: hidden widths (ReLU between layers).
@@ -49,7 +49,7 @@ class Generator(nn.Module):
 
     @nn.compact
     def __call__(self, z: jax.Array) -> jax.Array:
-        return MLP((*self.hidden, layout_width(self.layout)))(z)
+        return MLP((*self.hidden, raw_width(self.layout)))(z)
 
     def output(self, z: jax.Array) -> jax.Array:
         """The activated record (tanh / softmax / ... per head): what the critic scores."""
@@ -73,10 +73,10 @@ class SequenceGenerator(nn.Module):
 
     @nn.compact
     def __call__(self, z: jax.Array) -> jax.Array:
-        if layout_width(self.layout) != self.length * self.features:
+        if raw_width(self.layout) != self.length * self.features:
             raise ValueError(
                 f"expected a head layout of width length * features = "
-                f"{self.length * self.features}, got {layout_width(self.layout)}"
+                f"{self.length * self.features}, got {raw_width(self.layout)}"
             )
         xs = jnp.broadcast_to(z[..., None, :], (*z.shape[:-1], self.length, z.shape[-1]))
         ys = LSTM(self.hidden, self.features)(xs)
