@@ -16,9 +16,12 @@ example (batched by ``jax.vmap``), as DP-SGD's per-example clipping needs.
 
 from __future__ import annotations
 
+import functools
+
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
+from jax.scipy.linalg import solve_triangular
 
 
 class Encoder(nn.Module):
@@ -76,8 +79,27 @@ def kl_to_standard_normal(mean: jax.Array, logvar: jax.Array) -> jax.Array:
     return kl_diag_gaussians(mean, logvar, jnp.zeros_like(mean), jnp.zeros_like(logvar))
 
 
+def kl_diag_to_gaussian(
+    mean: jax.Array, logvar: jax.Array, mean_b: jax.Array, chol_b: jax.Array
+) -> jax.Array:
+    """``KL(N(mean, diag e^logvar) || N(mean_b, L L^T))`` for a lower-triangular ``L = chol_b``.
+
+    ``0.5 * (||L^-1 diag(e^{logvar/2})||_F^2 + ||L^-1 (mean_b - mean)||^2 - d
+    + 2 sum log diag L - sum logvar)``: the Gaussian KL with ``tr(Sigma_b^-1 Sigma_a)``,
+    the Mahalanobis term and ``log |Sigma_b|`` read off the Cholesky factor. A diagonal
+    ``Sigma_b`` is ``L = diag(e^{logvar_b / 2})`` and gives :func:`kl_diag_gaussians`.
+    """
+    solve = functools.partial(solve_triangular, chol_b, lower=True)
+    spread = solve(jnp.diag(jnp.exp(0.5 * logvar)))
+    offset = solve(mean_b - mean)
+    log_det_b = 2.0 * jnp.sum(jnp.log(jnp.diagonal(chol_b)))
+    return 0.5 * (
+        jnp.sum(spread**2) + jnp.sum(offset**2) - mean.shape[-1] + log_det_b - jnp.sum(logvar)
+    )
+
+
 def kl_to_mixture(
-    mean: jax.Array, logvar: jax.Array, weights: jax.Array, means: jax.Array, logvars: jax.Array
+    mean: jax.Array, logvar: jax.Array, weights: jax.Array, means: jax.Array, chols: jax.Array
 ) -> jax.Array:
     """Variational approximation of ``KL(q || MoG)`` for a single Gaussian ``q``.
 
@@ -87,16 +109,18 @@ def kl_to_mixture(
     ``D(f||g) ~ sum_a pi_a log( sum_a' pi_a' e^{-KL(f_a||f_a')} / sum_b w_b e^{-KL(f_a||g_b)} )``.
     With one component in ``f`` (the encoder's ``q(z|x)``) the numerator is ``e^0 = 1``, so
 
-    ``KL(q || MoG) ~ -log sum_b w_b exp(-KL(q || N(means_b, e^logvars_b)))``,
+    ``KL(q || MoG) ~ -log sum_b w_b exp(-KL(q || N(means_b, Sigma_b)))``,
 
-    computed stably with ``logsumexp``. (The paper's typeset formula writes the numerator's
-    KL with its arguments swapped; Hershey & Olsen use ``KL(f_a || f_a')``. For one
-    component the two agree.)
+    computed stably with ``logsumexp``; each component's KL is :func:`kl_diag_to_gaussian`
+    (full or diagonal ``Sigma_b``). With one component it is the exact KL. (The paper's
+    typeset formula writes the numerator's KL with its arguments swapped; Hershey & Olsen
+    use ``KL(f_a || f_a')``. For one component the two agree.)
 
     Args:
       mean, logvar: ``(d',)`` parameters of ``q``.
       weights: ``(K,)`` mixture weights (summing to 1).
-      means, logvars: ``(K, d')`` component parameters (diagonal covariances).
+      means: ``(K, d')`` component means.
+      chols: ``(K, d', d')`` lower Cholesky factors of the component covariances.
     """
-    kls = kl_diag_gaussians(mean[None, :], logvar[None, :], means, logvars)
+    kls = jax.vmap(kl_diag_to_gaussian, in_axes=(None, None, 0, 0))(mean, logvar, means, chols)
     return -jax.nn.logsumexp(jnp.log(weights) - kls)

@@ -308,7 +308,8 @@ def test_mixture_kl_approximation_reduces_to_the_exact_kl_for_one_component():
     mean, logvar = rng.normal(size=4), rng.normal(size=4)
     mb, lb = rng.normal(size=(1, 4)), rng.normal(size=(1, 4))
     exact = kl_diag_gaussians(mean, logvar, mb[0], lb[0])
-    assert float(kl_to_mixture(mean, logvar, jnp.ones(1), mb, lb)) == pytest.approx(
+    chol = jnp.diag(jnp.exp(0.5 * lb[0]))[None]
+    assert float(kl_to_mixture(mean, logvar, jnp.ones(1), mb, chol)) == pytest.approx(
         float(exact), rel=1e-5
     )
     # two identical components: the same value; a far second component adds log(1/w)
@@ -317,9 +318,71 @@ def test_mixture_kl_approximation_reduces_to_the_exact_kl_for_one_component():
         logvar,
         jnp.array([0.5, 0.5]),
         jnp.concatenate([mb, mb + 1e3]),
-        jnp.concatenate([lb, lb]),
+        jnp.concatenate([chol, chol]),
     )
     assert float(two) == pytest.approx(float(exact) + np.log(2.0), rel=1e-5)
+
+
+def test_kl_to_a_full_covariance_component_is_the_gaussian_kl():
+    # KL(N(m, diag v) || N(mb, S)) from numpy's inverse and log-determinant (independent of
+    # the Cholesky solves): 0.5 (tr(S^-1 V) + (mb - m)^T S^-1 (mb - m) - d + log|S| - log|V|)
+    rng = np.random.default_rng(1)
+    d = 4
+    mean, logvar, mb = rng.normal(size=d), rng.normal(size=d), rng.normal(size=d)
+    a = rng.normal(size=(d, d))
+    cov = a @ a.T + 0.5 * np.eye(d)
+    prec = np.linalg.inv(cov)
+    diff = mb - mean
+    want = 0.5 * (
+        np.sum(np.diag(prec) * np.exp(logvar))
+        + diff @ prec @ diff
+        - d
+        + np.linalg.slogdet(cov)[1]
+        - logvar.sum()
+    )
+    got = kl_to_mixture(mean, logvar, jnp.ones(1), mb[None], np.linalg.cholesky(cov)[None])
+    assert float(got) == pytest.approx(want, rel=1e-4)
+
+
+def _mixture_covariance(prior):
+    w, mu = np.asarray(prior["weights"]), np.asarray(prior["means"])
+    var = np.asarray(prior["variances"])
+    cov = var if var.ndim == 3 else np.stack([np.diag(v) for v in var])
+    m = w @ mu
+    return np.einsum("k,kij->ij", w, cov + mu[:, :, None] * mu[:, None, :]) - np.outer(m, m)
+
+
+def test_default_prior_matches_the_encoder_means_within_its_release_noise(adult):
+    """The prior samples ``z`` for the decoder, which only ever saw encoder means ``c_x``: its
+    covariance must be the covariance of ``c_x`` up to the release's noise. Default (one
+    full-covariance Gaussian, one release): DP-EM's ``Q = sum c c^T + E``, ``E`` symmetric with
+    i.i.d. ``N(0, (z C^2)^2)`` upper triangle, so ``Sigma - Cov(c) ~ E / n`` (mean and count
+    noise are ``O(z / n)`` times ``|mu| ~ 0`` and ``|Sigma| ~ 0.05``: negligible; the
+    eigenvalue clip is a projection onto a convex set holding ``Cov(c)``, so it only shrinks
+    the error): ``n^2 ||.||_F^2 / (z C^2)^2`` has mean ``d^2`` and variance
+    ``2 d + 4 d (d - 1)``; 5 SD bound. The paper's ``K = 3, T_e = 20`` diagonal mixture at the
+    same budget (noise multiplier 110, 60 releases) exceeds the bound: on Adult it collapsed
+    to one component with the small variances off by 2-4x (issue 15 measurement)."""
+    x = P.table_encoder(adult.schema).encode(adult.train)
+    n = x.shape[0]
+
+    def error(config):
+        noise = P.calibrate_noise(config, "p3gm", BUDGET)
+        fixed, _ = P.encoding_phase(
+            np.random.default_rng(0), x, P.table_encoder(adult.schema).row_norm_bound, config, noise
+        )
+        c = np.asarray(P.project(fixed, jnp.asarray(x)))
+        err = _mixture_covariance(fixed["prior"]) - np.cov(c.T, bias=True)
+        return float(np.sum(err**2)), noise["em"] * config.em_clip_norm**2
+
+    default = P.P3GMConfig()
+    assert (default.n_components, default.em_steps, default.prior_covariance) == (1, 1, "full")
+    sq, scale = error(default)
+    d = default.latent_dim
+    bound = (scale / n) ** 2 * (d**2 + 5 * np.sqrt(2 * d + 4 * d * (d - 1)))
+    assert sq < bound
+    paper = P.P3GMConfig(n_components=3, em_iterations=20, prior_covariance="diag")
+    assert error(paper)[0] > bound
 
 
 def test_log_likelihood_heads():

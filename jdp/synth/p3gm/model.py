@@ -7,8 +7,12 @@ A fit is three phases (Algorithm 1):
    ``row_norm_bound`` so ``||x|| <= 1``) are centred at a DP mean and projected on the top
    ``d'`` eigenvectors of the Analyze-Gauss release (:func:`jdp.encoding.pca.dp_pca_gaussian`).
    The projection ``c_x = (x / b - mu_DP) V`` is the *fixed encoder mean* ``mu_phi(x)``.
-2. **DP-EM** (Sec. IV-D): a ``K``-component diagonal Gaussian mixture ``r_lambda`` fitted on
-   the projections ``c_x`` (:func:`jdp.encoding.em.dp_em`, ``T_e`` accounted iterations).
+2. **DP-EM** (Sec. IV-D): a ``K``-component Gaussian mixture ``r_lambda`` fitted on the
+   projections ``c_x`` (:func:`jdp.encoding.em.dp_em`, ``T_e`` accounted iterations). The
+   paper's diagonal ``K = 3, T_e = 20`` is a config; the default is one full-covariance
+   Gaussian in one release (:class:`P3GMConfig` ``n_components``: at the default budget
+   the paper's mixture is noise on the latent's small variances, and sampling from it
+   puts ``z`` where the decoder never saw an encoder mean).
 3. **DP-SGD** (decoding phase, Sec. IV-C, eq. (7)): the ELBO
    ``E_q[log p(x|z)] - KL(q(z|x) || r_lambda)`` with ``q(z|x) = N(c_x, diag sigma_phi(x)^2)``,
    ``sigma_phi`` the learned encoder head, the KL by Hershey & Olsen's variational
@@ -147,15 +151,39 @@ def project(params: dict[str, Any], x: jax.Array) -> jax.Array:
 
 def latent_moments(prior: dict[str, Any]) -> dict[str, np.ndarray]:
     """Mean and std per latent coordinate of the DP mixture (post-processing of DP-EM):
-    ``m = sum_k w_k mu_k``, ``s^2 = sum_k w_k (sigma_k^2 + mu_k^2) - m^2``."""
+    ``m = sum_k w_k mu_k``, ``s^2 = sum_k w_k (sigma_k^2 + mu_k^2) - m^2`` (``sigma_k^2`` the
+    diagonal of a full component covariance)."""
     w = np.asarray(prior["weights"])[:, None]
-    means, var = np.asarray(prior["means"]), np.asarray(prior["variances"])
+    means, var = np.asarray(prior["means"]), component_variances(prior)
     m = np.sum(w * means, axis=0)
     return {"mean": m, "std": np.sqrt(np.sum(w * (var + means**2), axis=0) - m**2)}
 
 
+def component_variances(prior: dict[str, Any]) -> np.ndarray:
+    """``(K, d')`` per-coordinate variances of the mixture's components: ``prior["variances"]``
+    itself (diagonal components) or the diagonals of its ``(K, d', d')`` full covariances."""
+    var = np.asarray(prior["variances"])
+    return np.diagonal(var, axis1=1, axis2=2) if var.ndim == 3 else var
+
+
+def prior_mixture(params: dict[str, Any]) -> em.Mixture:
+    """The DP mixture ``r_lambda`` as an :class:`~jdp.encoding.em.Mixture` (its covariance
+    type read off the stored covariances: ``(K, d')`` diagonal, ``(K, d', d')`` full)."""
+    prior = params["prior"]
+    var = np.asarray(prior["variances"], dtype=np.float64)
+    return em.Mixture(
+        weights=np.asarray(prior["weights"], dtype=np.float64),
+        means=np.asarray(prior["means"], dtype=np.float64),
+        covariances=var,
+        covariance_type="full" if var.ndim == 3 else "diag",
+    )
+
+
 def standardized_prior(params: dict[str, Any]) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """The DP mixture in standardized coordinates ``u = (z - m) / s``: (weights, means, logvars).
+    """The DP mixture in standardized coordinates ``u = (z - m) / s``: (weights, means,
+    chols), ``chols`` the ``(K, d', d')`` lower Cholesky factors of the components'
+    covariances ``S^-1 Sigma_k S^-1`` (``S = diag(s)``; ``S^-1 L_k`` for ``Sigma_k = L_k L_k^T``,
+    ``diag(sigma_k / s)`` for a diagonal component).
 
     The latent is handled in these coordinates (the encoder mean ``(c_x - m) / s``, the
     reparametrised draw, the decoder input): an invertible affine map fixed by released
@@ -164,7 +192,9 @@ def standardized_prior(params: dict[str, Any]) -> tuple[jax.Array, jax.Array, ja
     """
     prior, scale = params["prior"], params["latent_scale"]
     means = (prior["means"] - scale["mean"]) / scale["std"]
-    return prior["weights"], means, jnp.log(prior["variances"]) - 2 * jnp.log(scale["std"])
+    var = jnp.asarray(prior["variances"])
+    chols = jnp.linalg.cholesky(var) if var.ndim == 3 else jax.vmap(jnp.diag)(jnp.sqrt(var))
+    return prior["weights"], means, chols / jnp.asarray(scale["std"])[:, None]
 
 
 def standardize(params: dict[str, Any], z: jax.Array) -> jax.Array:
@@ -233,8 +263,8 @@ def encoding_phase(
         latent,
         config.n_components,
         noise_multiplier=0.0 if noise is None else noise["em"],
-        steps=config.em_iterations,
-        covariance_type="diag",
+        steps=config.em_steps,
+        covariance_type=config.prior_covariance,
         l2_clip_norm=config.em_clip_norm,
         reg_covar=config.reg_covar,
     )
@@ -395,7 +425,7 @@ def initial_decoder(
     """
     fixed = jax.tree_util.tree_map(jnp.asarray, fixed)
     decoder = Decoder(config.hidden, raw_width(layout))
-    weights, means, logvars = standardized_prior(fixed)
+    weights, means, chols = standardized_prior(fixed)
     scale = fixed["latent_scale"]
     optimizer = optax.adam(config.learning_rate)
     batch = config.decoder_init_batch
@@ -403,9 +433,8 @@ def initial_decoder(
     def loss(params: Any, k: jax.Array) -> jax.Array:
         k_c, k_z = jax.random.split(k)
         comp = jax.random.categorical(k_c, jnp.log(weights), shape=(batch,))
-        u = means[comp] + jnp.exp(0.5 * logvars[comp]) * jax.random.normal(
-            k_z, (batch, means.shape[1])
-        )
+        noise = jax.random.normal(k_z, (batch, means.shape[1]))
+        u = means[comp] + jnp.einsum("bij,bj->bi", chols[comp], noise)
         target = into_heads(inverse_projection(fixed, u * scale["std"] + scale["mean"]), layout)
         raw = decoder.apply(params, u.astype(jnp.float32))
         ll = jax.vmap(functools.partial(log_likelihood, layout=layout, skip=("binned",)))
@@ -536,14 +565,7 @@ def sample_latent(
     rng = numpy_rng(key)
     if not get_variant(variant).fixed_mean:
         return rng.standard_normal((n, latent_dim))
-    prior = params["prior"]
-    mixture = em.Mixture(
-        weights=np.asarray(prior["weights"], dtype=np.float64),
-        means=np.asarray(prior["means"], dtype=np.float64),
-        covariances=np.asarray(prior["variances"], dtype=np.float64),
-        covariance_type="diag",
-    )
-    return em.sample(rng, mixture, n)
+    return em.sample(rng, prior_mixture(params), n)
 
 
 def sample_arrays(

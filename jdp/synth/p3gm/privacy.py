@@ -33,7 +33,7 @@ def single_phase_events(
         mean = [("dp-mean", ev.GaussianDpEvent(z))]
         return mean if config.latent_dim is None else [*mean, ("dp-pca", ev.GaussianDpEvent(z))]
     if phase == "em":
-        return [("dp-em", ev.ComposedDpEvent([ev.GaussianDpEvent(z)] * 3))] * config.em_iterations
+        return [("dp-em", ev.ComposedDpEvent([ev.GaussianDpEvent(z)] * 3))] * config.em_steps
     if phase == "sgd":
         return [("dp-sgd", dpsgd_event(z, config.sampling_prob, config.steps))]
     raise ValueError(f"expected phase in {PHASES}, got {phase!r}")
