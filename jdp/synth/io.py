@@ -66,7 +66,7 @@ __all__ = [
 FORMAT_CHANGES = {
     2: "adds integrity digests",
     3: "P3GM's binned and state decoder heads, ClustMix's unclipped stored mixtures"
-    "; DPGM's state_counts (per-cluster noisy state counts sampling matches)",
+    "; DPGM's and dp-GAN's state_counts (noisy state counts sampling matches)",
 }
 FORMAT_VERSION = max(FORMAT_CHANGES)
 PARAMS_FILE = "params.npz"
