@@ -14,8 +14,10 @@ together with DP-SGD (:func:`calibrate_noise`); sampling matches the generator's
 probabilities to them (:func:`jdp.synth.states.match_state_counts`). Measured on Adult at
 epsilon = 1 (``jdp fit --dataset adult --method dp-gan --epsilon 1 --seed S``, 32,561 rows;
 real zeros 0.917 capital-gain / 0.953 capital-loss): before, seed 0 0.948 / 0.969, seed 1
-0.850 / 0.970; after, seed 0 0.914 / 0.950. TSTR AUROC (LR, AdaBoost, GB, XGBoost) of the
-seed-0 model with the matching 0.771 0.838 0.814 0.799, without it 0.771 0.839 0.824 0.805.
+0.850 / 0.970; after, seed 0 0.914 / 0.950, seed 1 0.912 / 0.950. TSTR AUROC (LR,
+AdaBoost, GB, XGBoost) of the same fitted models with the matching / without it: seed 0
+0.771 0.838 0.814 0.799 / 0.771 0.839 0.824 0.805; seed 1 0.844 0.839 0.847 0.799 / 0.837
+0.847 0.845 0.779.
 
 Privacy:
     Add/remove-one neighbours. Each critic step is the subsampled Gaussian mechanism on a
