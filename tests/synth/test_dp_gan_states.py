@@ -14,7 +14,6 @@ from accounting import PrivacyBudget
 from accounting import events as ev
 from jdp.data.schema import Column, Schema
 from jdp.synth.base import fit_model, sample_model
-from jdp.synth.dp_gan import DPGANConfig
 from jdp.synth.dp_gan.model import (
     calibrate_noise,
     critic_config,
@@ -24,19 +23,9 @@ from jdp.synth.dp_gan.model import (
 )
 from jdp.synth.states import state_blocks, state_counts
 
+from .test_dp_gan import CONFIG
+
 BUDGET = PrivacyBudget(epsilon=1.0, delta=1e-5)
-CONFIG = DPGANConfig(
-    latent_dim=3,
-    generator_hidden=(8,),
-    critic_hidden=(8,),
-    n_critic=2,
-    generator_batch_size=5,
-    sampling_prob=0.2,
-    expected_batch_size=4.0,
-    steps=4,
-    epochs=None,
-    dpsgd_method="general",
-)
 SCHEMA = Schema(
     columns=(
         Column(name="gain", kind="integer", lower=0, upper=100, point_masses=(0,)),

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from accounting import PrivacyBudget, compute_epsilon
+from accounting import compute_epsilon
 from accounting import events as ev
 from jdp.data.schema import Column, Schema
 from jdp.encoding.kmeans import dp_kernel_kmeans
@@ -26,19 +26,8 @@ from jdp.synth.dpgm import (
 from jdp.synth.dpgm.model import table_encoder
 from jdp.synth.states import match_state_counts, release_state_counts, state_blocks, state_counts
 
-BUDGET = PrivacyBudget(epsilon=2.0, delta=1e-5)
-TINY = {
-    "n_clusters": 2,
-    "kmeans_iterations": 2,
-    "rff_dim": 8,
-    "hidden": 4,
-    "latent_dim": 2,
-    "steps": 3,
-    "epochs": None,
-    "sampling_prob": 0.1,
-    "clip_bins": 10,
-    "kmeans_share": 0.5,
-}
+from .test_dpgm import BUDGET, TINY
+
 SCHEMA = Schema(
     columns=(
         Column(name="gain", kind="integer", lower=0, upper=100, point_masses=(0,)),
