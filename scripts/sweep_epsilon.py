@@ -42,11 +42,15 @@ classifiers, one seed: 14.7 min wall beside another fit). Mean TSTR AUROC at eps
 0.868 / 0.885 / 0.891; DP-VAE 0.793 / 0.845 / 0.864 / 0.870 / 0.874; PCA-Gauss 0.733 / 0.759
 / 0.808 / 0.852 / 0.862. P3GM falls apart at eps = 0.1 (AUROC below chance, zero shares 0.77
 / 0.78, 2-way TVD 0.22) where DP-VAE, the same DP-SGD without the DP-PCA / DP-EM encoder,
-holds 0.79: the encoder's 30% of a 0.1 budget is noise (not yet investigated further).
+holds 0.79. Likely cause, not yet tested: at eps = 0.1 the calibrated DP-PCA and DP-EM
+multipliers are 267 and 177, so the PCA noise's spectral norm (about 2 sqrt(114) 267 ~ 5,700)
+exceeds the scatter's leading eigenvalues and the prior's covariance noise is as large as the
+latent variances.
 
 Writes ``adult_epsilon_sweep.png`` into ``--out`` (default ``docs/figures``). The JSON holds
-``points`` (one per method, epsilon and seed: AUROC, AUPRC, the ledger's epsilon, seconds)
-and ``real`` (the real-data baseline).
+``points`` (one per method, epsilon and seed: AUROC, AUPRC, ``tvd_2way``, one ``mass:<column>``
+share per column with point masses, the ledger's epsilon, seconds) and ``real`` (the
+real-data baseline: the same keys, the TVD being the test split's against train).
 """
 
 from __future__ import annotations
