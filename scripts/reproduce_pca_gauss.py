@@ -26,6 +26,9 @@ fitted on the Adult training split, synthetic rows scored train-on-synthetic-tes
 with the paper's classifiers (:func:`jdp.eval.utility.paper_classifiers`), one row per
 classifier and seed, beside the same classifiers trained on real rows (``--part
 adult-tstr`` runs only this part; quick mode: 10,000 synthetic and real training rows).
+Measured (``--part adult-tstr --json``, 4 seeds, k = 8, 56 s): synthetic AUROC mean / min
+LogisticRegression 0.802 / 0.769, AdaBoost 0.835 / 0.807, GradientBoosting 0.819 / 0.812,
+XGBoost 0.750 / 0.724 (real 0.904-0.927); the issue's bar is 0.65 on every classifier and seed.
 
 Fig. 1: the metric against the dimension ``k`` with Pub-PCA for several epsilon (the last
 point, ``k = d``, is no reduction), written as a PNG; the JSON also states, per task and
