@@ -9,7 +9,12 @@ from __future__ import annotations
 
 from accounting import events as ev
 from accounting.relations import dpsgd_sensitivity_factor
-from accounting.validation import check_count, check_positive, check_probability
+from accounting.validation import (
+    check_count,
+    check_nonnegative,
+    check_positive,
+    check_probability,
+)
 
 
 def dpsgd_event(
@@ -19,6 +24,7 @@ def dpsgd_event(
     *,
     sampling: str = "poisson",
     dataset_size: int | None = None,
+    noise_cut: float = 0.0,
 ) -> ev.DpEvent:
     """The event of ``steps`` DP-SGD steps (Abadi et al. 2016, Alg. 1), to be accounted under
     :func:`accounting.relations.dpsgd_neighboring_relation` ``(sampling)``.
@@ -39,25 +45,39 @@ def dpsgd_event(
         ``q``) or ``"without_replacement"`` (fixed batches of ``round(q * dataset_size)``
         records).
       dataset_size: required for ``"without_replacement"``.
+      noise_cut: the total variation between one step's noise draw and the ideal Gaussian
+        (the noise sampler's cut, e.g. :func:`jdp.dpsgd.noise.noise_cut`); ``steps`` times it
+        is recorded beside the steps as a :class:`~accounting.events.NoiseCutDpEvent`.
 
     Returns:
       ``SelfComposedDpEvent(PoissonSampledDpEvent(q, GaussianDpEvent(z)), steps)`` or
       ``SelfComposedDpEvent(SampledWithoutReplacementDpEvent(n, m, GaussianDpEvent(z / 2)),
-      steps)``.
+      steps)``; with a ``noise_cut``, composed with ``NoiseCutDpEvent(steps * noise_cut)``.
     """
     z = check_positive("noise_multiplier", noise_multiplier)
     q = check_probability("sampling_prob", sampling_prob)
     steps = check_count("steps", steps)
     gaussian = ev.GaussianDpEvent(z / dpsgd_sensitivity_factor(sampling))
     if sampling == "poisson":
-        return ev.SelfComposedDpEvent(ev.PoissonSampledDpEvent(q, gaussian), steps)
-    if dataset_size is None:
-        raise ValueError("expected dataset_size for sampling='without_replacement', got None")
-    n = check_count("dataset_size", dataset_size, minimum=1)
-    m = round(q * n)
-    if m < 1:
-        raise ValueError(f"expected sampling_prob * dataset_size >= 1, got {q * n:g}")
-    return ev.SelfComposedDpEvent(ev.SampledWithoutReplacementDpEvent(n, m, gaussian), steps)
+        steps_event = ev.SelfComposedDpEvent(ev.PoissonSampledDpEvent(q, gaussian), steps)
+    else:
+        if dataset_size is None:
+            raise ValueError("expected dataset_size for sampling='without_replacement', got None")
+        n = check_count("dataset_size", dataset_size, minimum=1)
+        m = round(q * n)
+        if m < 1:
+            raise ValueError(f"expected sampling_prob * dataset_size >= 1, got {q * n:g}")
+        sampled = ev.SampledWithoutReplacementDpEvent(n, m, gaussian)
+        steps_event = ev.SelfComposedDpEvent(sampled, steps)
+    return with_noise_cut(steps_event, steps * check_nonnegative("noise_cut", noise_cut))
 
 
-__all__ = ["dpsgd_event"]
+def with_noise_cut(event: ev.DpEvent, tail_mass: float) -> ev.DpEvent:
+    """``event`` composed with ``NoiseCutDpEvent(tail_mass)``; ``event`` itself when the
+    mass is 0 (an ideal sampler). The one way a release attaches its sampler's cut."""
+    if check_nonnegative("tail_mass", tail_mass) == 0:
+        return event
+    return ev.ComposedDpEvent([event, ev.NoiseCutDpEvent(float(tail_mass))])
+
+
+__all__ = ["dpsgd_event", "with_noise_cut"]

@@ -194,6 +194,7 @@ def calibrate_noise_multiplier(
     sampling: str = "poisson",
     dataset_size: int | None = None,
     accountant: str = BEST,
+    noise_cut: float = 0.0,
 ) -> float:
     """The smallest DP-SGD noise multiplier ``z`` (noise std / clip norm ``C``) meeting
     (target_epsilon, target_delta).
@@ -201,15 +202,22 @@ def calibrate_noise_multiplier(
     Built on :func:`calibrate` with :func:`accounting.builders.dpsgd_event`, in the same units
     as that function's ``noise_multiplier`` (and :func:`jdp.dpsgd.train.train`'s), under
     :func:`accounting.relations.dpsgd_neighboring_relation` (REPLACE_ONE for fixed-size
-    sampling without replacement, where the event's Gaussian is ``z / 2``).
+    sampling without replacement, where the event's Gaussian is ``z / 2``), with the noise
+    sampler's cut ``noise_cut`` per step (:func:`accounting.builders.dpsgd_event`).
     """
     q = check_probability("sampling_prob", sampling_prob)
     steps = check_count("steps", steps, minimum=1)
     relation = dpsgd_neighboring_relation(sampling)
-    dpsgd_event(1.0, q, steps, sampling=sampling, dataset_size=dataset_size)  # validate
+
+    def plan(z: float) -> ev.DpEvent:
+        return dpsgd_event(
+            z, q, steps, sampling=sampling, dataset_size=dataset_size, noise_cut=noise_cut
+        )
+
+    plan(1.0)  # validate
     try:
         return calibrate(
-            lambda z: dpsgd_event(z, q, steps, sampling=sampling, dataset_size=dataset_size),
+            plan,
             target_epsilon=target_epsilon,
             target_delta=target_delta,
             accountant=accountant,

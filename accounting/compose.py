@@ -20,6 +20,12 @@ approximation), ``moments`` (numerical integration, no error bound) and ``holder
 looser variant of RDP) are not among them.
 
 ``delta = 0`` always asks for pure DP (finite only if every component is pure).
+
+Two kinds of component are taken out before an accountant sees an event
+(:func:`split_approximate`): (epsilon, delta) components, added by basic composition, and
+sampler cuts (:class:`~accounting.events.NoiseCutDpEvent`), whose summed total variation
+``tau`` costs ``(1 + e^epsilon) tau`` of delta on top of what the accountant finds for the
+ideal mechanisms (so a ledger with a cut is never pure DP).
 """
 
 from __future__ import annotations
@@ -30,11 +36,13 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import NamedTuple
 
+import attr
+
 from accounting import events as ev
 from accounting.accountants import base, gdp, holder, moments, pld, pure, rdp, zcdp
 from accounting.accountants.base import SharedBatch
 from accounting.relations import ADD_OR_REMOVE_ONE, check_relation
-from accounting.validation import check_nonnegative
+from accounting.validation import check_count, check_nonnegative
 
 #: The registry: accountant name -> factory (keyword ``shared_batch``). A new accountant is a
 #: module with a :class:`~accounting.accountants.base.Accountant` subclass and one line here.
@@ -151,7 +159,7 @@ def _prepare(
     accountant: str,
     neighboring_relation: ev.NeighboringRelation,
     shared_batch: SharedBatch,
-) -> tuple[base.Accountant, ev.NeighboringRelation, tuple[float, float, ev.DpEvent]]:
+) -> tuple[base.Accountant, ev.NeighboringRelation, Split]:
     """The checked accountant and relation, and :func:`split_approximate` of ``event``."""
     acc = make_accountant(accountant, shared_batch=shared_batch)
     relation = check_relation(neighboring_relation)
@@ -187,15 +195,15 @@ def compute_epsilon(
         return best_epsilon(
             event, delta, neighboring_relation=neighboring_relation, shared_batch=shared_batch
         ).value
-    acc, relation, (eps_a, delta_a, rest) = _prepare(
+    acc, relation, (eps_a, delta_a, tail, rest) = _prepare(
         event, accountant, neighboring_relation, shared_batch
     )
     remaining = check_nonnegative("delta", delta) - delta_a
-    if remaining < 0:
+    if remaining < 0 or (remaining == 0 and tail > 0):
         return math.inf
     if remaining == 0:  # pure DP asked for (or left over): the pure epsilon of the rest
         return eps_a + pure.event_epsilon(rest, relation)
-    return eps_a + acc.epsilon(rest, remaining, relation)
+    return _epsilon_with_cut(lambda d: eps_a + acc.epsilon(rest, d, relation), remaining, tail)
 
 
 def compute_delta(
@@ -212,23 +220,45 @@ def compute_delta(
         return best_delta(
             event, epsilon, neighboring_relation=neighboring_relation, shared_batch=shared_batch
         ).value
-    acc, relation, (eps_a, delta_a, rest) = _prepare(
+    acc, relation, (eps_a, delta_a, tail, rest) = _prepare(
         event, accountant, neighboring_relation, shared_batch
     )
     e = check_nonnegative("epsilon", epsilon)
     if e < eps_a:
         return 1.0
-    return min(1.0, delta_a + acc.delta(rest, e - eps_a, relation))
+    return min(1.0, delta_a + acc.delta(rest, e - eps_a, relation) + _cut_charge(e, tail))
 
 
-def split_approximate(event: ev.DpEvent) -> tuple[float, float, ev.DpEvent]:
-    """Separate the :class:`~accounting.events.EpsilonDeltaDpEvent` components of ``event``.
+class Split(NamedTuple):
+    """An event taken apart by :func:`split_approximate`.
 
-    Returns ``(epsilon_a, delta_a, rest)``: the basic-composition sums of the (epsilon, delta)
-    components found in (self-)compositions, and the event without them. ``rest is event``
-    exactly when there is none. The accountants analyse ``rest`` at ``delta - delta_a`` and add
-    ``epsilon_a`` (basic composition, Dwork & Roth 2014, Thm. 3.16).
+    Attributes:
+      epsilon, delta: the basic-composition sums of its
+        :class:`~accounting.events.EpsilonDeltaDpEvent` components.
+      tail_mass: the sum of its :class:`~accounting.events.NoiseCutDpEvent` masses (the
+        total variation between its samplers and the ideal noise).
+      rest: the event without either.
     """
+
+    epsilon: float
+    delta: float
+    tail_mass: float
+    rest: ev.DpEvent
+
+
+def split_approximate(event: ev.DpEvent) -> Split:
+    """Separate the (epsilon, delta) and sampler-cut components of ``event``.
+
+    :class:`~accounting.events.EpsilonDeltaDpEvent` components of (self-)compositions are
+    summed by basic composition (Dwork & Roth 2014, Thm. 3.16): the accountants analyse
+    ``rest`` at ``delta - delta_a`` and add ``epsilon_a``. :class:`~accounting.events.NoiseCutDpEvent`
+    masses are summed wherever they stand (a sampler runs in every partition and whether or
+    not a record was sampled; a ``k``-fold self-composition counts ``k`` times); the
+    ideal events in ``rest`` then pay ``(1 + e^epsilon) tail_mass`` of delta
+    (:func:`compute_epsilon`, :func:`compute_delta`). ``rest is event`` exactly when there is
+    neither.
+    """
+    tail, without_cuts = _strip_cuts(event)
 
     def walk(e: ev.DpEvent) -> tuple[float, float, ev.DpEvent | None]:
         if isinstance(e, ev.EpsilonDeltaDpEvent):
@@ -255,5 +285,86 @@ def split_approximate(event: ev.DpEvent) -> tuple[float, float, ev.DpEvent]:
             return e.count * eps, e.count * d, inner
         return 0.0, 0.0, e
 
-    eps_a, delta_a, rest = walk(event)
-    return eps_a, delta_a, ev.ComposedDpEvent([]) if rest is None else rest
+    eps_a, delta_a, rest = walk(without_cuts)
+    if rest is None:
+        rest = ev.ComposedDpEvent([])
+    return Split(eps_a, delta_a, tail, event if rest is event else rest)
+
+
+def _strip_cuts(e: ev.DpEvent) -> tuple[float, ev.DpEvent | None]:
+    """``(sum of the NoiseCut masses in e, e without them)``; ``None`` when ``e`` was a cut;
+    the same object when it held none."""
+    if isinstance(e, ev.NoiseCutDpEvent):
+        mass = check_nonnegative("tail_mass", e.tail_mass)
+        if mass > 1:
+            raise ValueError(f"expected tail_mass <= 1, got {e.tail_mass}")
+        return float(mass), None
+    if isinstance(e, (ev.ComposedDpEvent, ev.ParallelComposedDpEvent)):
+        parts = [_strip_cuts(x) for x in e.events]
+        if all(r is x for (_, r), x in zip(parts, e.events)):
+            return 0.0, e
+        if isinstance(e, ev.ComposedDpEvent):
+            kept = [r for _, r in parts if r is not None]
+            if len(kept) == 1:  # a composition of one is that event
+                return math.fsum(t for t, _ in parts), kept[0]
+        else:  # a partition whose only release was the cut releases nothing
+            kept = [ev.ComposedDpEvent([]) if r is None else r for _, r in parts]
+        return math.fsum(t for t, _ in parts), type(e)(kept)
+    if isinstance(e, ev.SelfComposedDpEvent):
+        mass, inner = _strip_cuts(e.event)
+        if inner is e.event:
+            return 0.0, e
+        count = check_count("count", e.count)
+        rest = None if inner is None else ev.SelfComposedDpEvent(inner, count)
+        return count * mass, rest
+    if isinstance(e, (ev.PoissonSampledDpEvent, ev.SampledWithoutReplacementDpEvent)):
+        mass, inner = _strip_cuts(e.event)
+        if inner is e.event:
+            return 0.0, e
+        return mass, attr.evolve(e, event=ev.ComposedDpEvent([]) if inner is None else inner)
+    return 0.0, e
+
+
+def pure_spend(event: ev.DpEvent) -> tuple[float, float]:
+    """``(epsilon, delta)`` of an event whose rest (:func:`split_approximate`) is pure:
+    ``epsilon = epsilon_a + pure epsilon of the rest`` and ``delta = delta_a + (1 +
+    e^epsilon) tail_mass`` (basic composition and the sampler-cut charge). The figure a
+    pure-DP release (a DP schema) subtracts from a budget."""
+    split = split_approximate(event)
+    eps = split.epsilon + pure.event_epsilon(split.rest, ADD_OR_REMOVE_ONE)
+    return eps, split.delta + _cut_charge(eps, split.tail_mass)
+
+
+def _cut_charge(epsilon: float, tail_mass: float) -> float:
+    """``(1 + e^epsilon) tail_mass``: the delta a sampler cut of total variation
+    ``tail_mass`` adds at ``epsilon`` (:class:`~accounting.events.NoiseCutDpEvent`)."""
+    if tail_mass == 0:
+        return 0.0
+    return math.inf if epsilon > 700 else (1.0 + math.exp(epsilon)) * tail_mass
+
+
+#: The shares of delta tried, in order, as the room left for a sampler cut's charge
+#: (:func:`_epsilon_with_cut`): ``1e-9`` of delta changes no epsilon visibly and serves every
+#: sampler the library ships; the larger ones serve coarse samplers.
+_CUT_SHARES = (1e-9, 1e-6, 1e-4, 1e-2, 0.1, 0.3, 0.5, 0.7, 0.9)
+
+
+def _epsilon_with_cut(epsilon_at: Callable[[float], float], delta: float, tail: float) -> float:
+    """An epsilon with ``epsilon_at(d)``'s delta plus the cut charge at most ``delta``.
+
+    ``e = epsilon_at(delta - s)`` is valid when the charge ``(1 + e^e) tail <= s``; the room
+    ``s`` is tried at :data:`_CUT_SHARES` of ``delta`` (at least ``2 tail``, the charge at
+    ``e = 0``) in increasing order and the first valid ``e`` is returned (a smaller room gives
+    a smaller ``e``). ``inf`` when none is valid: an upper bound, conservative when the cut is
+    a large share of ``delta``.
+    """
+    if tail == 0:
+        return epsilon_at(delta)
+    rooms = sorted({max(2.0 * tail, share * delta) for share in _CUT_SHARES})
+    for room in rooms:
+        if room >= delta:
+            break
+        e = epsilon_at(delta - room)
+        if _cut_charge(e, tail) <= room:
+            return e
+    return math.inf

@@ -14,6 +14,8 @@ interoperable with jax-privacy and TF Privacy, and add our own (as ``attrs`` sub
 * :class:`ParallelComposedDpEvent` -- mechanisms run on disjoint partitions of the data
   (PCA-Gauss per-class models, DPGM per-cluster models). See its docstring for the
   neighbouring-relation subtleties.
+* :class:`NoiseCutDpEvent` -- what a finite-precision noise sampler costs: the total
+  variation between its noise and the ideal noise (the ideal mass beyond the sampler's cut).
 
 Conventions: a ``GaussianDpEvent(z)`` means noise of standard deviation ``z`` times the L2
 sensitivity *under the ledger's neighbouring relation*; ``noise_multiplier = 0`` is the
@@ -76,6 +78,33 @@ class EpsilonDeltaDpEvent(DpEvent):
 
 
 @attr.s(frozen=True, slots=True, auto_attribs=True)
+class NoiseCutDpEvent(DpEvent):
+    """The noise of the releases composed with it came from a finite-precision sampler whose
+    law is within total variation ``tail_mass`` of the ideal noise the other events assume.
+
+    Every floating-point sampler has a cut: ``jax.random.normal`` in float32 cannot return
+    more than about 5.4 standard deviations, so an output beyond ``f(D) + 5.4 sigma`` is
+    impossible without a record and possible with it. A sampler that draws the ideal law
+    conditioned on staying within its support (Box-Muller on a uniform with a floor ``u_0``:
+    the radius of each pair is cut at ``sqrt(-2 ln u_0)``) is within total variation ``tau`` =
+    the ideal mass beyond the support of the ideal one. If the ideal mechanisms compose to
+    (epsilon, delta)-DP, the real ones are (epsilon, delta + (1 + e^epsilon) tau)-DP: for
+    every output set ``S``, ``P[M(D) in S] <= P[M*(D) in S] + tau <= e^eps P[M*(D') in S] +
+    delta + tau <= e^eps P[M(D') in S] + delta + (1 + e^eps) tau``, and the total variation of
+    an adaptive composition is at most the sum of its parts' (hybrid argument), so the masses
+    of all cut events of a ledger add (docs/privacy.md, "The sampler's cut").
+
+    Its mass is a property of the sampler's runs, not of which records they saw: a sampler
+    draws its noise whether or not a record was sampled and in every partition of a parallel
+    composition, so masses add wherever the event stands (a ``k``-fold self-composition
+    counts ``k`` times). The accountants strip it and add its mass through
+    :func:`accounting.compose.split_approximate`.
+    """
+
+    tail_mass: float
+
+
+@attr.s(frozen=True, slots=True, auto_attribs=True)
 class ParallelComposedDpEvent(DpEvent):
     """Mechanisms applied to disjoint partitions of the data (parallel composition).
 
@@ -116,6 +145,7 @@ __all__ = [
     "MuGdpEvent",
     "NeighboringRelation",
     "NoOpDpEvent",
+    "NoiseCutDpEvent",
     "NonPrivateDpEvent",
     "ParallelComposedDpEvent",
     "PoissonSampledDpEvent",

@@ -6,10 +6,10 @@ and turn the scores into an epsilon lower bound at the claimed delta
 (:func:`jdp.audit.bounds.epsilon_lower_bound`: threshold chosen on held-out trials,
 Clopper-Pearson rates). :func:`audit_mechanism` does this for any
 ``mechanism(key, dataset) -> output`` (JAX: trials batched with ``jax.vmap``) or
-``mechanism(rng, dataset) -> output`` (numpy: a loop). :data:`MECHANISM_AUDITS` registers
-an audit for every mechanism of the library, each built from the library's own functions
-and compared with the epsilon of the event the mechanism itself returned
-(:func:`claimed_epsilon`), never with a re-derived number.
+``mechanism(rng, dataset) -> output`` (numpy: a loop). :data:`MECHANISM_AUDITS` audits every
+mechanism of the catalogue (:mod:`jdp.audit.catalogue`, which the contract test reads too),
+each built from the library's own functions and compared with the epsilon of the event the
+mechanism itself returned (:func:`claimed_epsilon`), never with a re-derived number.
 
 **One-run audit of DP-SGD** (Steinke, Nasr & Jagielski 2023): :func:`one_run_dpsgd_audit`.
 
@@ -36,22 +36,15 @@ import optax
 
 from accounting import compute_epsilon
 from accounting import events as ev
-from accounting.calibrate import calibrate
 from accounting.validation import check_count, check_open_unit, check_positive
 from jdp.audit.bounds import EpsilonLowerBound, epsilon_lower_bound, one_run_epsilon_lower_bound
-from jdp.audit.canaries import (
-    boundary_canary,
-    corner_canary,
-    gaussian_shift_score,
-    gradient_canaries,
-    laplace_shift_score,
-)
+from jdp.audit.canaries import gradient_canaries
+from jdp.audit.catalogue import CATALOGUE, CLAIM_ACCOUNTANT, Mechanism
 
 __all__ = [
     "CLAIM_ACCOUNTANT",
     "MECHANISM_AUDITS",
     "AuditResult",
-    "MechanismAudit",
     "OneRunResult",
     "audit_mechanism",
     "audit_scores",
@@ -59,13 +52,6 @@ __all__ = [
     "one_run_dpsgd_audit",
     "run_mechanism_audit",
 ]
-
-#: The accountant the claims are read with: PLD, the tightest upper bound for the Gaussian,
-#: Laplace and subsampled Gaussian events audited here (a looser claim only helps a
-#: mechanism pass, and costs the audit its power).
-CLAIM_ACCOUNTANT = "pld"
-
-Scores = tuple[np.ndarray, np.ndarray, ev.DpEvent]
 
 
 def claimed_epsilon(event: ev.DpEvent, delta: float, accountant: str = CLAIM_ACCOUNTANT) -> float:
@@ -86,6 +72,8 @@ class AuditResult:
       wall_s: wall-clock seconds of the trials and the bound.
       end_to_end: whether the whole released output was audited (else one release inside
         a larger algorithm).
+      expect: ``"holds"``, or ``"breaks"`` for a retired sampler kept to show its failure
+        (:class:`jdp.audit.catalogue.Mechanism`).
       bound: the details (:class:`jdp.audit.bounds.EpsilonLowerBound`).
       event: the mechanism's event.
     """
@@ -99,6 +87,7 @@ class AuditResult:
     end_to_end: bool
     bound: EpsilonLowerBound = field(repr=False)
     event: ev.DpEvent = field(repr=False)
+    expect: str = "holds"
 
     @property
     def tightness(self) -> float:
@@ -116,6 +105,7 @@ class AuditResult:
             "trials": self.trials,
             "wall_s": self.wall_s,
             "end_to_end": self.end_to_end,
+            "expect": self.expect,
             "bound": self.bound.as_dict(),
         }
 
@@ -131,6 +121,7 @@ def audit_scores(
     method: Literal["clopper-pearson", "bayesian"] = "clopper-pearson",
     select_fraction: float = 0.2,
     end_to_end: bool = True,
+    expect: str = "holds",
     started: float | None = None,
 ) -> AuditResult:
     """The :class:`AuditResult` of scores already computed (``started``: a
@@ -154,6 +145,7 @@ def audit_scores(
         end_to_end=end_to_end,
         bound=bound,
         event=event,
+        expect=expect,
     )
 
 
@@ -238,393 +230,13 @@ def audit_mechanism(
     )
 
 
-# -- the registry ----------------------------------------------------------------------------
+# -- the registry: the catalogue's audited entries ---------------------------------------------
 
-
-@dataclass(frozen=True)
-class MechanismAudit:
-    """A registered audit: ``run(rng, trials=, epsilon=, delta=) -> (scores_out, scores_in,
-    event)`` with the noise calibrated to ``(epsilon, delta)`` by the library, the event the
-    one the mechanism returned.
-
-    Attributes:
-      name: the registry key.
-      description: what is released, the canary, the score.
-      run: the trials.
-      trials: the default (CI-sized) number of trials per dataset.
-      end_to_end: whether the whole released output is audited.
-    """
-
-    name: str
-    description: str
-    run: Callable[..., Scores]
-    trials: int
-    end_to_end: bool
-
-
-def _calibrated_z(event_fn: Callable[[float], ev.DpEvent], epsilon: float, delta: float) -> float:
-    return calibrate(
-        event_fn, target_epsilon=epsilon, target_delta=delta, accountant=CLAIM_ACCOUNTANT
-    )
-
-
-def _upper(m: np.ndarray) -> np.ndarray:
-    """Upper triangles (diagonal included) of a stack of square matrices, flattened."""
-    iu = np.triu_indices(m.shape[-1])
-    return m[..., iu[0], iu[1]]
-
-
-def _gaussian(rng: np.random.Generator, *, trials: int, epsilon: float, delta: float) -> Scores:
-    from jdp.mechanisms import gaussian_mechanism
-
-    z = _calibrated_z(ev.GaussianDpEvent, epsilon, delta)
-    base = float(rng.uniform(0.0, 1.0, 10).sum())  # ten records in the public range [0, 1]
-    out = []
-    for value in (base, base + 1.0):  # the canary: a record at the public bound 1
-        y, event = gaussian_mechanism(
-            rng, np.full(trials, value), l2_sensitivity=1.0, noise_multiplier=z
-        )
-        out.append(y)
-    return out[0], out[1], event
-
-
-def _laplace(rng: np.random.Generator, *, trials: int, epsilon: float, delta: float) -> Scores:
-    from jdp.mechanisms import laplace_mechanism
-
-    base = float(rng.uniform(0.0, 1.0, 10).sum())
-    out = []
-    for value in (base, base + 1.0):
-        y, event = laplace_mechanism(
-            rng, np.full(trials, value), l1_sensitivity=1.0, epsilon=epsilon
-        )
-        out.append(y)
-    return out[0], out[1], event
-
-
-def _loop(rng: np.random.Generator, trials: int, release: Callable, datasets: tuple) -> tuple:
-    """``release(rng, data) -> (outputs tuple, event)`` run ``trials`` times per dataset;
-    returns the outputs stacked per part and the event."""
-    stacked, event = [], None
-    for data in datasets:
-        runs = []
-        for _ in range(trials):
-            parts, event = release(rng, data)
-            runs.append(parts)
-        stacked.append([np.stack(p) for p in zip(*runs, strict=True)])
-    return stacked[0], stacked[1], event
-
-
-def _analyze_gauss(rng, *, trials: int, epsilon: float, delta: float) -> Scores:
-    from jdp.encoding.pca import noisy_scatter_gaussian, scatter_sum
-
-    d, c = 3, 1.0
-    z = _calibrated_z(ev.GaussianDpEvent, epsilon, delta)
-    x = rng.uniform(-1.0, 1.0, size=(8, d))
-    x /= np.linalg.norm(x, axis=1, keepdims=True)  # records on the unit sphere
-    xc = np.vstack([x, boundary_canary(d, c)])  # norm C: the scatter moves by C^2
-    centre = np.zeros(d)
-
-    def release(r, data):
-        y, e = noisy_scatter_gaussian(r, data, centre, noise_multiplier=z, l2_clip_norm=c)
-        return (_upper(y),), e
-
-    a = _upper(scatter_sum(x, centre, l2_clip_norm=c))
-    b = _upper(scatter_sum(xc, centre, l2_clip_norm=c))
-    y0, y1, event = _loop(rng, trials, release, (x, xc))
-    std = (z * c**2,)
-    return (
-        gaussian_shift_score(y0, (a,), (b,), std),
-        gaussian_shift_score(y1, (a,), (b,), std),
-        event,
-    )
-
-
-def _lap_pca(
-    rng,
-    *,
-    trials: int,
-    epsilon: float,
-    delta: float,
-    secure_noise: bool = False,
-    decimals: int | None = 9,
-) -> Scores:
-    """Lap-PCA's release; ``secure_noise`` and ``decimals`` (of the score) select the
-    floating-point audit (:func:`jdp.audit.canaries.laplace_shift_score`)."""
-    from jdp.encoding.pca import lap_pca_l1_sensitivity, noisy_scatter_laplace, scatter_sum
-
-    d = 2
-    lower, upper = -np.ones(d), np.ones(d)
-    centre = np.zeros(d)
-    x = rng.uniform(-1.0, 1.0, size=(8, d))
-    xc = np.vstack([x, corner_canary(lower, upper)])  # attains the L1 sensitivity
-
-    def release(r, data):
-        y, e = noisy_scatter_laplace(
-            r, data, centre, epsilon=epsilon, lower=lower, upper=upper, secure_noise=secure_noise
-        )
-        return (_upper(y),), e
-
-    a = _upper(scatter_sum(x, centre, l2_clip_norm=np.inf))
-    b = _upper(scatter_sum(xc, centre, l2_clip_norm=np.inf))
-    y0, y1, event = _loop(rng, trials, release, (x, xc))
-    lam = (lap_pca_l1_sensitivity(np.maximum(upper - centre, centre - lower)) / epsilon,)
-    return (
-        laplace_shift_score(y0, (a,), (b,), lam, decimals=decimals),
-        laplace_shift_score(y1, (a,), (b,), lam, decimals=decimals),
-        event,
-    )
-
-
-def _dp_em_step(rng, *, trials: int, epsilon: float, delta: float) -> Scores:
-    from jdp.encoding.em import em_statistics, initial_mixture, noisy_em_statistics
-
-    d, c = 2, 1.0
-    z = _calibrated_z(lambda s: ev.ComposedDpEvent([ev.GaussianDpEvent(s)] * 3), epsilon, delta)
-    mixture = initial_mixture(rng, 1, d, l2_clip_norm=c)
-    x = rng.uniform(-0.5, 0.5, size=(8, d))
-    xc = np.vstack([x, boundary_canary(d, c)])
-
-    def release(r, data):
-        return noisy_em_statistics(r, data, mixture, noise_multiplier=z, l2_clip_norm=c)
-
-    a = em_statistics(x, mixture, l2_clip_norm=c)
-    b = em_statistics(xc, mixture, l2_clip_norm=c)
-    y0, y1, event = _loop(rng, trials, release, (x, xc))
-    stds = (z, z * c, z * c**2)
-    return gaussian_shift_score(y0, a, b, stds), gaussian_shift_score(y1, a, b, stds), event
-
-
-def _dp_lloyd_step(rng, *, trials: int, epsilon: float, delta: float) -> Scores:
-    from jdp.encoding.kmeans import lloyd_statistics, noisy_lloyd_step
-
-    d, c = 2, 1.0
-    z = _calibrated_z(lambda s: ev.ComposedDpEvent([ev.GaussianDpEvent(s)] * 2), epsilon, delta)
-    centres = np.array([[0.5, 0.0], [-0.5, 0.0]])
-    x = rng.uniform(-0.5, 0.5, size=(8, d))
-    xc = np.vstack([x, boundary_canary(d, c)])
-
-    def release(r, data):
-        _, e, stats = noisy_lloyd_step(r, data, centres, noise_multiplier=z, l2_clip_norm=c)
-        return stats, e
-
-    a = lloyd_statistics(x, centres, l2_clip_norm=c)
-    b = lloyd_statistics(xc, centres, l2_clip_norm=c)
-    y0, y1, event = _loop(rng, trials, release, (x, xc))
-    stds = (z, z * c)
-    return gaussian_shift_score(y0, a, b, stds), gaussian_shift_score(y1, a, b, stds), event
-
-
-def _dpnorm(rng, *, trials: int, epsilon: float, delta: float) -> Scores:
-    from jdp.encoding.kmeans import dp_norm_bound
-
-    z = _calibrated_z(ev.GaussianDpEvent, epsilon, delta)
-    max_norm, bins = 1.0, 2
-    x = np.zeros((4, 2))  # norm 0: in no bin, so every count of D is 0
-    xc = np.vstack([x, boundary_canary(2, max_norm)])  # norm max_norm: the last bin
-    out, event = [], None
-    for data in (x, xc):
-        s = np.empty(trials)
-        for i in range(trials):
-            bound, event = dp_norm_bound(
-                rng, data, noise_multiplier=z, max_norm=max_norm, n_bins=bins
-            )
-            s[i] = float(bound == max_norm)
-        out.append(s)
-    return out[0], out[1], event
-
-
-def _dpsgd_step(rng, *, trials: int, epsilon: float, delta: float) -> Scores:
-    from jdp.dpsgd.batch_selection import padded_batch_size, poisson_batch
-    from jdp.dpsgd.noise import dp_aggregate
-    from jdp.dpsgd.step import make_dp_step
-    from jdp.dpsgd.train import DPSGDConfig
-
-    n, d, c, q = 8, 2, 1.0, 0.5
-    config = DPSGDConfig(
-        l2_clip_norm=c,
-        sampling_prob=q,
-        expected_batch_size=q * n,
-        steps=1,
-        target_epsilon=epsilon,
-        target_delta=delta,
-        accountant="rdp",  # calibrating with PLD takes ~15 PLD evaluations (seconds each)
-    )
-    z = config.calibrated_noise_multiplier(n)
-    event = config.event(z, n)
-    # records along e2 (invisible to the score), the canary 10 C e1 (clipped to C e1)
-    x = np.zeros((n + 1, d))
-    x[:n, 1] = rng.uniform(-1.0, 1.0, n)
-    x[n] = 10.0 * boundary_canary(d, c)
-
-    def loss_fn(params, example, key):
-        del key
-        return -jnp.dot(params, example)
-
-    def chain(key):
-        return optax.chain(
-            dp_aggregate(key, noise_multiplier=z, expected_batch_size=q * n), optax.sgd(1.0)
-        )
-
-    params = jnp.zeros(d)
-    step = make_dp_step(loss_fn, chain(jax.random.key(0)), l2_clip_norm=c)
-
-    def one(key, batch, mask):
-        noise_key, example_key = jax.random.split(key)
-        new, _, _ = step(params, chain(noise_key).init(params), batch, mask, example_key)
-        return new[0]  # the coordinate the canary's gradient moves
-
-    run = jax.jit(jax.vmap(one))
-    padded = padded_batch_size(n + 1, q)
-    key = jax.random.key(int(rng.integers(2**31)))
-    out = []
-    for size, k in zip((n, n + 1), jax.random.split(key), strict=True):
-        batches = [poisson_batch(rng, size, q, padded, overflow="raise")[0] for _ in range(trials)]
-        idx = np.stack([b.indices for b in batches])
-        mask = np.stack([b.mask for b in batches])
-        out.append(np.asarray(run(jax.random.split(k, trials), x[idx], mask), dtype=np.float64))
-    return out[0], out[1], event
-
-
-def _marginals(rng, *, trials: int, epsilon: float, delta: float) -> Scores:
-    import pandas as pd
-
-    from accounting import PrivacyBudget
-    from jdp.data.schema import Column, Schema
-    from jdp.synth import marginals
-
-    schema = Schema(columns=(Column(name="c", kind="categorical", categories=("a", "b", "c")),))
-    config = marginals.MarginalsConfig()
-    budget = PrivacyBudget(epsilon=epsilon, delta=delta)
-    base = pd.DataFrame({"c": list(rng.choice(["a", "b", "c"], 6))})
-    tables = [schema.conform(base), schema.conform(pd.concat([base, pd.DataFrame({"c": ["a"]})]))]
-    a, b = (np.concatenate([h.ravel() for h in marginals.cell_counts(t, config)]) for t in tables)
-    key = jax.random.key(int(rng.integers(2**31)))
-    out, event = [], None
-    for t, k in zip(tables, jax.random.split(key), strict=True):
-        ys = []
-        for kk in jax.random.split(k, trials):
-            model = marginals.fit(kk, t, budget, config)
-            ys.append(np.asarray(model.params["noisy_counts"], dtype=np.float64))
-            event = model.ledger.event
-        out.append(np.stack(ys))
-    z = marginals.noise_multiplier("gaussian", epsilon, delta)
-    std = (z * np.sqrt(len(schema)),)
-    return (
-        gaussian_shift_score((out[0],), (a,), (b,), std),
-        gaussian_shift_score((out[1],), (a,), (b,), std),
-        event,
-    )
-
-
-def _pca_gauss(rng, *, trials: int, epsilon: float, delta: float) -> Scores:
-    from jdp.synth.pca_gauss.config import PCAGaussConfig
-    from jdp.synth.pca_gauss.model import fit
-
-    config = PCAGaussConfig(n_components=1, mode="unsupervised", pca_source="lap")
-    x = np.zeros((6, 1))  # records at the centre: zero features
-    xc = np.vstack([x, np.ones((1, 1))])  # the canary at the corner of the box [-1, 1]
-    out, event = [], None
-    for data in (x, xc):
-        s = np.empty(trials)
-        for i in range(trials):
-            model = fit(rng, data, epsilon=epsilon, delta=delta, config=config)
-            g = model.gaussians[0]
-            # the released second-moment sum n_hat (Sigma + mu mu^T) (most of the budget;
-            # the canary adds 1, the other records 0), as far as the projections keep it
-            s[i] = max(g.count, 1.0) * float(g.cov[0, 0] + g.mean[0] ** 2)
-            event = model.ledger.event
-        out.append(s)
-    return out[0], out[1], event
-
-
-def _registry() -> dict[str, MechanismAudit]:
-    entries = [
-        MechanismAudit(
-            "gaussian",
-            "Gaussian mechanism on a sum of values in [0, 1]; canary 1; score: the output",
-            _gaussian,
-            5_000_000,
-            True,
-        ),
-        MechanismAudit(
-            "laplace",
-            "Laplace mechanism on a sum of values in [0, 1]; canary 1; score: the output",
-            _laplace,
-            1_000_000,
-            True,
-        ),
-        MechanismAudit(
-            "dpsgd-step",
-            "one Poisson-sampled DP-SGD step (jdp.dpsgd make_dp_step, dp_aggregate) on a "
-            "linear model; canary gradient 10 C e1 (clipped to C); score: w_1 after the step",
-            _dpsgd_step,
-            100_000,
-            True,
-        ),
-        MechanismAudit(
-            "analyze-gauss",
-            "Analyze-Gauss noisy scatter (jdp.encoding.pca.noisy_scatter_gaussian); canary "
-            "C e1; score: Gaussian likelihood ratio",
-            _analyze_gauss,
-            40_000,
-            False,
-        ),
-        MechanismAudit(
-            "lap-pca",
-            "Lap-PCA noisy scatter (noisy_scatter_laplace); canary: the box corner; score: "
-            "Laplace likelihood ratio, rounded to 9 decimals (see laplace_shift_score)",
-            _lap_pca,
-            40_000,
-            False,
-        ),
-        MechanismAudit(
-            "dp-em-step",
-            "DP-EM statistics (noisy_em_statistics, N, S, Q); canary C e1; score: Gaussian "
-            "likelihood ratio",
-            _dp_em_step,
-            30_000,
-            False,
-        ),
-        MechanismAudit(
-            "dp-lloyd-step",
-            "DP Lloyd statistics (noisy_lloyd_step counts and sums); canary C e1; score: "
-            "Gaussian likelihood ratio",
-            _dp_lloyd_step,
-            30_000,
-            False,
-        ),
-        MechanismAudit(
-            "dpnorm",
-            "DPNorm (dp_norm_bound, 2 bins); D has no counted record, the canary's norm is "
-            "max_norm; score: released bound == max_norm",
-            _dpnorm,
-            40_000,
-            True,
-        ),
-        MechanismAudit(
-            "dp-marginals",
-            "the marginals synthesizer's fit end to end (one categorical column, Gaussian); "
-            "canary: one more record; score: Gaussian likelihood ratio of the noisy counts",
-            _marginals,
-            3_000,
-            True,
-        ),
-        MechanismAudit(
-            "pca-gauss",
-            "PCA-Gauss fit end to end (Lap-PCA + Gaussian model, d = k = 1); canary at the "
-            "box corner; score: the released second-moment sum n (Sigma + mu^2)",
-            _pca_gauss,
-            5_000,
-            True,
-        ),
-    ]
-    return {e.name: e for e in entries}
-
-
-#: Every registered mechanism audit by name. P3GM is not audited end to end (one fit is a
-#: DP-SGD training run; an audit needs thousands): its releases are, here (analyze-gauss,
-#: dp-em-step, dpsgd-step) and by :func:`one_run_dpsgd_audit`.
-MECHANISM_AUDITS: dict[str, MechanismAudit] = _registry()
+#: Every audited mechanism of the catalogue (:data:`jdp.audit.catalogue.CATALOGUE`) by name.
+#: P3GM is not audited end to end (one fit is a DP-SGD training run; an audit needs
+#: thousands): its releases are, here (analyze-gauss, dp-em-step, dpsgd-step) and by
+#: :func:`one_run_dpsgd_audit`.
+MECHANISM_AUDITS: dict[str, Mechanism] = {m.name: m for m in CATALOGUE if m.audited}
 
 
 def run_mechanism_audit(
@@ -654,10 +266,11 @@ def run_mechanism_audit(
     entry = MECHANISM_AUDITS[name]
     check_positive("epsilon", epsilon)
     check_open_unit("delta", delta)
-    trials = check_count("trials", entry.trials if trials is None else trials, minimum=4)
+    trials = check_count("trials", entry.audit_trials if trials is None else trials, minimum=4)
     started = time.perf_counter()
-    scores_out, scores_in, event = entry.run(
-        np.random.default_rng(seed), trials=trials, epsilon=epsilon, delta=delta
+    param = entry.calibrated(epsilon, delta)
+    scores_out, scores_in, event = entry.run_audit(
+        np.random.default_rng(seed), trials, param, delta
     )
     return audit_scores(
         name,
@@ -668,6 +281,7 @@ def run_mechanism_audit(
         confidence=confidence,
         method=method,
         end_to_end=entry.end_to_end,
+        expect=entry.expect,
         started=started,
     )
 

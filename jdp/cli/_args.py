@@ -54,8 +54,9 @@ FLAGS: Mapping[str, tuple[tuple[str, ...], Mapping[str, Any]]] = {
         ("--verbose",),
         {
             "action": "store_true",
-            "help": "show private counts (rows, clipped values, 1/n) in warnings and errors; "
-            "for the data holder's own terminal only",
+            "help": "show private counts (rows, clipped values, 1/n) in warnings and errors, "
+            "and the warnings whose presence depends on the data (values clipped, records "
+            "dropped, delta >= 1/n); for the data holder's own terminal only",
         },
     ),
     "out": (("--out",), {"metavar": "DIR", "help": "output directory"}),

@@ -15,7 +15,7 @@ from accounting.builders import dpsgd_event
 from accounting.calibrate import calibrate_noise_multiplier
 from accounting.compose import BEST, best_epsilon, compute_epsilon, make_accountant
 from accounting.relations import dpsgd_neighboring_relation
-from accounting.validation import check_open_unit
+from accounting.validation import check_count, check_open_unit
 from jdp.cli._args import add_flags
 
 _ACCOUNTANTS = {"best": BEST, "rdp": "rdp", "pld": "pld", "gdp": "gdp_clt"}
@@ -57,6 +57,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="batch sampling (without_replacement: fixed size, replace-one relation)",
     )
     dpsgd.add_argument("--dataset-size", type=int, help="n (needed for without_replacement)")
+    dpsgd.add_argument(
+        "--params",
+        type=int,
+        help="number of model parameters the noise is drawn on: charges the noise sampler's "
+        "cut as jdp.dpsgd.train does (its ledger's figure for a model of this size, or "
+        "slightly above); without it, the ideal Gaussian's figure",
+    )
     add_flags(dpsgd, "json")
     dpsgd.set_defaults(func=run_dpsgd)
 
@@ -71,6 +78,7 @@ def account_dpsgd(
     accountant: str = "best",
     sampling: str = "poisson",
     dataset_size: int | None = None,
+    params: int | None = None,
 ) -> dict:
     """The result of ``jdp account dpsgd`` as a dict (the ``--json`` object).
 
@@ -79,7 +87,9 @@ def account_dpsgd(
     accountant (CLT approximation) warns when it reports and refuses to calibrate. ``best``
     calibrates with RDP (as :class:`jdp.dpsgd.train.DPSGDConfig` does) and reports the
     ledger's figure, which is at most the target; ``bound_by`` names the accountant that gave
-    it.
+    it. ``params``: the model's parameter count, whose noise draw's sampler cut is charged per
+    step (one pair per parameter: :func:`jdp.dpsgd.train.train`'s charge for a one-leaf
+    model, an upper bound on it for any model of that size).
     """
     if (noise_multiplier is None) == (target_epsilon is None):
         raise ValueError("expected exactly one of noise_multiplier and target_epsilon")
@@ -95,6 +105,7 @@ def account_dpsgd(
             UserWarning,
             stacklevel=2,
         )
+    cut = 0.0 if params is None else _noise_cut(params)
     if noise_multiplier is None:
         noise_multiplier = calibrate_noise_multiplier(
             target_epsilon=target_epsilon,
@@ -104,9 +115,15 @@ def account_dpsgd(
             sampling=sampling,
             dataset_size=dataset_size,
             accountant=name,
+            noise_cut=cut,
         )
     event = dpsgd_event(
-        noise_multiplier, sampling_prob, steps, sampling=sampling, dataset_size=dataset_size
+        noise_multiplier,
+        sampling_prob,
+        steps,
+        sampling=sampling,
+        dataset_size=dataset_size,
+        noise_cut=cut,
     )
     if name == BEST:
         bound = best_epsilon(event, delta, neighboring_relation=relation)
@@ -127,7 +144,20 @@ def account_dpsgd(
         "target_epsilon": target_epsilon,
         "sampling": sampling,
         "neighboring_relation": relation.name,
+        "params": params,
+        "noise_cut_per_step": None if params is None else cut,
     }
+
+
+def _noise_cut(params: int) -> float:
+    """The sampler's cut per step charged for ``params`` parameters: one pair each and the
+    overflow of one leaf holding them all, an upper bound on
+    :func:`jdp.dpsgd.noise.noise_cut` of any model with that many (the overflow bound is
+    superadditive, so one leaf is its worst arrangement)."""
+    from jdp.dpsgd.noise import PAIR_TAIL_MASS, deep_overflow  # JAX: imported only when asked
+
+    n = check_count("params", params, minimum=1)
+    return n * PAIR_TAIL_MASS + deep_overflow(n)
 
 
 def statement(result: dict) -> str:
@@ -154,6 +184,11 @@ def statement(result: dict) -> str:
             else ""
         )
         + "]."
+        + (
+            "\n  The noise sampler's cut is not charged (--params N charges it, as a fit does)."
+            if result["params"] is None
+            else f"\n  The noise sampler's cut is charged for {result['params']} parameters."
+        )
     )
 
 
@@ -167,6 +202,7 @@ def run_dpsgd(args: argparse.Namespace) -> int:
         accountant=args.accountant,
         sampling=args.sampling,
         dataset_size=args.dataset_size,
+        params=args.params,
     )
     print(json.dumps(result) if args.json else statement(result))
     return 0

@@ -12,9 +12,15 @@ model is saved atomically under a lock (:func:`jdp.synth.io.save`). A non-privat
 (``pgm``) is refused before any data is read. On a terminal each privacy-ledger entry is shown
 as it is spent (``--quiet``: nothing). ``jdp fit --help`` lists the methods, ``jdp fit
 --method M --help`` the options of M. Warnings and errors show no private counts unless
-``--verbose``; ``--json`` reports ``delta_ge_1_over_n`` (true when delta >= 1/n, the count
-itself only with ``--verbose``). The key is drawn from the ``fit`` stream of ``--seed``
-(:func:`jdp.cli._args.command_key`), never the one ``jdp sample --seed`` uses.
+``--verbose``, and the warnings whose presence depends on the data (values clipped to the
+bounds, records dropped for a suppressed category, delta >= 1/n) appear only with
+``--verbose``: without it the text output says, whatever the data, what the fit does to such
+values (:data:`DATA_NOTE`). ``--json`` reports ``delta_ge_1_over_n`` (with ``--verbose``:
+true when delta >= 1/n; without it ``null``, as ``n`` is private) and ``nonprivate_schema``
+(true when the schema was read off the data without DP, ``infer_schema_nonprivate``: the
+model is then not DP as a whole, and its privacy statement says so). The key is drawn from
+the ``fit`` stream of ``--seed`` (:func:`jdp.cli._args.command_key`), never the one ``jdp
+sample --seed`` uses.
 """
 
 from __future__ import annotations
@@ -45,6 +51,13 @@ if TYPE_CHECKING:
 
 
 DEFAULT_METHOD = "marginals"
+#: What ``jdp fit`` (text output, without ``--verbose``) says of the data whatever it holds,
+#: in place of the warnings whose presence would reveal something about the records.
+DATA_NOTE = (
+    "Numeric values outside the schema's bounds are clipped to them, and records holding a "
+    "category a DP schema release suppressed are dropped (or mapped to its 'other'); whether "
+    "any were, and whether delta >= 1/n, is private: --verbose shows it on your own terminal."
+)
 #: Longest one-line meaning of an option in ``jdp fit --method M --help``.
 MEANING_WIDTH = 100
 
@@ -260,7 +273,7 @@ def run(args: argparse.Namespace) -> int:
     from jdp.cli._args import command_key
     from jdp.synth.base import DeltaWarning, fit_model
     from jdp.synth.io import save
-    from jdp.verbosity import no_progress, progress_on_terminal
+    from jdp.verbosity import no_progress, private_details_shown, progress_on_terminal
 
     method = args.method or DEFAULT_METHOD
     out = check_output_directory(args.out, overwrite=args.overwrite)
@@ -277,11 +290,18 @@ def run(args: argparse.Namespace) -> int:
         path = save(model, out, overwrite=args.overwrite)
     except FileExistsError:  # another fit wrote into --out meanwhile
         raise ValueError(_not_empty(out)) from None
+    shown = private_details_shown()  # --verbose: the data-dependent warnings were raised
     if args.json:
-        delta_flag = any(issubclass(w.category, DeltaWarning) for w in caught)
-        details = {"model_dir": str(path), "delta_ge_1_over_n": delta_flag}
+        delta_flag = any(issubclass(w.category, DeltaWarning) for w in caught) if shown else None
+        details = {
+            "model_dir": str(path),
+            "delta_ge_1_over_n": delta_flag,
+            "nonprivate_schema": model.schema.nonprivate,
+        }
         print(json.dumps(model_summary(model, **details)))
     else:
         print(model.privacy_statement())
         print(f"saved {model.method} model to {path}")
+        if not shown:
+            print(DATA_NOTE)
     return 0

@@ -124,6 +124,7 @@ def _write(args, model, model_dir, synthetic, shape, out: Path):  # type: ignore
             "config": dataclasses.asdict(model.config),
         },
         sections=sections,
+        nonprivate_schema=model.schema.nonprivate,
     )
     return report, plots
 

@@ -44,7 +44,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import warnings
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,7 +54,8 @@ import pandas as pd
 
 from accounting import PrivacyLedger
 from accounting import events as ev
-from accounting.compose import split_approximate
+from accounting.builders import with_noise_cut
+from accounting.compose import pure_spend
 from accounting.validation import check_open_unit, check_positive
 from jdp.data.schema import (
     Column,
@@ -65,8 +65,10 @@ from jdp.data.schema import (
     Table,
     write_atomic,
 )
-from jdp.mechanisms.noise import laplace_mechanism
+from jdp.mechanisms.noise import LAPLACE_RELEASE_CUT, laplace_mechanism
 from jdp.mechanisms.selection import gumbel_max
+from jdp.mechanisms.tape import released
+from jdp.verbosity import warn_private
 
 RELEASE_FORMAT = "jdp-schema-release"
 #: Powers of two below the coarse range's half-width that :func:`log_bucket_edges` resolves.
@@ -76,6 +78,7 @@ RANGE_FAILURE = 1e-3
 SUPPRESSED = ("drop", "other")
 
 
+@released(lambda rng, values, q, lower, upper, epsilon: (q, lower, upper, epsilon))
 def dp_quantile(
     rng: np.random.Generator,
     values: np.ndarray,
@@ -151,7 +154,7 @@ def dp_range(
     epsilon: float,
     failure: float = RANGE_FAILURE,
     levels: int = LEVELS,
-) -> tuple[tuple[float, float], ev.LaplaceDpEvent]:
+) -> tuple[tuple[float, float], ev.DpEvent]:
     """The scale of ``values`` inside a coarse public range, from a Laplace log-histogram.
 
     The values (clipped to ``[lower, upper]``) are counted in the ``M`` buckets of
@@ -171,8 +174,9 @@ def dp_range(
     Privacy:
       Neighbouring relation: add/remove one record, which lands in exactly one bucket: the
       count vector changes by 1 in one entry, L1 sensitivity 1. The Laplace histogram is
-      epsilon-DP (event ``LaplaceDpEvent(1/epsilon)``); thresholding and choosing the range
-      are post-processing.
+      epsilon-DP (event :func:`jdp.mechanisms.noise.laplace_event` of the textbook sampler:
+      ``LaplaceDpEvent(1/epsilon)`` and its cut); thresholding and choosing the range are
+      post-processing.
 
     References:
       The log-scale bucket search of practical DP libraries (Google's differential-privacy
@@ -186,7 +190,11 @@ def dp_range(
     edges = log_bucket_edges(lower, upper, levels=levels)
     m = len(edges) - 1
     counts = np.bincount(bucket_index(edges, values), minlength=m).astype(np.float64)
-    noisy, event = laplace_mechanism(rng, counts, l1_sensitivity=1.0, epsilon=epsilon)
+    # the textbook sampler, as in dp_categories: the counts are compared, never released, and
+    # snapping's grid would move the thresholds' probabilities away from failure / M
+    noisy, event = laplace_mechanism(
+        rng, counts, l1_sensitivity=1.0, epsilon=epsilon, secure_noise=False
+    )
     passed = np.flatnonzero(noisy > math.log(m / (2.0 * failure)) / epsilon)
     top = int(np.argmax(noisy))
     first, last = min((top, *passed[:1])), max((top, *passed[-1:]))
@@ -271,16 +279,18 @@ def threshold_for(epsilon: float, delta: float) -> float:
     return 1.0 + math.log(1.0 / (2.0 * delta)) / epsilon
 
 
+@released(lambda rng, values, epsilon, delta: (epsilon, delta))
 def dp_categories(
     rng: np.random.Generator, values: pd.Series | np.ndarray, *, epsilon: float, delta: float
-) -> tuple[tuple, ev.EpsilonDeltaDpEvent]:
+) -> tuple[tuple, ev.DpEvent]:
     """The categories of ``values`` whose noisy count exceeds :func:`threshold_for`.
 
     Each distinct value's count gets independent Laplace(1/epsilon) noise; values above the
     threshold are released (sorted), counts are not.
 
     Returns:
-      ``(categories, EpsilonDeltaDpEvent(epsilon, delta))``: epsilon covers the noisy counts
+      ``(categories, EpsilonDeltaDpEvent(epsilon, delta))`` with the textbook Laplace
+      sampler's cut beside it (:func:`jdp.mechanisms.noise.laplace_event`): epsilon covers the noisy counts
       of values present in both neighbours; delta is the probability of releasing a value
       present in only one (Korolova et al. 2009, "Releasing search queries and clicks
       privately"; the stability-based histogram).
@@ -294,12 +304,17 @@ def dp_categories(
     check_positive("epsilon", epsilon)
     check_open_unit("delta", delta)
     counts = pd.Series(np.asarray(values, dtype=object)).value_counts(sort=False)
-    noisy, _ = laplace_mechanism(  # its LaplaceDpEvent is part of the event returned below
-        rng, counts.to_numpy(dtype=np.float64), l1_sensitivity=1.0, epsilon=epsilon
-    )
+    # the textbook sampler: the counts are never released (only which pass the threshold),
+    # so its low bits carry nothing; snapping's grid would move the threshold's probability
+    # and its calibration would read the private number of distinct values
+    noisy, _ = laplace_mechanism(
+        rng, counts.to_numpy(dtype=np.float64), l1_sensitivity=1.0, epsilon=epsilon,
+        secure_noise=False,
+    )  # fmt: skip
     keep = [v for v, c in zip(counts.index, noisy) if c > threshold_for(epsilon, delta)]
     cats = tuple(sorted(keep, key=lambda v: (str(type(v)), v)))
-    return cats, ev.EpsilonDeltaDpEvent(epsilon=float(epsilon), delta=float(delta))
+    event = ev.EpsilonDeltaDpEvent(epsilon=float(epsilon), delta=float(delta))
+    return cats, with_noise_cut(event, LAPLACE_RELEASE_CUT)
 
 
 @dataclass(frozen=True)
@@ -337,11 +352,13 @@ class SchemaRelease:
 
     @property
     def delta(self) -> float:
-        return split_approximate(self.ledger.event)[1]
+        """The release's delta: its (epsilon, delta) parts', plus its samplers' cut
+        (:func:`accounting.compose.pure_spend`)."""
+        return pure_spend(self.ledger.event)[1]
 
     @property
     def epsilon(self) -> float:
-        return self.ledger.epsilon(self.delta)
+        return pure_spend(self.ledger.event)[0]
 
     def privacy_statement(self) -> str:
         labels = ", ".join(self.ledger.labels)
@@ -362,7 +379,8 @@ class SchemaRelease:
         """:meth:`Schema.conform` of the released schema, after mapping each string value
         outside the released categories of an :meth:`other_columns` column to :attr:`other`
         (one :class:`~jdp.data.schema.SuppressedCategoryWarning` naming the columns, never the
-        values). Other values (missing, wrong type) are left for ``Schema.conform`` to judge.
+        values, and only under :func:`jdp.verbosity.show_private_details`). Other values
+        (missing, wrong type) are left for ``Schema.conform`` to judge.
 
         Privacy: a fixed public function of each record given the released schema, so
         neighbouring tables stay neighbours (``docs/privacy.md``, "Records holding a
@@ -382,7 +400,7 @@ class SchemaRelease:
                     mapped.append(name)
         if mapped:
             names = ", ".join(repr(n) for n in mapped)
-            warnings.warn(
+            warn_private(  # that such a value exists is private: only the data holder sees it
                 f"mapped the values of column(s) {names} that are not among the DP-released "
                 f"categories to {self.other!r} (values not shown)",
                 SuppressedCategoryWarning,

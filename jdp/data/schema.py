@@ -11,25 +11,30 @@ classification task). The schema is *public*: it is declared by the user (in cod
 file, :meth:`Schema.load`) or released by an accounted mechanism
 (:func:`jdp.data.dp_schema.infer_schema_dp`). Nothing in a schema may be read off the private
 data without a ledger event; :func:`infer_schema_nonprivate` does exactly that and therefore
-warns (:class:`NonPrivateSchemaWarning`) -- it exists for public data and for experiments.
+warns (:class:`NonPrivateSchemaWarning`) -- it exists for public data and for experiments. The
+schema it returns is marked ``nonprivate`` (saved with it, and with every model fitted on it),
+and a model fitted on it says in its privacy statement that the release is NOT DP as a whole
+(:data:`NONPRIVATE_SCHEMA_CLAIM`).
 
 :meth:`Schema.conform` checks a private DataFrame against the schema and returns a
-:class:`Table`: NaN, inf, unseen categories, wrong dtypes, missing or extra columns, an empty
-table or a single row raise an error naming the column; numeric values outside the declared
-bounds are clipped to them, with one :class:`ClipWarning` naming the columns. (The clip counts
-are a private statistic: they are kept on the :class:`Table` for the data holder, shown in the
-warning only under :func:`jdp.verbosity.show_private_details`, and no synthesizer may copy
-them into a model; nor is the row count shown when it is too small.) An unseen category may
-be one person's rare value, so no message shows it (nor how many there are): they name the
-column.
+:class:`Table`: NaN, inf, unseen categories, wrong dtypes, missing or extra columns raise an
+error naming the column (any number of rows, 0 included, is accepted: the count is private,
+DESIGN rule 7); numeric values outside the declared
+bounds are clipped to them. Whether any value was clipped is private (one out-of-bounds
+record decides it), so the :class:`ClipWarning` naming the columns and counts is shown only
+under :func:`jdp.verbosity.show_private_details` (:func:`jdp.verbosity.warn_private`); the
+counts are kept on the :class:`Table` for the data holder, and no synthesizer may copy them
+into a model. An unseen category may be one
+person's rare value, so no message shows it (nor how many there are): they name the column.
 
 A schema released by :func:`jdp.data.dp_schema.infer_schema_dp` is marked ``from_release``.
 Its categories are those DP discovery kept, so a record holding another value is expected:
 ``conform`` drops such records (a fixed public filter given the released schema; under
-add/remove neighbours it maps neighbouring tables to neighbouring or equal tables) with one
-:class:`SuppressedCategoryWarning` naming the columns, never the values. The mark also lets
-``fit_model`` warn (:class:`UnaccountedSchemaWarning`) when such a schema arrives without its
-:class:`~jdp.data.dp_schema.SchemaRelease`, i.e. without the ledger of its cost.
+add/remove neighbours it maps neighbouring tables to neighbouring or equal tables); one
+:class:`SuppressedCategoryWarning` names the columns, never the values, and only under
+:func:`jdp.verbosity.show_private_details` (that such a record exists is private). The mark
+also lets ``fit_model`` warn (:class:`UnaccountedSchemaWarning`) when such a schema arrives
+without its :class:`~jdp.data.dp_schema.SchemaRelease`, i.e. without the ledger of its cost.
 
 JSON layout (``Schema.to_dict``)::
 
@@ -38,7 +43,8 @@ JSON layout (``Schema.to_dict``)::
                  {"name": "sex", "kind": "categorical", "categories": ["Female", "Male"]},
                  {"name": "fnlwgt", "kind": "continuous", "lower": 1, "upper": 1.5e6}]}
 
-plus ``"from_release": true`` for a schema released with DP, and optionally:
+plus ``"from_release": true`` for a schema released with DP, ``"nonprivate": true`` for one
+read off the data by :func:`infer_schema_nonprivate` (absent: declared), and optionally:
 
 * per numeric column ``"point_masses": [0]`` -- public values that many records hold exactly
   (Adult's capital-gain is 0 for most people); the encoders give each a state of its own
@@ -75,11 +81,17 @@ import numpy as np
 import pandas as pd
 
 from jdp.data.constraints import FunctionalDependency
-from jdp.verbosity import private_detail, private_details_shown
+from jdp.verbosity import private_detail, warn_private
 
 ColumnKind = Literal["continuous", "integer", "categorical"]
 KINDS: tuple[str, ...] = ("continuous", "integer", "categorical")
-MIN_ROWS = 2
+#: The first line of the privacy statement of a model fitted on a ``nonprivate`` schema
+#: (as :data:`accounting.ledger.PAPER_CLAIM` heads a paper-mode ledger's).
+NONPRIVATE_SCHEMA_CLAIM = (
+    "Non-private schema: its bounds and categories were read off the private data without a "
+    "mechanism (infer_schema_nonprivate) -- this release is NOT differentially private as a "
+    "whole; the guarantee below covers only the fit given that schema."
+)
 
 
 class ClipWarning(UserWarning):
@@ -284,11 +296,15 @@ class Schema:
     ``from_release`` marks a schema released by :func:`jdp.data.dp_schema.infer_schema_dp`:
     :meth:`conform` drops the records holding a category outside it instead of raising, and
     ``fit_model`` warns when it is used without its ``SchemaRelease`` (see the module doc).
+    ``nonprivate`` marks a schema read off the data by :func:`infer_schema_nonprivate`: a
+    model fitted on it is not DP as a whole and its privacy statement says so. Neither: the
+    schema is declared public by the user.
     """
 
     columns: tuple[Column, ...]
     target: str | None = None
     from_release: bool = False
+    nonprivate: bool = False
     missing_values: tuple[str, ...] = ("",)
     ignore: tuple[str, ...] = ()
     constraints: tuple[FunctionalDependency, ...] = ()
@@ -320,9 +336,17 @@ class Schema:
                 problems.add(ValueError(f"target column {self.target!r} must be categorical"))
             elif cols[names.index(self.target)].nullable:
                 problems.add(ValueError(f"target column {self.target!r} must not be nullable"))
-        if not isinstance(self.from_release, bool):
+        for flag in ("from_release", "nonprivate"):
+            if not isinstance(getattr(self, flag), bool):
+                problems.add(
+                    TypeError(f"expected {flag} to be a bool, got {getattr(self, flag)!r}")
+                )
+        if self.from_release is True and self.nonprivate is True:
             problems.add(
-                TypeError(f"expected from_release to be a bool, got {self.from_release!r}")
+                ValueError(
+                    "expected at most one of from_release and nonprivate to be true (a schema "
+                    "is released with DP or read off the data, not both)"
+                )
             )
         for field_name in ("missing_values", "ignore"):
             value = getattr(self, field_name)
@@ -374,6 +398,8 @@ class Schema:
         out = {"target": self.target, "columns": [c.to_dict() for c in self.columns]}
         if self.from_release:
             out["from_release"] = True
+        if self.nonprivate:
+            out["nonprivate"] = True
         if self.missing_values != ("",):
             out["missing_values"] = list(self.missing_values)
         if self.ignore:
@@ -396,8 +422,8 @@ class Schema:
         ):
             raise ValueError("expected a schema object with a 'columns' list")
         unknown = set(data) - {
-            "target", "columns", "from_release", "missing_values", "ignore", "description",
-            "constraints",
+            "target", "columns", "from_release", "nonprivate", "missing_values", "ignore",
+            "description", "constraints",
         }  # fmt: skip
         problems = Problems()
         if unknown:
@@ -422,6 +448,7 @@ class Schema:
             columns=tuple(columns),
             target=data.get("target"),
             from_release=data.get("from_release", False),
+            nonprivate=data.get("nonprivate", False),
             constraints=tuple(constraints),
             **{k: lists.get(k, data[k]) for k in ("missing_values", "ignore") if k in data},
         )
@@ -449,19 +476,17 @@ class Schema:
 
         A schema ``from_release`` drops the records holding a category outside its domain
         (one :class:`SuppressedCategoryWarning` naming the columns); any other schema raises.
+        Both warnings (clipped values, dropped records) depend on the private records, so
+        they appear only under :func:`jdp.verbosity.show_private_details`.
 
         Raises:
           TypeError: ``data`` is not a DataFrame, or a column has the wrong dtype.
-          ValueError: empty table or a single row (also after dropping), missing/extra/target
-            column, NaN, inf, non-integer value in an integer column, category outside the
-            domain (the message names the column, never the values).
+          ValueError: missing/extra/target column, NaN, inf, non-integer value in an integer
+            column, category outside the domain (the message names the column, never the
+            values).
         """
         if not isinstance(data, pd.DataFrame):
             raise TypeError(f"expected a pandas DataFrame, got {type(data).__name__}")
-        if len(data) < MIN_ROWS:
-            raise ValueError(
-                f"too few rows: expected at least {MIN_ROWS}" + private_detail(f"got {len(data)}")
-            )
         data = data.drop(columns=[n for n in self.ignore if n in data.columns])
         problems = Problems()
         if self.target is not None and self.target not in data.columns:
@@ -495,13 +520,12 @@ class Schema:
                     clipped[col.name] = n_clipped
             else:
                 out[col.name] = typed_labels(col, labels[col.name][keep])
-        if clipped:
+        if clipped:  # whether any value was clipped is private: only the data holder sees it
             detail = ", ".join(
-                ("values" if not private_details_shown() else f"{n} value(s)")
-                + f" of column {name!r} to [{self[name].lower:g}, {self[name].upper:g}]"
+                f"{n} value(s) of column {name!r} to [{self[name].lower:g}, {self[name].upper:g}]"
                 for name, n in clipped.items()
             )
-            warnings.warn(f"clipped {detail}", ClipWarning, stacklevel=2)
+            warn_private(f"clipped {detail}", ClipWarning, stacklevel=2)
         frame = pd.DataFrame(out, index=pd.RangeIndex(len(data)))
         return Table(frame=frame, schema=self, clip_counts=clipped)
 
@@ -530,12 +554,8 @@ class Schema:
                     )
                 )
             problems.raise_if_any()
-        if keep.sum() < MIN_ROWS:
-            raise ValueError(
-                f"expected at least {MIN_ROWS} rows whose categories are in the DP-released schema"
-            )
         names = ", ".join(repr(name) for name in bad)
-        warnings.warn(
+        warn_private(  # that such a record exists is private: only the data holder sees it
             f"dropped the records whose value in column(s) {names} is not among the DP-released "
             "categories (values not shown)",
             SuppressedCategoryWarning,
@@ -664,7 +684,9 @@ def infer_schema_nonprivate(data: pd.DataFrame, *, target: str | None = None) ->
     experiments; for private data declare the schema or use
     :func:`jdp.data.dp_schema.infer_schema_dp`.
 
-    Floats become ``continuous``, integers ``integer``, everything else ``categorical``.
+    Floats become ``continuous``, integers ``integer``, everything else ``categorical``. The
+    schema is marked ``nonprivate``: saved with it and with every model fitted on it, whose
+    privacy statement then opens with :data:`NONPRIVATE_SCHEMA_CLAIM`.
     """
     warnings.warn(
         "infer_schema_nonprivate reads bounds and categories off the data without differential "
@@ -690,4 +712,4 @@ def infer_schema_nonprivate(data: pd.DataFrame, *, target: str | None = None) ->
         else:
             cats = sorted(pd.unique(s.dropna()).tolist(), key=lambda v: (str(type(v)), v))
             cols.append(Column(name=str(name), kind="categorical", categories=tuple(cats)))
-    return Schema(columns=tuple(cols), target=target)
+    return Schema(columns=tuple(cols), target=target, nonprivate=True)

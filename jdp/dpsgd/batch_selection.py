@@ -74,17 +74,19 @@ def padded_batch_size(
     """Smallest ``B``, a multiple of ``multiple_of``, with ``P(Bin(n, q) > B) <= overflow_prob``.
 
     Args:
-        dataset_size: ``n``, the number of records.
+        dataset_size: ``n``, the number of records (0 included: DP-SGD is defined for every
+            ``n``, and nothing refuses a private count, DESIGN rule 7).
         sampling_prob: ``q`` in ``(0, 1]``.
         overflow_prob: tolerated probability that one step needs more than one chunk.
         multiple_of: round ``B`` up to a multiple of this (micro-batch size, device count).
     """
-    n = check_count("dataset_size", dataset_size, minimum=1)
+    n = check_count("dataset_size", dataset_size, minimum=0)
     q = check_probability("sampling_prob", sampling_prob)
     check_open_unit("overflow_prob", overflow_prob)
     m = check_count("multiple_of", multiple_of, minimum=1)
     size = max(1, int(stats.binom.ppf(1.0 - overflow_prob, n, q)))
-    return min(math.ceil(size / m) * m, math.ceil(n / m) * m)
+    # at least one (masked) slot: a dataset of no records still takes its noisy steps
+    return max(m, min(math.ceil(size / m) * m, math.ceil(n / m) * m))
 
 
 def _pad(indices: np.ndarray, padded_size: int) -> PaddedBatch:
@@ -123,7 +125,7 @@ def poisson_batch(
         The set of selected records is exactly Poisson(q) under either policy, so the step
         is accounted as ``PoissonSampledDpEvent(q, ...)``.
     """
-    n = check_count("dataset_size", dataset_size, minimum=1)
+    n = check_count("dataset_size", dataset_size, minimum=0)
     q = check_probability("sampling_prob", sampling_prob)
     b = check_count("padded_size", padded_size, minimum=1)
     if overflow not in ("accumulate", "raise"):
@@ -188,13 +190,25 @@ class BatchSelection:
         return dpsgd_sensitivity_factor(self.name)
 
     def event(
-        self, noise_multiplier: float, sampling_prob: float, steps: int, dataset_size: int
+        self,
+        noise_multiplier: float,
+        sampling_prob: float,
+        steps: int,
+        dataset_size: int,
+        *,
+        noise_cut: float = 0.0,
     ) -> DpEvent:
         """The event of ``steps`` DP-SGD steps with noise std ``noise_multiplier * C``
         (:func:`accounting.builders.dpsgd_event`; ``dataset_size`` is read by fixed-size
-        sampling only, whose replace-one analysis makes ``n`` public)."""
+        sampling only, whose replace-one analysis makes ``n`` public; ``noise_cut``: the
+        sampler's cut per step)."""
         return dpsgd_event(
-            noise_multiplier, sampling_prob, steps, sampling=self.name, dataset_size=dataset_size
+            noise_multiplier,
+            sampling_prob,
+            steps,
+            sampling=self.name,
+            dataset_size=dataset_size,
+            noise_cut=noise_cut,
         )
 
     def natural_padded_size(
@@ -246,7 +260,7 @@ class BatchSelection:
         overflow: OverflowPolicy = "accumulate",
     ) -> Iterator[list[PaddedBatch]]:
         """Yield ``steps`` logical batches (:meth:`batch`), each a list of padded chunks."""
-        n = check_count("dataset_size", dataset_size, minimum=1)
+        n = check_count("dataset_size", dataset_size, minimum=0)
         q = check_probability("sampling_prob", sampling_prob)
         steps = check_count("steps", steps, minimum=1)
         padded = self.natural_padded_size(n, q, 1) if padded_size is None else padded_size

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import jax
 import jax.numpy as jnp
 
+from accounting.builders import with_noise_cut
 from accounting.events import (
     ComposedDpEvent,
     DpEvent,
@@ -36,7 +37,7 @@ from accounting.events import (
     SelfComposedDpEvent,
 )
 from accounting.validation import check_count, check_positive, check_probability
-from jdp.dpsgd.noise import gaussian_noise
+from jdp.dpsgd.noise import gaussian_noise, noise_cut
 
 
 def clipping_decay(l2_clip_norm: float, decay: float, every: int = 1) -> Callable[[int], float]:
@@ -99,12 +100,26 @@ def dpnorm(key: jax.Array, norms: jax.Array, mask: jax.Array, config: AdaptiveCl
 
 
 def adaptive_clip_event(
-    config: AdaptiveClip, noise_multiplier: float, sampling_prob: float, steps: int
+    config: AdaptiveClip,
+    noise_multiplier: float,
+    sampling_prob: float,
+    steps: int,
+    *,
+    noise_cut: float = 0.0,
 ) -> DpEvent:
-    """``steps`` DPGM steps: histogram and gradient on the same Poisson batch, per step."""
+    """``steps`` DPGM steps: histogram and gradient on the same Poisson batch, per step;
+    ``noise_cut`` is the gradient draw's sampler cut per step, to which the histogram's
+    (:func:`jdp.dpsgd.noise.noise_cut` of ``bins`` counts) is added."""
     z = check_positive("noise_multiplier", noise_multiplier)
     q = check_probability("sampling_prob", sampling_prob)
+    steps = check_count("steps", steps, minimum=1)
     inner = ComposedDpEvent([GaussianDpEvent(config.noise_multiplier), GaussianDpEvent(z)])
-    return SelfComposedDpEvent(
-        PoissonSampledDpEvent(q, inner), check_count("steps", steps, minimum=1)
+    per_step = noise_cut + histogram_noise_cut(config)
+    return with_noise_cut(
+        SelfComposedDpEvent(PoissonSampledDpEvent(q, inner), steps), steps * per_step
     )
+
+
+def histogram_noise_cut(config: AdaptiveClip) -> float:
+    """The sampler's cut of one DPNorm histogram draw (``bins`` counts)."""
+    return noise_cut(jax.ShapeDtypeStruct((config.bins,), jnp.float32))

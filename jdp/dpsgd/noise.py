@@ -3,7 +3,9 @@
 Every privacy-noise draw of :mod:`jdp.dpsgd` happens here (DESIGN.md §1): the Gaussian noise
 on the clipped gradient sum (:func:`dp_aggregate`) and on DPGM's norm histogram
 (:func:`jdp.dpsgd.clip_schedules.dpnorm`) both come from :func:`gaussian_noise`, and the
-floating-point mitigation from :func:`secure_gaussian_sum`.
+floating-point mitigation from :func:`secure_gaussian_sum`. The sampler,
+:func:`standard_normal`, is cut at :data:`NORMAL_CUT` standard deviations and
+:func:`noise_cut` is what its cut costs per draw, which every DP-SGD event records.
 
 The privatizer follows optax's ``GradientTransformation`` (``init``/``update`` with a
 ``NamedTuple`` state, optax ``_src/base.py``) and is the first link of
@@ -32,19 +34,148 @@ from accounting.validation import check_nonnegative, check_positive
 from jdp.dpsgd.clipping import ClippedSum, Params
 
 SECURE_GRID_BITS = 8
+#: Slots for the pairs whose first word is 0 (probability ``2^-32`` each), per draw: each gets
+#: its own deep uniform (:func:`box_muller`); more such pairs than slots is the overflow event
+#: :func:`noise_cut` charges.
+DEEP_SLOTS = 32
+#: 32-bit words of a deep uniform (the exponent in blocks of 32 bits, then two words of it).
+DEEP_WORDS = 8
+#: The radius (in standard deviations) within which :func:`standard_normal` draws every pair,
+#: rounded down: its smallest uniform is ``2^-320`` (a first word 0, then eight zero deep
+#: words), so ``r = sqrt(-2 ln u) <= sqrt(640 ln 2) = 21.06``.
+NORMAL_CUT = 21.0
+#: The ideal probability that a pair of standard normals lies beyond :data:`NORMAL_CUT`
+#: (the radius of a pair is Rayleigh: ``P(r > t) = exp(-t^2 / 2)``): ``1.6e-96``.
+PAIR_TAIL_MASS = math.exp(-0.5 * NORMAL_CUT**2)
+
+
+def standard_normal(key: jax.Array, shape: tuple[int, ...], dtype: Any = float) -> jax.Array:
+    """``N(0, I)`` of ``shape`` whose cut lies at ``21`` standard deviations (per pair).
+
+    ``jax.random.normal`` in float32 inverts a uniform whose resolution ends near the tails,
+    so it never returns more than about 5.4 standard deviations: an output beyond
+    ``f(D) + 5.4 sigma`` is then impossible without a record and possible with it, a delta
+    the ideal Gaussian's accounting does not see (docs/privacy.md, "The sampler's cut").
+
+    Box-Muller on integers instead, with a uniform ``u`` down to ``2^-320``, at the cost of
+    two 32-bit words a pair (one a coordinate, as ``jax.random.normal``): ``r = sqrt(-2 ln
+    u)``, ``theta = 2 pi (l + 1/2) 2^-24`` (``l`` the low 24 bits of the second word ``w1``),
+    outputs ``r cos theta, r sin theta``. ``u`` is ``(w0 + (h + 1/2) 2^-8) 2^-32`` (``h`` the
+    top 8 bits of ``w1``): relative resolution ``2^-24`` for ``w0 >= 2^16``, coarser only for
+    ``u < 2^-16`` (``r > 4.7``), where it is still ``2^-8 / w0``; when ``w0 = 0`` (``u <
+    2^-32``, probability ``2^-32``) the pair takes one of :data:`DEEP_SLOTS` deep uniforms
+    instead, each from :data:`DEEP_WORDS` more words (:func:`box_muller`). In real
+    arithmetic this is the ideal pair conditioned on ``r <= sqrt(640 ln 2)`` except when more
+    than :data:`DEEP_SLOTS` pairs of one draw need the deep path (the extras keep ``u >=
+    2^-41``): :func:`noise_cut` charges both. Near ``r = 0`` the radius moves in steps of
+    ``sqrt(2^-23) = 3.5e-4``, and at ``u ~ 2^-32 w0`` in steps of ``2^-8 / (w0 r)``: wider
+    than that only for ``w0 < 2`` (probability ``2^-31`` a pair).
+    """
+    dtype = jnp.result_type(dtype)  # ``float``: JAX's default float type
+    size = math.prod(shape)
+    main, deep = jax.random.split(key)
+    words = jax.random.bits(main, (2, (size + 1) // 2), jnp.uint32)
+    deep_words = jax.random.bits(deep, (DEEP_SLOTS, DEEP_WORDS), jnp.uint32)
+    return box_muller(words, deep_words, dtype)[:size].reshape(shape)
+
+
+def box_muller(words: jax.Array, deep_words: jax.Array, dtype: Any = jnp.float32) -> jax.Array:
+    """:func:`standard_normal`'s transform: ``(2, m)`` uint32 words (and ``(DEEP_SLOTS,
+    DEEP_WORDS)`` deep words) to ``2 m`` outputs, the ``r cos theta`` then the ``r sin
+    theta`` of each pair.
+
+    ``-ln u`` is computed without forming ``u`` (float32 stops at ``2^-149``): for ``w0 >=
+    1``, ``-ln((w0 + (h + 1/2) 2^-8) 2^-32)`` (``h`` the top 8 bits of ``w1``); the ``i``-th pair with ``w0 = 0`` takes deep
+    slot ``i``: with ``j`` its number of leading zero words (``P(j) ~ 2^-32j``, ``j = 7`` when
+    all are zero) and ``v = d_j + (d_{j+1} + 1) 2^-32``, ``u = 2^-32 v 2^-32(j+1)`` is
+    uniform on ``(0, 2^-32]``. The largest radius, at all-zero words, is ``sqrt(640 ln 2)``.
+    The deep slots are filled only in the draws that need them (``lax.cond``: probability
+    ``m 2^-32``). ``theta`` is ``(q + f) pi / 2`` with the quadrant ``q`` and ``f`` from 2 and
+    22 bits of ``w1``'s low 24, its cosine and sine by Taylor polynomials on ``[0, pi / 2]``
+    (:func:`_quarter_sincos`, absolute error below ``1e-7``).
+    """
+    w0, w1 = words
+    v = w0.astype(dtype) + ((w1 >> 24).astype(dtype) + 0.5) * 2.0**-8
+    neg_log_u = 32.0 * _LN2 - jnp.log(v)
+
+    def deep(neg_log_u: jax.Array) -> jax.Array:
+        nonzero = deep_words != 0
+        j = jnp.where(nonzero.any(axis=1), jnp.argmax(nonzero, axis=1), DEEP_WORDS - 1)
+        lead = jnp.take_along_axis(deep_words, j[:, None], axis=1)[:, 0]
+        after = jnp.minimum(j + 1, DEEP_WORDS - 1)[:, None]
+        nxt = jnp.take_along_axis(deep_words, after, axis=1)[:, 0]
+        v_deep = lead.astype(dtype) + (nxt.astype(dtype) + 1.0) * 2.0**-32
+        deep_neg_log_u = (64.0 + 32.0 * j.astype(dtype)) * _LN2 - jnp.log(v_deep)
+        (slots,) = jnp.nonzero(w0 == 0, size=DEEP_SLOTS, fill_value=w0.shape[0])
+        return neg_log_u.at[slots].set(deep_neg_log_u, mode="drop")
+
+    neg_log_u = jax.lax.cond(jnp.any(w0 == 0), deep, lambda x: x, neg_log_u)
+    r = jnp.sqrt(jnp.maximum(2.0 * neg_log_u, 0.0))
+    cos, sin = _quarter_sincos(w1, dtype)
+    return jnp.concatenate([r * cos, r * sin])
+
+
+_LN2 = math.log(2.0)
+#: Taylor coefficients of ``sin x / x`` and ``cos x`` in ``x^2``, enough on ``[0, pi / 2]``
+#: for float32 (the first omitted terms are below ``6e-8``).
+_SIN = tuple((-1) ** k / math.factorial(2 * k + 1) for k in range(6))
+_COS = tuple((-1) ** k / math.factorial(2 * k) for k in range(7))
+
+
+def _quarter_sincos(w: jax.Array, dtype: Any) -> tuple[jax.Array, jax.Array]:
+    """``(cos theta, sin theta)`` for ``theta = (q + f) pi / 2``: ``q`` bits 22-23 of ``w``,
+    ``f = (k + 1/2) 2^-22`` with ``k`` its low 22 bits (a uniform angle on a grid of ``2^24``
+    points), from polynomials on one quadrant and the quadrant's rotation (XLA's general
+    ``sin``/``cos`` cost about ten times as much here)."""
+    q = (w >> 22) & 0x3
+    x = ((w & 0x3FFFFF).astype(dtype) + 0.5) * (2.0**-22 * math.pi / 2.0)
+    x2 = x * x
+    sin = _SIN[-1]
+    for c in reversed(_SIN[:-1]):
+        sin = sin * x2 + c
+    sin = sin * x
+    cos = _COS[-1]
+    for c in reversed(_COS[:-1]):
+        cos = cos * x2 + c
+    rotated_cos = jnp.select([q == 0, q == 1, q == 2], [cos, -sin, -cos], sin)
+    rotated_sin = jnp.select([q == 0, q == 1, q == 2], [sin, cos, -sin], -cos)
+    return rotated_cos, rotated_sin
+
+
+def deep_overflow(pairs: int) -> float:
+    """A bound on the probability that more than :data:`DEEP_SLOTS` of ``pairs`` pairs need
+    the deep path: ``P(Bin(pairs, 2^-32) >= k) <= (e mu / k)^k`` for ``k = DEEP_SLOTS + 1 >
+    mu = pairs 2^-32`` (Chernoff); ``1e-57`` at a billion pairs."""
+    k = DEEP_SLOTS + 1
+    mu = pairs * 2.0**-32
+    return 1.0 if mu >= k else min(1.0, (math.e * mu / k) ** k)
+
+
+def noise_cut(shapes: Any) -> float:
+    """The total variation between one draw of :func:`gaussian_noise_like` over a pytree of
+    these shapes (arrays or ``jax.ShapeDtypeStruct``) and the ideal Gaussian: per leaf (one
+    draw each), :data:`PAIR_TAIL_MASS` per pair (``ceil(size / 2)`` of them) plus the deep
+    path's overflow (:func:`deep_overflow`). What the ledger charges per noisy step
+    (:func:`accounting.builders.dpsgd_event`'s ``noise_cut``)."""
+    total = 0.0
+    for x in jax.tree_util.tree_leaves(shapes):
+        pairs = (math.prod(x.shape) + 1) // 2
+        total += pairs * PAIR_TAIL_MASS + deep_overflow(pairs)
+    return total
 
 
 def gaussian_noise(
     key: jax.Array, std: jax.Array | float, shape: tuple[int, ...], dtype: Any = float
 ) -> jax.Array:
-    """``std * N(0, I)`` of ``shape``: the Gaussian draw behind every DP-SGD noise addition.
+    """``std * N(0, I)`` of ``shape``: the Gaussian draw behind every DP-SGD noise addition,
+    from :func:`standard_normal` (cut at :data:`NORMAL_CUT`, charged by :func:`noise_cut`).
 
     Args:
         key: PRNG key (used once).
         std: the noise standard deviation (``z`` times the sensitivity).
         shape, dtype: of the draw (``dtype=float`` is JAX's default float type).
     """
-    return std * jax.random.normal(key, shape, dtype)
+    return std * standard_normal(key, shape, dtype)
 
 
 def gaussian_noise_like(key: jax.Array, tree: Params, std: jax.Array) -> Params:
@@ -63,44 +194,21 @@ def secure_noise_grid(std: jax.Array) -> jax.Array:
     return jnp.ldexp(jnp.float32(1.0), jnp.where(mantissa == 0.5, exponent - 1, exponent))
 
 
-def secure_standard_normal(key: jax.Array, shape: tuple[int, ...]) -> jax.Array:
-    """``N(0, 1)`` in float32 without the resolution gaps of an inverse-CDF sampler.
-
-    Box-Muller on integers: per pair of outputs, three 24-bit integers ``b0, b1, b2`` give
-    ``u = (b0 + (b1 + 1) 2^-24) 2^-24`` in ``(0, 1]`` (relative resolution ``2^-24`` down to
-    ``2^-48``, so the tail is not cut near 5.2-5.3 as ``jax.random.normal``'s float32
-    uniform cuts it), ``r = sqrt(-2 log u) <= 8.16`` and ``θ = 2π (b2 + 1/2) 2^-24``; the
-    outputs are ``r cos θ, r sin θ``. Within ``|x| <= 7.4`` neighbouring attainable values
-    are closer than ``4e-4`` (the radius near 0 moves in steps of ``sqrt(2^-23)``), ten
-    times finer than the grid :func:`secure_noise_grid` rounds to; beyond ``r = 7.4``
-    (probability ``1.3e-12`` per pair) ``u < 312 · 2^-48`` and the radius coarsens up to
-    the cut at 8.16.
-    """
-    size = math.prod(shape)
-    half = (size + 1) // 2
-    b = (jax.random.bits(key, (3, half), jnp.uint32) >> 8).astype(jnp.float32)
-    u = (b[0] + (b[1] + 1.0) * 2.0**-24) * 2.0**-24
-    r = jnp.sqrt(-2.0 * jnp.log(u))
-    theta = (2.0 * math.pi * 2.0**-24) * (b[2] + 0.5)
-    return jnp.concatenate([r * jnp.cos(theta), r * jnp.sin(theta)])[:size].reshape(shape)
-
-
 def secure_gaussian_sum(key: jax.Array, tree: Params, std: jax.Array) -> Params:
     """``round((S + std · N(0, I)) / Λ) Λ`` per coordinate, ``Λ = secure_noise_grid(std)``.
 
     A mitigation of the floating-point attack of Mironov (2012) on textbook samplers: the
     release lies on the grid ``Λ Z`` whatever ``S`` is, and since the noise of
-    :func:`secure_standard_normal` has no gaps wider than ``Λ / 10`` within ``7.4 std``,
-    every grid point within that range is attainable from every ``S``: the low-order bits
+    :func:`standard_normal` (the default sampler) has no gaps wider than ``Λ / 10`` within
+    its cut, every grid point within that range is attainable from every ``S``: the low-order bits
     of the output carry no trace of ``S``'s own bits. In exact arithmetic the rounding is
     post-processing of the Gaussian mechanism, so the accounted event is unchanged.
 
     What it does NOT guarantee: it is neither Mironov's snapping mechanism (proved for
     Laplace noise with a clamp and exactly rounded float64 arithmetic) nor a discrete
     Gaussian (Canonne, Kamath & Steinke 2020). The probabilities of the grid points are
-    float32 approximations of the rounded Gaussian's; the noise is truncated at ``8.16 std``
-    (a tail of probability ``~3e-16`` per coordinate) and coarse beyond ``7.4 std``; and
-    ``S + noise`` is formed in float32 before rounding, so the grid is coarser than that
+    float32 approximations of the rounded Gaussian's; the noise is cut at
+    :data:`NORMAL_CUT` (charged in the ledger, as for the default); and ``S + noise`` is formed in float32 before rounding, so the grid is coarser than that
     sum's resolution only while ``|S_j| < 2^15 std`` (``|S_j| <= B C`` for a batch of ``B``:
     true for ``B < 2^15 z``).
     """
@@ -109,7 +217,7 @@ def secure_gaussian_sum(key: jax.Array, tree: Params, std: jax.Array) -> Params:
     lam = secure_noise_grid(std)
     return treedef.unflatten(
         [
-            (jnp.round((s + std * secure_standard_normal(k, s.shape)) / lam) * lam).astype(s.dtype)
+            (jnp.round((s + gaussian_noise(k, std, s.shape, s.dtype)) / lam) * lam).astype(s.dtype)
             for k, s in zip(keys, leaves, strict=True)
         ]
     )
@@ -160,13 +268,14 @@ def dp_aggregate(
         expected_batch_size: a declared public constant ``B̄`` (typically the expected
             batch size ``q n`` with a public ``n``, or ``L`` for fixed-size batches); never
             a value computed from the private data.
-        secure_noise: draw the noise with :func:`secure_standard_normal` and round the
-            noisy sum to the grid :func:`secure_noise_grid` (see :func:`secure_gaussian_sum`
-            for what this mitigates and what it does not guarantee).
+        secure_noise: round the noisy sum to the grid :func:`secure_noise_grid` (see
+            :func:`secure_gaussian_sum` for what this mitigates and what it does not
+            guarantee).
 
     Privacy:
         Gaussian mechanism with noise multiplier ``z`` on a sum of L2 sensitivity ``Δ``
-        (add/remove one): ``GaussianDpEvent(z)`` per application, before subsampling. The
+        (add/remove one): ``GaussianDpEvent(z)`` per application, before subsampling, and
+        the sampler's cut, :func:`noise_cut` of the parameters' shapes, beside it. The
         division by ``B̄`` (and the rounding of ``secure_noise``) is post-processing.
 
     References:

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -54,9 +53,11 @@ from accounting.validation import (
 from jdp.dpsgd import batch_selection as smp
 from jdp.dpsgd.clip_schedules import AdaptiveClip, adaptive_clip_event
 from jdp.dpsgd.clipping import LossFn, Method, check_batch
-from jdp.dpsgd.noise import dp_aggregate
+from jdp.dpsgd.noise import dp_aggregate, noise_cut
 from jdp.dpsgd.step import ClipRule, StepKeys, check_clip_rule, choose_method, dp_sgd
+from jdp.mechanisms.tape import public, released
 from jdp.random import numpy_rng
+from jdp.verbosity import warn_private
 
 #: The accountant of the progress bar's running figure: fast, and an upper bound on the
 #: ledger's (the minimum over the rigorous accountants, RDP among them).
@@ -170,9 +171,10 @@ class DPSGDConfig:
         """:func:`planned_steps` of this config."""
         return planned_steps(steps=self.steps, epochs=self.epochs, sampling_prob=self.sampling_prob)
 
-    def calibrated_noise_multiplier(self, dataset_size: int) -> float:
+    def calibrated_noise_multiplier(self, dataset_size: int, noise_cut: float = 0.0) -> float:
         """``noise_multiplier``, or the smallest one meeting (target_epsilon, target_delta)
-        (both in units of noise std / ``C``, as :func:`accounting.builders.dpsgd_event` takes)."""
+        (both in units of noise std / ``C``, as :func:`accounting.builders.dpsgd_event` takes)
+        with the sampler's ``noise_cut`` per step (:func:`jdp.dpsgd.noise.noise_cut`)."""
         if self.noise_multiplier is not None:
             return float(self.noise_multiplier)
         from accounting.calibrate import calibrate_noise_multiplier
@@ -186,6 +188,7 @@ class DPSGDConfig:
                 sampling=self.sampling.name,
                 dataset_size=dataset_size,
                 accountant=self.accountant,
+                noise_cut=noise_cut,
             )
         )
 
@@ -196,7 +199,13 @@ class DPSGDConfig:
         return self.sampling.neighboring_relation
 
     def epsilon_after(
-        self, steps: int, noise_multiplier: float, dataset_size: int, accountant: str = BEST
+        self,
+        steps: int,
+        noise_multiplier: float,
+        dataset_size: int,
+        accountant: str = BEST,
+        *,
+        noise_cut: float = 0.0,
     ) -> float:
         """The epsilon at ``target_delta`` spent by the first ``steps`` steps of this run
         (what the progress bar shows; the ledger holds the whole run's event). By default the
@@ -204,26 +213,36 @@ class DPSGDConfig:
         epsilon the run's ledger entry reports."""
         partial = dataclasses.replace(self, steps=steps, epochs=None)
         return compute_epsilon(
-            partial.event(noise_multiplier, dataset_size),
+            partial.event(noise_multiplier, dataset_size, noise_cut=noise_cut),
             self.target_delta,
             accountant=accountant,
             neighboring_relation=self.neighboring_relation,
         )
 
-    def event(self, noise_multiplier: float, dataset_size: int) -> DpEvent:
+    def event(
+        self, noise_multiplier: float, dataset_size: int, *, noise_cut: float = 0.0
+    ) -> DpEvent:
         """The accounted event of the whole run (``NonPrivateDpEvent`` when ``z = 0``).
 
         ``noise_multiplier`` is ``z`` = noise std / ``C``; the batch selection's event
         (:func:`accounting.builders.dpsgd_event`) accounts for the clipped sum's sensitivity
-        under its relation (``C`` under add/remove, ``2C`` under replace-one)."""
+        under its relation (``C`` under add/remove, ``2C`` under replace-one). ``noise_cut``
+        is the sampler's cut per step on the model's parameters
+        (:func:`jdp.dpsgd.noise.noise_cut` of their shapes, what :func:`train` records; a
+        method that plans a run before it has parameters passes ``jax.eval_shape`` of its
+        initialiser); an :class:`AdaptiveClip` adds its histogram's."""
         if noise_multiplier == 0:
             return NonPrivateDpEvent()
         if isinstance(self.l2_clip_norm, AdaptiveClip):
             return adaptive_clip_event(
-                self.l2_clip_norm, noise_multiplier, self.sampling_prob, self.num_steps
+                self.l2_clip_norm,
+                noise_multiplier,
+                self.sampling_prob,
+                self.num_steps,
+                noise_cut=noise_cut,
             )
         return self.sampling.event(
-            noise_multiplier, self.sampling_prob, self.num_steps, dataset_size
+            noise_multiplier, self.sampling_prob, self.num_steps, dataset_size, noise_cut=noise_cut
         )
 
 
@@ -239,8 +258,9 @@ def _chunk_multiple(microbatch_size: int | None, mesh: Mesh | None) -> int:
 
 
 def _warn_nonfinite(num_nonfinite: jax.Array) -> None:
+    """Whether a record gave a non-finite gradient is private: the data holder's only."""
     if int(num_nonfinite) > 0:
-        warnings.warn(
+        warn_private(
             "train: the loss gave non-finite per-example gradients on some sampled records; "
             "they were dropped from their steps (clip weight zero). This message is derived "
             "from the private data and is not covered by the ledger.",
@@ -249,6 +269,25 @@ def _warn_nonfinite(num_nonfinite: jax.Array) -> None:
         )
 
 
+def _run_fingerprint(
+    key: jax.Array,
+    loss_fn: LossFn,
+    params: Any,
+    optimizer: Any,
+    data: Any,
+    config: Any,
+    **flags: Any,
+) -> Any:
+    """A run's public fingerprint (:mod:`jdp.mechanisms.tape`): the key, the loss, the initial
+    parameters, the optimiser, the config, every flag but the progress display, and the
+    shape of one record (the leading axis, the private row count, is not public)."""
+    del flags["progress"], flags["on_step"]
+    records = jax.tree_util.tree_map(lambda x: (np.shape(x)[1:], np.asarray(x).dtype.str), data)
+    key_data = np.asarray(jax.random.key_data(key))
+    return public((key_data, loss_fn, params, optimizer, config, records, flags))
+
+
+@released(_run_fingerprint)
 def train(
     key: jax.Array,
     loss_fn: LossFn,
@@ -304,8 +343,9 @@ def train(
 
     Warns:
         RuntimeWarning: when some sampled example had a non-finite gradient (dropped from
-            its step with weight 0, see :mod:`jdp.dpsgd.clipping`). The warning states no count,
-            but it is derived from the private data and not covered by the ledger.
+            its step with weight 0, see :mod:`jdp.dpsgd.clipping`). It is derived from the
+            private data and not covered by the ledger, so it is shown only under
+            :func:`jdp.verbosity.show_private_details` (:func:`jdp.verbosity.warn_private`).
 
     Privacy:
         The batch selection's relation (add/remove-one for Poisson, replace-one for fixed
@@ -319,7 +359,8 @@ def train(
         raise TypeError(f"expected config to be a DPSGDConfig, got {type(config).__name__}")
     host_data = jax.tree_util.tree_map(np.asarray, data)
     n = check_batch(host_data)
-    z = config.calibrated_noise_multiplier(n)
+    cut = noise_cut(params)
+    z = config.calibrated_noise_multiplier(n, cut)
     selection, q, num_steps = config.sampling, config.sampling_prob, config.num_steps
     padded = selection.padded_size(
         n, q, multiple_of=_chunk_multiple(microbatch_size, mesh), chunk_size=chunk_size
@@ -334,7 +375,10 @@ def train(
         ),
         optimizer,
     )
-    example = take(host_data, np.zeros(1, dtype=np.int64))
+    # the path is chosen on a zero record of the public shape, never on a private one
+    example = jax.tree_util.tree_map(lambda x: np.zeros((1, *x.shape[1:]), x.dtype), host_data)
+    # padding slots gather row 0 (masked); with no rows at all, row 0 of that zero record
+    rows = host_data if n else example
     resolved = choose_method(
         loss_fn, params, example, has_aux=has_aux, method=method, model_state=model_state
     )
@@ -361,15 +405,16 @@ def train(
     bar = tqdm(batches, total=num_steps, disable=not progress, desc=label)
     every = max(1, num_steps // 20)
     for t, chunks in enumerate(bar, start=1):
-        state = sgd.step(state, [(take(host_data, c.indices), c.mask) for c in chunks])
+        state = sgd.step(state, [(take(rows, c.indices), c.mask) for c in chunks])
         if on_step is not None:
             on_step(t, state.params, state.model_state)
         if progress and config.target_delta is not None and (t % every == 0 or t == num_steps):
             # running: RDP (fast, an upper bound); at the end: the ledger's figure
             if t == num_steps:
-                shown = f"eps={config.epsilon_after(t, z, n):.3g}"
+                shown = f"eps={config.epsilon_after(t, z, n, noise_cut=cut):.3g}"
             else:
-                shown = f"eps<={config.epsilon_after(t, z, n, _RUNNING_ACCOUNTANT):.3g}"
+                running = config.epsilon_after(t, z, n, _RUNNING_ACCOUNTANT, noise_cut=cut)
+                shown = f"eps<={running:.3g}"
             bar.set_postfix_str(shown, refresh=False)
     _warn_nonfinite(state.num_nonfinite)
 
@@ -380,6 +425,9 @@ def train(
     )
     note = f"z={z:.6g}, q={q:.6g}, steps={num_steps}, sampling={selection.name}, method={resolved}"
     out_ledger = base.record(
-        label, config.event(z, n), neighboring_relation=config.neighboring_relation, note=note
+        label,
+        config.event(z, n, noise_cut=cut),
+        neighboring_relation=config.neighboring_relation,
+        note=note,
     )
     return TrainResult(state.params, out_ledger, state.model_state, z, num_steps)

@@ -19,7 +19,6 @@ from jdp.encoding.kmeans import (
     dp_kmeans,
     dp_kmeans_calibrated,
     dp_kmeans_event,
-    dp_norm_bound,
 )
 from jdp.encoding.pca import (
     PcaResult,
@@ -45,7 +44,6 @@ __all__ = [
     "dp_kmeans",
     "dp_kmeans_calibrated",
     "dp_kmeans_event",
-    "dp_norm_bound",
     "dp_pca_gaussian",
     "dp_pca_gaussian_calibrated",
     "dp_pca_gaussian_event",

@@ -322,10 +322,12 @@ def dp_cluster_centres(
 
     Privacy:
       Add/remove-one, as the underlying algorithm (docs/privacy.md, "DP Lloyd" and "DP-EM").
+      Any number of records, 0 included, with the same ledger: a class's size is private
+      and never compared with ``n_clusters`` (DESIGN rule 7).
     """
     if algorithm not in DP_CLUSTERINGS:
         raise ValueError(f"expected algorithm in {DP_CLUSTERINGS}, got {algorithm!r}")
-    x = check_data_matrix(x)
+    x = check_data_matrix(x, private=True)
     centred = x - 0.5
     clip = math.sqrt(x.shape[1]) / 2.0
     if algorithm == "kmeans":
@@ -358,8 +360,10 @@ def assign_to_centres(centres: np.ndarray, x: np.ndarray) -> np.ndarray:
     """Nearest released centre of every record (a per-record function: post-processing).
 
     **Privacy:** the assignment of private records is private; it may only feed accounted
-    mechanisms (ClustMix: the noisy cluster sizes and the mixing groups).
+    mechanisms (ClustMix: the noisy cluster sizes and the mixing groups). Any number of
+    records, 0 included (an empty class gives an empty assignment).
     """
     centres = np.asarray(centres, dtype=np.float64)
-    x = check_data_matrix(x, n_cols=centres.shape[1])
-    return np.concatenate([nearest_centre(c, centres) for c in iter_chunks(x)])
+    x = check_data_matrix(x, n_cols=centres.shape[1], private=True)
+    parts = [nearest_centre(c, centres) for c in iter_chunks(x)]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)

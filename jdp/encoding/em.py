@@ -15,7 +15,12 @@ mu_k mu_k^T`` projected onto ``{reg_covar <= eigenvalues <= C^2}`` (positive def
 whatever the noise). The initial mixture is data-independent (or a declared public one),
 so there is no unaccounted initial M-step; every iteration is one ledger entry.
 
-All sums are computed in bounded-memory chunks (:mod:`jdp.mechanisms.suffstats`).
+All sums are computed in bounded-memory chunks (:mod:`jdp.mechanisms.suffstats`). DP-EM is
+defined for every number of records, 0 included: with none the sums are zero, the noise
+still makes the release private, and the M-step above turns any noisy statistics (a
+component whose noisy weight is ``<= 0`` included) into a valid mixture. ``K`` is never
+compared with the private row count, and records with a NaN or infinite entry are dropped
+from the sums, as if absent (DESIGN rule 7).
 """
 
 from __future__ import annotations
@@ -34,7 +39,6 @@ from accounting.validation import check_count, check_nonnegative, check_positive
 from jdp.mechanisms.noise import clip_rows, gaussian_releases
 from jdp.mechanisms.release import gaussian_iterations_event, iterate_releases, run_calibrated
 from jdp.mechanisms.suffstats import check_data_matrix, chunk_rows, chunked_sum
-from jdp.verbosity import private_detail
 
 CovarianceType = Literal["diag", "full"]
 _LOG_2PI = np.log(2.0 * np.pi)
@@ -149,7 +153,8 @@ def em_statistics(
 
     Returns ``(N, S, Q)``: ``N`` ``(K,)``; ``S`` ``(K, d)``; ``Q`` ``(K, d)`` (diagonal) or
     ``(K, d(d+1)/2)`` (upper triangle, row-major, diagonal included), each a sum over the
-    clipped records ``x_i <- clip(x_i, C)`` with responsibilities under ``mixture``.
+    clipped records ``x_i <- clip(x_i, C)`` with responsibilities under ``mixture``. Zeros
+    for no records; a record with a non-finite entry counts nowhere.
     """
     d, kk = mixture.n_features, mixture.n_components
     rows = chunk_rows(d + kk + (d if mixture.covariance_type == "full" else 0))
@@ -164,7 +169,7 @@ def em_statistics(
         second = np.stack([((c * r[:, k : k + 1]).T @ c)[iu] for k in range(kk)])
         return r.sum(axis=0), r.T @ c, second
 
-    return chunked_sum(part, x, rows=rows)
+    return chunked_sum(part, x, rows=rows, drop_nonfinite=True)
 
 
 def _m_step(
@@ -176,7 +181,10 @@ def _m_step(
     l2_clip_norm: float,
     reg_covar: float,
 ) -> Mixture:
-    """Post-processing of (noisy) sufficient statistics into a valid mixture."""
+    """Post-processing of (noisy) sufficient statistics into a valid mixture, whatever their
+    values: noisy counts are floored at a small positive constant (so a component whose
+    noisy weight is ``<= 0`` keeps a tiny positive weight), means are projected into the
+    C-ball and covariance eigenvalues into ``[reg_covar, C^2 + reg_covar]``."""
     kk, d = sums.shape
     floor = 1e-8
     n_k = np.maximum(counts, floor)
@@ -262,8 +270,10 @@ def dp_em(
 
     Args:
       rng: noise source (also draws the data-independent initial mixture).
-      x: ``(n, d)`` private records; rows are clipped to L2 norm ``l2_clip_norm``.
-      n_components: ``K``.
+      x: ``(n, d)`` private records, any ``n >= 0``; rows are clipped to L2 norm
+        ``l2_clip_norm``; a record with a NaN or infinite entry is dropped.
+      n_components: ``K`` (any ``K >= 1``: the row count is private and never compared
+        with ``K``).
       noise_multiplier: ``z``: noise std ``z``, ``z C`` and ``z C^2`` on N, S and Q.
       steps: number of EM iterations ``T`` (each one ledger entry "dp-em").
       covariance_type: ``"diag"`` (P3GM) or ``"full"``.
@@ -289,16 +299,13 @@ def dp_em(
       ``(r_k x_j^2)`` too). So one iteration is three Gaussian mechanisms with multiplier
       ``z``, i.e. Gaussian with multiplier ``z / sqrt(3)`` in RDP, *independently of K*;
       P3GM's Eq. (3) charges ``2K + 1`` (docs/privacy.md "DP-EM", docs/errata.md).
+      Defined for every ``n`` including 0, with the same ledger.
 
     References:
       Park et al. 2017, DP-EM (AISTATS), Sec. 4 (Gaussian mixtures); P3GM Sec. II-D.
     """
-    x = check_data_matrix(x)
+    x = check_data_matrix(x, private=True)  # any row count: no check reads the rows
     k = check_count("n_components", n_components, minimum=1)
-    if k > x.shape[0]:
-        raise ValueError(
-            f"too few rows for n_components={k}" + private_detail(f"{x.shape[0]} rows")
-        )
     steps = check_count("steps", steps, minimum=1)
     check_nonnegative("noise_multiplier", noise_multiplier)
     c = check_positive("l2_clip_norm", l2_clip_norm)

@@ -1,4 +1,7 @@
-"""DP k-means (noisy Lloyd) on raw or random-Fourier features; DPNorm (DPGM Sec. 4.1, 4.3).
+"""DP k-means (noisy Lloyd) on raw or random-Fourier features (DPGM Sec. 4.1).
+
+DPGM's DPNorm (Alg. 3, the noisy norm histogram) has one copy, in the DP-SGD step where DPGM
+uses it: :func:`jdp.dpsgd.clip_schedules.dpnorm`.
 
 * :func:`dp_kmeans` -- standard DP k-means (Blum et al. 2005, "SuLQ"; the baseline of DPGM
   Fig. 3): records clipped to L2 norm ``C``, each Lloyd iteration releases noisy cluster
@@ -6,8 +9,6 @@
 * :func:`dp_kernel_kmeans` -- DPGM Algorithm 2: the same noisy Lloyd iterations on random
   Fourier features of an RBF kernel (:mod:`jdp.encoding.rff`), whose norm is at most ``sqrt(2)``
   for any input (clipped to ``C = 1`` by default, as in DPGM Sec. 6.2).
-* :func:`dp_norm_bound` -- DPGM Algorithm 3 (DPNorm): a DP choice of the clipping norm from
-  a noisy histogram of record norms, for feature maps without an a-priori bound.
 * :func:`assign_clusters` -- the final assignment of records to the released centres.
 
 Initial centres are public (e.g. records of a public sample) or drawn without looking at
@@ -16,6 +17,12 @@ private (see :func:`assign_clusters`).
 
 Feature maps are applied chunk by chunk inside every pass (``feature_fn``), so a 1M-row
 table never materialises its feature matrix.
+
+The mechanisms are defined for every number of rows, 0 included: the released counts and
+sums are sums over records (zero with no records; the noise makes them private all the
+same), ``k`` may exceed the (private) row count, and nothing refuses, warns or branches on
+it (DESIGN rule 7). Records with a NaN or infinite entry (or feature) are dropped from
+the sums, as if absent.
 """
 
 from __future__ import annotations
@@ -32,10 +39,9 @@ from accounting.compose import BEST
 from accounting.ledger import PrivacyLedger
 from accounting.validation import check_count, check_nonnegative, check_positive
 from jdp.encoding.rff import RandomFourierFeatures, draw_rff
-from jdp.mechanisms.noise import clip_rows, gaussian_mechanism, gaussian_releases
+from jdp.mechanisms.noise import clip_rows, gaussian_releases
 from jdp.mechanisms.release import gaussian_iterations_event, iterate_releases, run_calibrated
-from jdp.mechanisms.suffstats import check_data_matrix, chunked_sum, iter_chunks
-from jdp.verbosity import private_detail
+from jdp.mechanisms.suffstats import check_data_matrix, chunked_sum, finite_rows, iter_chunks
 
 FeatureFn = Callable[[np.ndarray], np.ndarray]
 
@@ -77,15 +83,17 @@ def lloyd_statistics(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Pre-noise statistics of one Lloyd iteration: per-cluster counts ``(k,)`` and sums
     ``(k, D)`` of the clipped features ``clip(feature_fn(x_i), C)`` of the records whose
-    nearest centre is ``k`` (the exact, private values)."""
+    nearest centre is ``k`` (the exact, private values). Zeros for no records; a record
+    with a non-finite entry or feature counts nowhere."""
     k = centres.shape[0]
 
     def part(chunk: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        z = clip_rows(chunk if feature_fn is None else feature_fn(chunk), l2_clip_norm)
+        z = chunk if feature_fn is None else finite_rows(feature_fn(chunk))
+        z = clip_rows(z, l2_clip_norm)
         onehot = np.eye(k)[nearest_centre(z, centres)]
         return onehot.sum(axis=0), onehot.T @ z
 
-    return chunked_sum(part, x)
+    return chunked_sum(part, x, drop_nonfinite=True)
 
 
 def noisy_lloyd_step(
@@ -102,7 +110,8 @@ def noisy_lloyd_step(
 
     Releases ``counts + N(0, z^2)`` and ``sums + N(0, (z C)^2 I)``; new centre
     ``sums_k / counts_k`` (noisy) projected into the C-ball, or the old centre where the
-    noisy count is below 1.
+    noisy count is below 1 (post-processing of the release: safe for any counts, e.g. a
+    cluster with no record, or no record at all).
 
     Returns:
       ``(new_centres, ComposedDpEvent([GaussianDpEvent(z)] * 2), (noisy_counts, noisy_sums))``.
@@ -141,10 +150,8 @@ def random_centres(
 def _check_common(
     x: object, k: int, steps: int, noise_multiplier: float
 ) -> tuple[np.ndarray, int, int]:
-    x = check_data_matrix(x)
+    x = check_data_matrix(x, private=True)  # any row count: no check reads the rows
     k = check_count("k", k, minimum=1)
-    if k > x.shape[0]:
-        raise ValueError(f"too few rows for k={k}" + private_detail(f"{x.shape[0]} rows"))
     check_nonnegative("noise_multiplier", noise_multiplier)
     return x, k, check_count("steps", steps, minimum=1)
 
@@ -173,13 +180,14 @@ def dp_kmeans(
 
     Args:
       rng: noise source (and the data-independent initial centres).
-      x: ``(n, m)`` private records; their (mapped) features are clipped to L2 norm
-        ``l2_clip_norm``.
-      k: number of clusters (``<= n``).
+      x: ``(n, m)`` private records, any ``n >= 0``; their (mapped) features are clipped to
+        L2 norm ``l2_clip_norm``; a record with a NaN or infinite entry is dropped.
+      k: number of clusters (any ``k >= 1``: the row count is private and never compared
+        with ``k``).
       noise_multiplier: ``z``: noise std ``z`` on counts and ``z C`` on sums.
       steps: Lloyd iterations ``T``, each one ledger entry "dp-kmeans".
       l2_clip_norm: ``C``, declared (e.g. ``sqrt(m)`` for pixels in [0, 1], as DPGM Sec. 6.2
-        uses 28 for MNIST) or chosen by :func:`dp_norm_bound`.
+        uses 28 for MNIST).
       init: ``(k, D)`` public initial centres in feature space (``D = m`` for raw features;
         e.g. public records); default :func:`random_centres`.
       feature_map: a public feature map (drawn without the data); ``None``: raw features.
@@ -192,7 +200,8 @@ def dp_kmeans(
 
     Privacy:
       See :func:`noisy_lloyd_step`: add/remove-one, sensitivities 1 (counts) and ``C``
-      (sums) per iteration; ``T``-fold adaptive composition.
+      (sums) per iteration; ``T``-fold adaptive composition. Defined for every ``n``
+      including 0, with the same ledger (nothing depends on the private row count).
     """
     x, k, steps = _check_common(x, k, steps, noise_multiplier)
     c = check_positive("l2_clip_norm", l2_clip_norm)
@@ -249,8 +258,8 @@ def dp_kernel_kmeans(
     Args:
       rng: noise source; also draws the feature map and (without ``init_public``) the
         initial centres.
-      x: ``(n, m)`` private records.
-      k: number of clusters.
+      x: ``(n, m)`` private records, any ``n >= 0`` (as :func:`dp_kmeans`).
+      k: number of clusters (any ``k >= 1``).
       noise_multiplier: ``z`` (std ``z`` on counts, ``z C`` on feature sums).
       steps: Lloyd iterations (DPGM: 20).
       gamma: RBF width of ``exp(-gamma ||x - y||^2)``.
@@ -318,55 +327,6 @@ def dp_kmeans_calibrated(
     return run_calibrated(run, plan, target_epsilon, target_delta, accountant=accountant)
 
 
-def norm_histogram(
-    x: np.ndarray, *, max_norm: float, n_bins: int, feature_fn: FeatureFn | None = None
-) -> np.ndarray:
-    """Pre-noise statistic of DPNorm: ``t_j = #{i : C_{j-1} < ||f(x_i)|| <= C_j}``,
-    ``C_j = j max_norm / n_bins``, ``j = 1..n_bins`` (norms 0 or above ``max_norm`` are
-    not counted)."""
-    edges = np.linspace(0.0, max_norm, n_bins + 1)
-
-    def part(chunk: np.ndarray) -> np.ndarray:
-        norms = np.linalg.norm(chunk if feature_fn is None else feature_fn(chunk), axis=1)
-        j = np.searchsorted(edges, norms, side="left")  # edges[j-1] < norm <= edges[j]
-        return np.bincount(j[(j >= 1) & (j <= n_bins)] - 1, minlength=n_bins).astype(np.float64)
-
-    return chunked_sum(part, x)
-
-
-def dp_norm_bound(
-    rng: np.random.Generator,
-    x: np.ndarray,
-    *,
-    noise_multiplier: float,
-    max_norm: float,
-    n_bins: int = 100,
-    feature_fn: FeatureFn | None = None,
-    secure_noise: bool = False,
-) -> tuple[float, ev.GaussianDpEvent]:
-    """DPNorm (DPGM Algorithm 3): a DP clipping norm, the upper edge of the noisy modal bin.
-
-    Releases the norm histogram (:func:`norm_histogram`) plus ``N(0, z^2 I)`` and returns
-    ``C_s = j* max_norm / n_bins`` for the bin ``j*`` with the largest noisy count
-    (post-processing). DPGM: ``max_norm = 10``, ``n_bins = 100``.
-
-    Privacy:
-      Add/remove-one: one record changes one bin by 1 (or none): L2 sensitivity 1 (DPGM's
-      ``sqrt(2)`` is for replace-one). Event ``GaussianDpEvent(z)``.
-    """
-    x = check_data_matrix(x)
-    max_norm = check_positive("max_norm", max_norm)
-    n_bins = check_count("n_bins", n_bins, minimum=1)
-    noisy, event = gaussian_mechanism(
-        rng,
-        norm_histogram(x, max_norm=max_norm, n_bins=n_bins, feature_fn=feature_fn),
-        l2_sensitivity=1.0,
-        noise_multiplier=noise_multiplier,
-        secure_noise=secure_noise,
-    )
-    return float((np.argmax(noisy) + 1) * max_norm / n_bins), event
-
-
 def assign_clusters(result: KMeansResult, x: np.ndarray) -> np.ndarray:
     """Index of the nearest released centre for every row of ``x`` (chunked).
 
@@ -375,14 +335,17 @@ def assign_clusters(result: KMeansResult, x: np.ndarray) -> np.ndarray:
     cluster sizes). It may only feed later *accounted* mechanisms -- e.g. DPGM's per-cluster
     DP-SGD, where each record is in exactly one cluster so the per-cluster trainings are a
     parallel composition -- or be applied to public/synthetic rows, which is free.
+
+    Any number of rows, 0 included (an empty assignment). A row with a non-finite entry is
+    not refused (that would depend on the private data): it gets an arbitrary cluster by the
+    same per-record rule, and the accounted mechanisms downstream drop it.
     """
     dim = (
         result.centres.shape[1] if result.feature_map is None else result.feature_map.n_features_in
     )
-    x = check_data_matrix(x, n_cols=dim)
-    return np.concatenate(
-        [nearest_centre(result.features(c), result.centres) for c in iter_chunks(x)]
-    )
+    x = check_data_matrix(x, n_cols=dim, private=True)
+    parts = [nearest_centre(result.features(c), result.centres) for c in iter_chunks(x)]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
 def clustering_accuracy(labels_true: np.ndarray, labels_pred: np.ndarray) -> float:

@@ -20,6 +20,12 @@ The released matrix is the *sum* ``sum_i (x_i - c)(x_i - c)^T`` plus noise, not 
 covariance: under add/remove-one neighbours the number of records is private, and the
 eigenvectors do not depend on the normalisation. ``PcaResult.eigenvalues`` are those of
 the released sum (clipped below at 0); divide by a public or DP count for covariance scale.
+
+The DP functions are defined for every number of records, 0 included (the released sums are
+then zero plus noise): ``k`` is checked against the public number of features only, never
+against the private row count, and records with a NaN or infinite entry are dropped from the
+released sums, as if absent (DESIGN rule 7). :func:`public_pca` (public data, no privacy)
+keeps its row checks.
 """
 
 from __future__ import annotations
@@ -34,10 +40,15 @@ from accounting import events as ev
 from accounting.compose import BEST
 from accounting.ledger import PrivacyLedger
 from accounting.validation import check_count, check_positive
-from jdp.mechanisms.noise import clip_rows, gaussian_mechanism, laplace_mechanism
+from jdp.mechanisms.noise import (
+    clip_rows,
+    gaussian_event,
+    gaussian_mechanism,
+    laplace_mechanism,
+)
 from jdp.mechanisms.release import record_release, run_calibrated
 from jdp.mechanisms.suffstats import check_data_matrix, chunked_sum, iter_chunks
-from jdp.verbosity import private_detail
+from jdp.verbosity import private_detail, private_details_shown, warn_private
 
 Centre = np.ndarray | Literal["dp"] | None
 
@@ -69,9 +80,15 @@ class PcaResult:
             a.setflags(write=False)
 
     def transform(self, x: np.ndarray) -> np.ndarray:
-        """Project rows of ``x`` onto the subspace: ``(x - centre) @ components``."""
-        x = check_data_matrix(x, n_cols=self.components.shape[0])
-        return np.concatenate([(c - self.centre) @ self.components for c in iter_chunks(x)])
+        """Project rows of ``x`` onto the subspace: ``(x - centre) @ components``.
+
+        A per-row map, also of private rows: any number of rows (0 included), and a row
+        with a non-finite entry maps to a non-finite row (not refused: that would depend on
+        the private data; the DP sums downstream drop it)."""
+        d, k = self.components.shape
+        x = check_data_matrix(x, n_cols=d, private=True)
+        parts = [(c - self.centre) @ self.components for c in iter_chunks(x)]
+        return np.concatenate(parts) if parts else np.zeros((0, k))
 
     def inverse_transform(self, y: np.ndarray) -> np.ndarray:
         """Map projected rows back to the data space: ``y @ components^T + centre``."""
@@ -96,12 +113,13 @@ def top_k_eigh(matrix: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _check_k(k: int, x: np.ndarray) -> int:
+    """``1 <= k <= d``: the number of features ``d`` is public. Never compared with the row
+    count, which is private on the DP paths (rule 7: Analyze Gauss and Lap-PCA release a
+    ``d x d`` matrix whatever ``n``, and its top-k eigenvectors exist for any ``k <= d``)."""
     k = check_count("k", k, minimum=1)
-    n, d = x.shape
+    d = x.shape[1]
     if k > d:
         raise ValueError(f"expected k <= number of features {d}, got k={k}")
-    if k > n:
-        raise ValueError(f"too few rows for k={k}" + private_detail(f"{n} rows"))
     return k
 
 
@@ -116,7 +134,8 @@ def scatter_sum(
     """The pre-noise statistic ``sum_i y_i y_i^T`` in chunks (the exact, private value).
 
     ``y_i = clip(x_i - centre, l2_clip_norm)`` (Analyze Gauss), or, with declared bounds,
-    ``y_i = clip_box(x_i, lower, upper) - centre`` (Lap-PCA).
+    ``y_i = clip_box(x_i, lower, upper) - centre`` (Lap-PCA). Zero for no records; a record
+    with a non-finite entry counts nowhere.
     """
 
     def part(chunk: np.ndarray) -> np.ndarray:
@@ -124,7 +143,7 @@ def scatter_sum(
         y = clip_rows(y - centre, l2_clip_norm)
         return y.T @ y
 
-    return chunked_sum(part, x)
+    return chunked_sum(part, x, drop_nonfinite=True)
 
 
 def _result(noisy_scatter: np.ndarray, k: int, centre: np.ndarray) -> PcaResult:
@@ -154,7 +173,7 @@ def dp_mean_gaussian(
     noise_multiplier: float,
     l2_clip_norm: float = 1.0,
     secure_noise: bool = False,
-) -> tuple[np.ndarray, ev.GaussianDpEvent]:
+) -> tuple[np.ndarray, ev.DpEvent]:
     """DP mean of rows clipped to L2 norm ``l2_clip_norm`` (Gaussian mechanism).
 
     Releases ``v = (sum_i clip(x_i), C * n) + N(0, (z * sqrt(2) * C)^2 I)`` in one Gaussian
@@ -168,7 +187,7 @@ def dp_mean_gaussian(
       :mod:`jdp.mechanisms.noise` -- Mironov's snapping (proved) for the Laplace releases, a
       clamp-and-round mitigation (no proof) for the Gaussian ones.
     """
-    x = check_data_matrix(x)
+    x = check_data_matrix(x, private=True)
     l2_clip_norm = check_positive("l2_clip_norm", l2_clip_norm)
     d = x.shape[1]
     noisy, event = gaussian_mechanism(
@@ -189,8 +208,8 @@ def dp_mean_laplace(
     epsilon: float,
     lower: np.ndarray,
     upper: np.ndarray,
-    secure_noise: bool = False,
-) -> tuple[np.ndarray, ev.LaplaceDpEvent]:
+    secure_noise: bool = True,
+) -> tuple[np.ndarray, ev.DpEvent]:
     """Pure epsilon-DP mean of data inside the public box ``[lower, upper]`` (Laplace).
 
     With the public midpoint ``m = (lower + upper) / 2`` and half-widths ``h``, releases
@@ -203,7 +222,7 @@ def dp_mean_laplace(
       ``<= ||h||_1 + 1 = Delta_1`` (docs/privacy.md, "DP mean"). Event:
       ``LaplaceDpEvent(1 / epsilon)`` (pure epsilon-DP).
     """
-    x = check_data_matrix(x)
+    x = check_data_matrix(x, private=True)
     lower, upper = _check_bounds(lower, upper, x.shape[1])
     mid, half = (lower + upper) / 2.0, (upper - lower) / 2.0
     _warn_out_of_bounds(x, lower, upper)
@@ -219,17 +238,23 @@ def dp_mean_laplace(
 
 
 def clipped_sum_count(x: np.ndarray, l2_clip_norm: float) -> np.ndarray:
-    """Pre-noise statistic of :func:`dp_mean_gaussian`: ``(sum_i clip(x_i, C), C * n)``."""
+    """Pre-noise statistic of :func:`dp_mean_gaussian`: ``(sum_i clip(x_i, C), C * n)``
+    over the finite records (zeros for none)."""
     return chunked_sum(
-        lambda c: np.append(clip_rows(c, l2_clip_norm).sum(axis=0), l2_clip_norm * c.shape[0]), x
+        lambda c: np.append(clip_rows(c, l2_clip_norm).sum(axis=0), l2_clip_norm * c.shape[0]),
+        x,
+        drop_nonfinite=True,
     )
 
 
 def bounded_sum_count(x: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
-    """Pre-noise statistic of :func:`dp_mean_laplace`: ``(sum_i (clip_box(x_i) - m), n)``."""
+    """Pre-noise statistic of :func:`dp_mean_laplace`: ``(sum_i (clip_box(x_i) - m), n)``
+    over the finite records (zeros for none)."""
     mid = (lower + upper) / 2.0
     return chunked_sum(
-        lambda c: np.append((np.clip(c, lower, upper) - mid).sum(axis=0), c.shape[0]), x
+        lambda c: np.append((np.clip(c, lower, upper) - mid).sum(axis=0), c.shape[0]),
+        x,
+        drop_nonfinite=True,
     )
 
 
@@ -248,11 +273,12 @@ def _check_bounds(lower: object, upper: object, d: int) -> tuple[np.ndarray, np.
 
 
 def _warn_out_of_bounds(x: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> None:
-    import warnings
-
+    """Whether any value is outside the bounds is private: the data holder's only."""
+    if not private_details_shown():
+        return
     outside = chunked_sum(lambda c: np.array(float(np.count_nonzero((c < lower) | (c > upper)))), x)
     if outside:
-        warnings.warn(
+        warn_private(
             "values outside the declared bounds were clipped to them"
             + private_detail(f"{int(outside)} values"),
             stacklevel=3,
@@ -281,8 +307,9 @@ def dp_pca_gaussian(
 
     Args:
       rng: noise source.
-      x: ``(n, d)`` private data; scale it (with public knowledge) so norms are about ``C``.
-      k: number of components, ``1 <= k <= min(n, d)``.
+      x: ``(n, d)`` private data, any ``n >= 0`` (a record with a NaN or infinite entry is
+        dropped); scale it (with public knowledge) so norms are about ``C``.
+      k: number of components, ``1 <= k <= d`` (never compared with the private ``n``).
       noise_multiplier: ``z``; noise std on each upper-triangle entry is ``z * C^2``.
       centre: ``None`` (origin: the second-moment matrix, as in Dwork et al.), a declared
         public ``(d,)`` centre, or ``"dp"`` for a DP mean (:func:`dp_mean_gaussian`, its
@@ -306,7 +333,7 @@ def dp_pca_gaussian(
     References:
       Dwork et al. 2014, "Analyze Gauss", Alg. 1; P3GM Sec. II-D (Eq. A + E).
     """
-    x = check_data_matrix(x)
+    x = check_data_matrix(x, private=True)  # any row count: no check reads the rows
     k = _check_k(k, x)
     l2_clip_norm = check_positive("l2_clip_norm", l2_clip_norm)
     c, ledger = _gaussian_centre(
@@ -331,7 +358,7 @@ def noisy_scatter_gaussian(
     noise_multiplier: float,
     l2_clip_norm: float = 1.0,
     secure_noise: bool = False,
-) -> tuple[np.ndarray, ev.GaussianDpEvent]:
+) -> tuple[np.ndarray, ev.DpEvent]:
     """The Analyze-Gauss release itself: :func:`scatter_sum` plus symmetric Gaussian noise.
 
     ``centre`` must be public (declared, or released by a DP mechanism). Upper-triangle
@@ -352,8 +379,8 @@ def noisy_scatter_gaussian(
 def dp_pca_gaussian_event(noise_multiplier: float, *, dp_centre: bool = False) -> ev.DpEvent:
     """What :func:`dp_pca_gaussian` spends (data-free, for planning and calibration), with
     one noise multiplier for the DP mean (``dp_centre=True``) and the scatter release."""
-    pca = ev.GaussianDpEvent(noise_multiplier)
-    return ev.ComposedDpEvent([ev.GaussianDpEvent(noise_multiplier), pca]) if dp_centre else pca
+    pca = gaussian_event(noise_multiplier)
+    return ev.ComposedDpEvent([gaussian_event(noise_multiplier), pca]) if dp_centre else pca
 
 
 def dp_pca_gaussian_calibrated(
@@ -428,7 +455,7 @@ def dp_pca_laplace(
     upper: np.ndarray | float,
     centre: np.ndarray | Literal["dp", "midpoint"] = "midpoint",
     mean_epsilon: float | None = None,
-    secure_noise: bool = False,
+    secure_noise: bool = True,
 ) -> tuple[PcaResult, PrivacyLedger]:
     """Lap-PCA (PCA-Gauss Sec. VII): pure epsilon-DP PCA of data in declared public bounds.
 
@@ -439,16 +466,19 @@ def dp_pca_laplace(
 
     Args:
       rng: noise source.
-      x: ``(n, d)`` private data; values outside ``[lower, upper]`` are clipped (warning).
-      k: number of components.
+      x: ``(n, d)`` private data, any ``n >= 0``; values outside ``[lower, upper]`` are
+        clipped; a record with a NaN or infinite entry is dropped.
+      k: number of components, ``1 <= k <= d`` (never compared with the private ``n``).
       epsilon: budget of the covariance release.
       lower, upper: declared public per-feature bounds (scalars broadcast); ``upper > lower``.
       centre: ``"midpoint"`` (public, the default, free), a declared public ``(d,)`` centre,
         or ``"dp"`` for a DP mean (:func:`dp_mean_laplace`, entry "dp-mean").
       mean_epsilon: budget of the DP mean (default ``epsilon``, so the total is ``2 epsilon``).
-      secure_noise: release through Mironov's (2012) snapping mechanism, which is proved
-        epsilon-DP in floating point; the noise scale absorbs its small extra cost
-        (:func:`jdp.mechanisms.noise.snapping_laplace_parameters`); the events are unchanged.
+      secure_noise: release through Mironov's (2012) snapping mechanism (the default),
+        which is proved epsilon-DP in floating point; the noise scale absorbs its small extra
+        cost (:func:`jdp.mechanisms.noise.snapping_laplace_parameters`). ``False``: the
+        textbook sampler, which an audit breaks (docs/privacy.md, "Floating-point noise")
+        and whose cut the events then charge (:func:`jdp.mechanisms.noise.laplace_event`).
 
     Returns:
       ``(PcaResult, ledger)`` with entries ``["dp-mean",] "lap-pca"``, all Laplace.
@@ -463,7 +493,7 @@ def dp_pca_laplace(
     References:
       Chanyaswad, Liu & Mittal, PCA-Gauss, Sec. V-B1 (Prop. 3) and Sec. VII (Thm. 7).
     """
-    x = check_data_matrix(x)
+    x = check_data_matrix(x, private=True)  # any row count: no check reads the rows
     k = _check_k(k, x)
     epsilon = check_positive("epsilon", epsilon)
     lower, upper = _check_bounds(lower, upper, x.shape[1])
@@ -495,8 +525,8 @@ def noisy_scatter_laplace(
     epsilon: float,
     lower: np.ndarray,
     upper: np.ndarray,
-    secure_noise: bool = False,
-) -> tuple[np.ndarray, ev.LaplaceDpEvent]:
+    secure_noise: bool = True,
+) -> tuple[np.ndarray, ev.DpEvent]:
     """The Lap-PCA release itself: bounded :func:`scatter_sum` plus symmetric Laplace noise.
 
     ``centre`` must be public. Upper-triangle noise scale ``Delta_1 / epsilon`` with
@@ -530,5 +560,7 @@ def public_pca(
     """
     x_public = check_data_matrix(x_public, name="x_public")
     k = _check_k(k, x_public)
+    if k > x_public.shape[0]:  # public data: its size may be checked and shown
+        raise ValueError(f"too few rows for k={k}: the public sample has {x_public.shape[0]}")
     c = x_public.mean(axis=0) if centre is None else _public_centre(centre, x_public.shape[1])
     return _result(scatter_sum(x_public, c), k, c), PrivacyLedger()

@@ -6,7 +6,9 @@ marginal TVD, per-column distances, counting-query error); :func:`write_report` 
 privacy statement, the tables and the plots, for people).
 
 The privacy section comes from the model's :class:`accounting.PrivacyLedger` alone: the
-statement ``ledger.report(delta)`` and the full ledger ``ledger.to_dict()``. Everything else
+statement ``ledger.report(delta)`` and the full ledger ``ledger.to_dict()`` (the statement
+opened by :data:`jdp.data.schema.NONPRIVATE_SCHEMA_CLAIM` when the model's schema was read off
+the data without DP). Everything else
 is evaluation on the user's own real data, which is not a release: the report says so, and
 it must not be published with the synthetic data unless that is intended (the marginal plots
 and the real baselines describe the real data).
@@ -26,6 +28,7 @@ from sklearn.base import ClassifierMixin
 
 from accounting import PrivacyLedger
 from accounting.validation import check_count
+from jdp.data.schema import NONPRIVATE_SCHEMA_CLAIM
 from jdp.eval._tables import check_tables
 from jdp.eval.marginals import column_distances, two_way_tvd
 from jdp.eval.queries import query_error_summary
@@ -155,15 +158,26 @@ def _stages(progress: bool):
             bar.update()
 
 
-def privacy_section(ledger: PrivacyLedger, delta: float) -> dict[str, Any]:
-    """The report's privacy part: epsilon at ``delta``, the statement and the full ledger."""
+def privacy_section(
+    ledger: PrivacyLedger, delta: float, *, nonprivate_schema: bool = False
+) -> dict[str, Any]:
+    """The report's privacy part: epsilon at ``delta``, the statement and the full ledger.
+
+    ``nonprivate_schema``: the model's schema was read off the data without DP
+    (``Schema.nonprivate``); the statement then opens with
+    :data:`~jdp.data.schema.NONPRIVATE_SCHEMA_CLAIM`, as the model's own does.
+    """
     if not isinstance(ledger, PrivacyLedger):
         raise TypeError(f"expected a PrivacyLedger, got {type(ledger).__name__}")
+    statement = ledger.report(delta)
+    if nonprivate_schema:
+        statement = f"{NONPRIVATE_SCHEMA_CLAIM}\n{statement}"
     return {
         "epsilon": ledger.epsilon(delta),
         "delta": delta,
-        "statement": ledger.report(delta),
+        "statement": statement,
         "paper_mode": ledger.has_paper_mode,
+        "nonprivate_schema": bool(nonprivate_schema),
         "ledger": ledger.to_dict(),
     }
 
@@ -178,6 +192,7 @@ def write_report(
     meta: Mapping[str, Any] | None = None,
     title: str = "jdp synthetic data report",
     sections: Mapping[str, tuple[Mapping[str, Any], Sequence[str]]] | None = None,
+    nonprivate_schema: bool = False,
 ) -> dict[str, Any]:
     """Write ``report.json`` and ``report.md`` into ``out_dir``; return the report dict.
 
@@ -192,6 +207,8 @@ def write_report(
         title: the Markdown heading.
         sections: further sections by key (e.g. ``"mia"`` from ``jdp.audit.mia.mia_section``):
             ``key -> (JSON-serialisable dict, Markdown lines)``, appended in order.
+        nonprivate_schema: the model's schema was read off the data without DP (see
+            :func:`privacy_section`).
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -200,7 +217,11 @@ def write_report(
     report = {
         "title": title,
         "meta": dict(meta or {}),
-        "privacy": None if ledger is None else privacy_section(ledger, delta),
+        "privacy": (
+            None
+            if ledger is None
+            else privacy_section(ledger, delta, nonprivate_schema=nonprivate_schema)
+        ),
         "evaluation": None if evaluation is None else dict(evaluation),
         "plots": [_relative(Path(p), out_dir) for p in plots],
         "note": NOT_A_RELEASE,

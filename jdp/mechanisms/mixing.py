@@ -130,7 +130,7 @@ def mix(
     *,
     noise_multiplier: float,
     secure_noise: bool = False,
-) -> tuple[np.ndarray, ev.GaussianDpEvent]:
+) -> tuple[np.ndarray, ev.DpEvent]:
     """Strict-mode mixing: ``1/2 + (S_g + N(0, (z sqrt(D)/2)^2 I)) / divisors_g`` per group.
 
     ``S_g = sum_{i : group_i = g} (x_i - 1/2)``.
@@ -146,7 +146,8 @@ def mix(
       secure_noise: see :func:`jdp.mechanisms.noise.gaussian_mechanism`.
 
     Returns:
-      ``((G, D) noisy mixtures, GaussianDpEvent(z))``.
+      ``((G, D) noisy mixtures, gaussian_event(z))``
+      (:func:`jdp.mechanisms.noise.gaussian_event`).
 
     Privacy:
       Add/remove-one. When group ids are per-record functions, adding or removing one record
@@ -198,7 +199,7 @@ def paper_noise_std(
 
 def paper_mix(
     rng: np.random.Generator, x: np.ndarray, groups: np.ndarray, *, noise_std: float, n_classes: int
-) -> tuple[np.ndarray, ev.GaussianDpEvent]:
+) -> tuple[np.ndarray, ev.DpEvent]:
     """Paper-mode mixing (Eq. 7): the mean of each group of ``l`` records plus ``N(0, sigma^2 I)``.
 
     Args:
@@ -209,7 +210,7 @@ def paper_mix(
       n_classes: ``C`` of Eq. 8.
 
     Returns:
-      ``((G, D) noisy means, GaussianDpEvent(1 / mu))`` with ``mu`` of :func:`paper_mu`: the
+      ``((G, D) noisy means, gaussian_event(1 / mu))`` with ``mu`` of :func:`paper_mu`: the
       release is the Gaussian mechanism at the paper's claimed L2 sensitivity
       ``sqrt(C D) / l``, so its event is ``mu``-GDP exactly when that claim holds.
 

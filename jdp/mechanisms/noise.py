@@ -8,16 +8,28 @@ Floating-point caveat (Mironov 2012, "On significance of the least significant b
 differential privacy"): a textbook floating-point sampler ``x + lambda * ln(U)`` leaks ``x``
 through the low-order bits of its output (the set of doubles it can return depends on
 ``x``), which breaks the DP guarantee outright. The default follows the papers we
-reimplement (plain floating-point noise). ``secure_noise=True`` selects:
+reimplement for the Gaussian (plain floating-point noise, its cut charged) and the proved
+construction for the Laplace. ``secure_noise`` selects:
 
-* Laplace: Mironov's **snapping mechanism** (Sec. 5.2), with a proof; see
+* Laplace (default ``True``): Mironov's **snapping mechanism** (Sec. 5.2), with a proof; see
   :func:`snapping_laplace_parameters` for the theorem and the small epsilon it adds, which
   we absorb by calibrating ``lambda`` (the ledger event keeps the requested epsilon).
-* Gaussian: the same clamp-and-round construction (grid: the smallest power of two
-  ``>= sigma``) as a **mitigation only**: it removes the low-bit channel Mironov's attack
+* Gaussian (default ``False``): the same clamp-and-round construction (grid: the smallest
+  power of two ``>= sigma``) as a **mitigation only**: it removes the low-bit channel Mironov's attack
   reads, but no theorem covers a snapped Gaussian; the event is the ideal Gaussian one.
   A proven alternative would be the discrete Gaussian (Canonne, Kamath & Steinke 2020),
   not implemented here.
+
+Every sampler here states its cut (DESIGN section 2, rule 8): a finite-precision sampler
+cannot return noise beyond some multiple of its scale, so an output beyond ``f(D)`` plus that
+multiple is impossible without a record and possible with it. :func:`standard_normal` (the
+Gaussian noise) is cut at :data:`NORMAL_CUT` = 37.6 standard deviations per pair and the
+textbook Laplace sampler (``secure_noise=False``) at about 708 scales; every release is at
+most :data:`MAX_RELEASE_SIZE` coordinates, so each Gaussian release carries the fixed
+``NoiseCutDpEvent(GAUSSIAN_RELEASE_CUT)`` (about ``1e-295``: :func:`gaussian_event`) and each
+textbook Laplace release ``NoiseCutDpEvent(LAPLACE_RELEASE_CUT)`` (:func:`laplace_event`).
+The snapping mechanism is exact (its theorem covers its finite-precision sampler and its
+clamp makes both neighbours' supports equal), so it is the Laplace default and adds no cut.
 
 The clamp bound ``B`` is public: ``B = max_records * sensitivity`` with a declared public
 bound on the number of records (default :data:`DEFAULT_MAX_RECORDS`). Every statistic
@@ -37,7 +49,9 @@ from functools import partial
 import numpy as np
 
 from accounting import events as ev
+from accounting.builders import with_noise_cut
 from accounting.validation import check_count, check_nonnegative, check_positive
+from jdp.mechanisms.tape import public, released
 
 #: ``eta``: the unit roundoff of IEEE binary64 (half its machine epsilon), Mironov's ``2**-53``.
 FLOAT64_UNIT_ROUNDOFF = 2.0**-53
@@ -48,6 +62,23 @@ _SNAPPING_MAX_RATIO = 2.0**46
 #: Bits of the mpmath logarithm before rounding to binary64 (the hardest-to-round binary64
 #: logarithms need about 118; OpenDP's snapping uses 118 for the same purpose).
 _LN_BITS = 160
+#: The most noise coordinates one host release may draw (a public cap, checked): what makes
+#: each release's cut charge a constant (:data:`GAUSSIAN_RELEASE_CUT`).
+MAX_RELEASE_SIZE = 2**40
+#: The radius (standard deviations) within which :func:`standard_normal` draws every pair,
+#: rounded down: its uniform (:func:`full_precision_uniform`) is floored at ``2^-1022``, so
+#: ``r = sqrt(-2 ln u) <= sqrt(2044 ln 2) = 37.64``.
+NORMAL_CUT = 37.6
+#: Total variation between one Gaussian release (at most :data:`MAX_RELEASE_SIZE` coordinates,
+#: so at most ``2^39`` pairs, each beyond the cut with ideal probability
+#: ``exp(-NORMAL_CUT^2 / 2)``) and the ideal Gaussian: about ``1e-295``.
+GAUSSIAN_RELEASE_CUT = (MAX_RELEASE_SIZE // 2) * math.exp(-0.5 * NORMAL_CUT**2)
+#: ``-ln`` of the smallest uniform :func:`full_precision_uniform` returns (``2^-1022``), less
+#: a margin: the textbook Laplace sampler never exceeds this many scales.
+LAPLACE_CUT = 708.0
+#: Total variation between one textbook Laplace release and the ideal one (``P(|L| > 708
+#: lambda) = e^-708`` per coordinate, :data:`MAX_RELEASE_SIZE` coordinates).
+LAPLACE_RELEASE_CUT = MAX_RELEASE_SIZE * math.exp(-LAPLACE_CUT)
 
 
 @dataclass(frozen=True)
@@ -177,6 +208,64 @@ def snapping_laplace(rng: np.random.Generator, value: np.ndarray, params: Snappi
     return _clamp_and_round(x + noise, params.grid, params.bound)
 
 
+def standard_normal(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    """``N(0, I)`` of ``shape`` (float64) whose cut lies at :data:`NORMAL_CUT` per pair.
+
+    Box-Muller with Mironov's full-precision uniform: per pair of outputs ``u`` from
+    :func:`full_precision_uniform` (every double in ``(0, 1)`` down to ``2^-1022``, each with
+    its spacing's probability), ``r = sqrt(-2 ln u) <= 37.64`` and ``theta = 2 pi (c +
+    2^-54)`` with ``c = rng.random()``; the outputs are ``r cos theta, r sin theta``. With a
+    continuous ``u`` this is the ideal pair conditioned on ``r <= sqrt(2044 ln 2)``, within
+    total variation ``2^-1022`` of it. numpy's own ``normal`` (a ziggurat) has a cut too, near
+    13.7, but one read off its C source; this one is ours and deep enough that
+    ``(1 + e^eps)`` times its charge stays negligible at any epsilon below 600.
+    """
+    size = math.prod(shape)
+    pairs = (size + 1) // 2
+    u = full_precision_uniform(rng, (pairs,))
+    return box_muller(u, rng.random(pairs))[:size].reshape(shape)
+
+
+def box_muller(u: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """:func:`standard_normal`'s transform of uniforms ``u`` in ``(0, 1]`` (the radius) and
+    ``c`` in ``[0, 1)`` (the angle) to ``r cos theta`` then ``r sin theta``; the largest
+    radius, at ``u = 2^-1022``, is ``sqrt(2044 ln 2) = 37.64``."""
+    r = np.sqrt(-2.0 * np.log(u))
+    theta = (2.0 * math.pi) * (c + 2.0**-54)
+    return np.concatenate([r * np.cos(theta), r * np.sin(theta)])
+
+
+def laplace_noise(rng: np.random.Generator, shape: tuple[int, ...], scale: float) -> np.ndarray:
+    """``Laplace(0, scale)`` of ``shape`` by the textbook ``S scale ln(U)``, with ``U`` from
+    :func:`full_precision_uniform` (so the cut lies at :data:`LAPLACE_CUT` scales) and ``np.log``
+    (faithful, not correctly rounded: Mironov's floating-point caveat applies)."""
+    sign = rng.integers(0, 2, size=shape) * 2.0 - 1.0
+    return (sign * scale) * np.log(full_precision_uniform(rng, shape))
+
+
+def gaussian_event(noise_multiplier: float) -> ev.DpEvent:
+    """The event of one Gaussian release (:func:`gaussian_mechanism`): ``GaussianDpEvent(z)``
+    with its sampler's cut (``NoiseCutDpEvent(GAUSSIAN_RELEASE_CUT)``; none at ``z = 0``,
+    where nothing is drawn). Every plan of a Gaussian release builds its event here."""
+    gaussian = ev.GaussianDpEvent(noise_multiplier=float(noise_multiplier))
+    return with_noise_cut(gaussian, GAUSSIAN_RELEASE_CUT if noise_multiplier > 0 else 0.0)
+
+
+def laplace_event(epsilon: float, *, secure_noise: bool = True) -> ev.DpEvent:
+    """The event of one Laplace release (:func:`laplace_mechanism`): ``LaplaceDpEvent(1 /
+    epsilon)``, exact under snapping (``secure_noise``), with the textbook sampler's cut
+    (``NoiseCutDpEvent(LAPLACE_RELEASE_CUT)``) otherwise."""
+    laplace = ev.LaplaceDpEvent(noise_multiplier=1.0 / float(epsilon))
+    return laplace if secure_noise else with_noise_cut(laplace, LAPLACE_RELEASE_CUT)
+
+
+def _check_release_size(value: np.ndarray) -> None:
+    if value.size > MAX_RELEASE_SIZE:
+        raise ValueError(
+            f"expected at most {MAX_RELEASE_SIZE} coordinates in one release, got {value.size}"
+        )
+
+
 def _symmetrize(upper: np.ndarray) -> np.ndarray:
     """The symmetric matrix whose upper triangle (diagonal included) is ``upper``'s."""
     return upper + np.triu(upper, 1).T
@@ -199,6 +288,14 @@ def _iid_noise(
     return _symmetrize(np.triu(noise)) if symmetric else noise
 
 
+def _statistic_fingerprint(value: object, **public_arguments: object) -> tuple:
+    """A host release's public fingerprint (:mod:`jdp.mechanisms.tape`): the statistic's
+    shape and every other argument but the generator (the tape fingerprints its state)."""
+    del public_arguments["rng"]
+    return np.shape(value), public(public_arguments)
+
+
+@released(_statistic_fingerprint)
 def gaussian_mechanism(
     rng: np.random.Generator,
     value: np.ndarray,
@@ -228,12 +325,13 @@ def gaussian_mechanism(
       max_records: public bound on the number of records, for ``B``.
 
     Returns:
-      ``(noisy_value, GaussianDpEvent(noise_multiplier))``.
+      ``(noisy_value, gaussian_event(noise_multiplier))``.
 
     Privacy:
       Neighbouring relation: whatever relation ``l2_sensitivity`` was derived for.
       Gaussian mechanism: RDP(alpha) = alpha / (2 * noise_multiplier**2) (Mironov 2017);
-      the event is that of the ideal real-valued mechanism, with or without ``secure_noise``.
+      the event is that of the ideal real-valued mechanism, with or without ``secure_noise``,
+      plus the cut of :func:`standard_normal` (:func:`gaussian_event`).
     """
     check_positive("l2_sensitivity", l2_sensitivity)
     check_nonnegative("noise_multiplier", noise_multiplier)
@@ -243,12 +341,15 @@ def gaussian_mechanism(
     if secure:
         bound = float(check_count("max_records", max_records, minimum=1)) * l2_sensitivity
         value = np.clip(value, -bound, bound)
-    out = value + _iid_noise(partial(rng.normal, 0.0, scale), value.shape, symmetric)
+    _check_release_size(value)
+    noise = scale * _iid_noise(partial(standard_normal, rng), value.shape, symmetric)
+    out = value + noise
     if secure:
         out = _clamp_and_round(out, power_of_two_at_least(scale), bound)
-    return out, ev.GaussianDpEvent(noise_multiplier=float(noise_multiplier))
+    return out, gaussian_event(noise_multiplier)
 
 
+@released(_statistic_fingerprint)
 def laplace_mechanism(
     rng: np.random.Generator,
     value: np.ndarray,
@@ -256,31 +357,35 @@ def laplace_mechanism(
     l1_sensitivity: float,
     epsilon: float,
     symmetric: bool = False,
-    secure_noise: bool = False,
+    secure_noise: bool = True,
     max_records: int = DEFAULT_MAX_RECORDS,
-) -> tuple[np.ndarray, ev.LaplaceDpEvent]:
+) -> tuple[np.ndarray, ev.DpEvent]:
     """Release ``value + Laplace(0, l1_sensitivity / epsilon)`` entrywise (pure epsilon-DP).
 
     With ``symmetric=True`` the noise is drawn on the upper triangle and mirrored; then
     ``l1_sensitivity`` must bound the L1 change of the upper triangle only.
 
-    ``secure_noise=True`` releases through Mironov's snapping mechanism instead
+    ``secure_noise=True`` (the default) releases through Mironov's snapping mechanism
     (:func:`snapping_laplace_parameters`: clamp to the public ``B = max_records *
     l1_sensitivity``, Laplace noise from full-precision randomness with a correctly rounded
     logarithm, round to the power-of-two grid ``Lambda >= lambda``, clamp), with ``lambda``
-    calibrated so that the floating-point cost is included in ``epsilon``.
+    calibrated so that the floating-point cost is included in ``epsilon``. ``False`` draws
+    the textbook sampler (:func:`laplace_noise`): Mironov's attack applies to it, and its cut
+    is charged, so it is not pure DP.
 
     Privacy:
       epsilon-DP for the relation ``l1_sensitivity`` was derived under (with
       ``secure_noise``: by Mironov 2012, Thm. 1, in binary64 arithmetic). The event is
-      ``LaplaceDpEvent(noise_multiplier = 1 / epsilon)`` in both cases.
+      :func:`laplace_event` (``LaplaceDpEvent(1 / epsilon)``, with the textbook sampler's
+      cut when ``secure_noise=False``).
     """
     check_positive("l1_sensitivity", l1_sensitivity)
     check_positive("epsilon", epsilon)
     value = _as_statistic(value, symmetric)
-    event = ev.LaplaceDpEvent(noise_multiplier=1.0 / float(epsilon))
+    _check_release_size(value)
+    event = laplace_event(epsilon, secure_noise=secure_noise)
     if not secure_noise:
-        draw = partial(rng.laplace, 0.0, l1_sensitivity / epsilon)
+        draw = partial(laplace_noise, rng, scale=l1_sensitivity / epsilon)
         return value + _iid_noise(draw, value.shape, symmetric), event
     iu = np.triu_indices(value.shape[0]) if symmetric else None
     flat = value if iu is None else value[iu]
@@ -310,7 +415,7 @@ def gaussian_releases(
     sensitivity and the common ``noise_multiplier``, in order.
 
     Returns:
-      ``(noisy_values, ComposedDpEvent([GaussianDpEvent(noise_multiplier)] * len(values)))``.
+      ``(noisy_values, ComposedDpEvent([gaussian_event(noise_multiplier)] * len(values)))``.
 
     Privacy:
       Sequential composition of the Gaussian mechanisms (each with its own L2 sensitivity,

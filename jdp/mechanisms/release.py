@@ -24,6 +24,7 @@ from accounting.calibrate import calibrate
 from accounting.compose import BEST
 from accounting.ledger import PrivacyLedger
 from accounting.validation import check_count
+from jdp.mechanisms.noise import gaussian_event
 
 __all__ = ["gaussian_iterations_event", "iterate_releases", "record_release", "run_calibrated"]
 
@@ -69,9 +70,9 @@ def gaussian_iterations_event(
 ) -> ev.SelfComposedDpEvent:
     """The plan of ``steps`` iterations of ``releases`` Gaussian mechanisms each, all with
     multiplier ``noise_multiplier`` (each statistic noised relative to its own sensitivity):
-    ``SelfComposed(Composed([Gaussian(z)] * releases), steps)`` -- what :func:`iterate_releases`
+    ``SelfComposed(Composed([gaussian_event(z)] * releases), steps)`` -- what :func:`iterate_releases`
     records for a step built on :func:`jdp.mechanisms.noise.gaussian_releases`."""
-    one = ev.ComposedDpEvent([ev.GaussianDpEvent(noise_multiplier)] * releases)
+    one = ev.ComposedDpEvent([gaussian_event(noise_multiplier)] * releases)
     return ev.SelfComposedDpEvent(one, check_count("steps", steps, minimum=1))
 
 

@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from jdp.mechanisms.tape import released
+
 __all__ = ["gumbel_max"]
 
 
+@released(lambda rng, logits: np.shape(logits))
 def gumbel_max(rng: np.random.Generator, logits: np.ndarray) -> int:
     """An index drawn with probability ``exp(logit_k) / sum_j exp(logit_j)``.
 

@@ -72,13 +72,13 @@ import jax
 import pandas as pd
 
 from accounting import PrivacyBudget, PrivacyLedger
-from accounting.compose import split_approximate
+from accounting.compose import pure_spend
 from accounting.validation import check_count
 from jdp.data.constraints import enforce
 from jdp.data.dp_schema import SchemaRelease
-from jdp.data.schema import Schema, Table, UnaccountedSchemaWarning
+from jdp.data.schema import NONPRIVATE_SCHEMA_CLAIM, Schema, Table, UnaccountedSchemaWarning
 from jdp.synth.signal import check_signal
-from jdp.verbosity import private_details_shown
+from jdp.verbosity import warn_private
 
 Params = Mapping[str, Any]  # nested dict of arrays
 FitFn = Callable[[jax.Array, Table, PrivacyBudget, Any], "FittedModel"]
@@ -86,7 +86,11 @@ SampleFn = Callable[[jax.Array, "FittedModel", int], pd.DataFrame]
 
 
 class DeltaWarning(UserWarning):
-    """``delta >= 1/n``: a mechanism at this delta may release a record outright."""
+    """``delta >= 1/n``: a mechanism at this delta may release a record outright.
+
+    ``n`` is private, so this warning is shown only under
+    :func:`jdp.verbosity.show_private_details` (no public row count is declared anywhere to
+    compare ``delta`` with instead)."""
 
 
 # -- the fitted model ----------------------------------------------------------------------
@@ -108,7 +112,13 @@ class FittedModel:
         return self.ledger.epsilon(self.budget.delta if delta is None else delta)
 
     def privacy_statement(self) -> str:
-        return self.ledger.report(self.budget.delta)
+        """The ledger's report at the budget's delta, opened by
+        :data:`~jdp.data.schema.NONPRIVATE_SCHEMA_CLAIM` when the schema was read off the
+        data without DP (``schema.nonprivate``): the release is then not DP as a whole."""
+        statement = self.ledger.report(self.budget.delta)
+        if self.schema.nonprivate:
+            return f"{NONPRIVATE_SCHEMA_CLAIM}\n{statement}"
+        return statement
 
 
 # -- registry ------------------------------------------------------------------------------
@@ -219,7 +229,8 @@ def fit_model(
     data), its cost is charged to ``budget``: the method is fitted on the remaining
     ``(epsilon - epsilon_s, delta - delta_s)`` (basic composition) and the release's entries
     open the model's ledger (a ``Table`` must then be conformed to the release's schema).
-    Warns (:class:`DeltaWarning`) when ``delta >= 1/n``, and
+    Warns (:class:`DeltaWarning`) when ``delta >= 1/n`` -- only under
+    :func:`jdp.verbosity.show_private_details`, as ``n`` is private --, and
     (:class:`~jdp.data.schema.UnaccountedSchemaWarning`) when the schema came from a release
     but the release is not given: its cost is then missing from the ledger, and
     (:class:`~jdp.synth.signal.NoSignalWarning`) when a released statistic's noise exceeds
@@ -251,9 +262,10 @@ def fit_model(
                 "jdp.data.dp_schema.infer_schema_dp"
             )
         data = (schema if release is None else release).conform(data)  # maps to 'other'
-    message = budget.delta_warning(len(data), show_n=private_details_shown())
+    # n is private: whether delta >= 1/n (and 1/n itself) is for the data holder's eyes only
+    message = budget.delta_warning(len(data), show_n=True)
     if message:
-        warnings.warn(message, DeltaWarning, stacklevel=2)
+        warn_private(message, DeltaWarning, stacklevel=2)
     remaining = _remaining_budget(budget, spent)
     model = m.fit(key, data, remaining, m.make_config(config))
     if spent.entries:
@@ -272,8 +284,7 @@ def _remaining_budget(budget: PrivacyBudget, spent: PrivacyLedger) -> PrivacyBud
     """``budget`` less what ``spent`` used, by basic composition (for pure/approximate spends)."""
     if not spent.entries:
         return budget
-    delta_s = split_approximate(spent.event)[1]
-    eps_s = spent.epsilon(delta_s)
+    eps_s, delta_s = pure_spend(spent.event)
     if eps_s >= budget.epsilon or delta_s > budget.delta:
         raise ValueError(
             f"expected the schema release ({eps_s:.4g}, {delta_s:.3g}) to leave part of the "

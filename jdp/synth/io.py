@@ -7,7 +7,11 @@ A saved model is a directory holding
 * ``model.json`` -- the method's name, its config (a dataclass of JSON values), the public
   schema, the budget and the ledger, with a format version, the SHA-256 of ``params.npz``'s
   bytes (``params_sha256``) and a SHA-256 over the rest of ``model.json`` (``digest``: of
-  the canonical JSON -- sorted keys, no spaces -- of every field but ``digest``).
+  the canonical JSON -- sorted keys, no spaces -- of every field but ``digest``). The schema
+  is ``Schema.to_dict``'s, marks included: ``"nonprivate": true`` for a schema read off the
+  data (``infer_schema_nonprivate``; the loaded model's privacy statement then says it is not
+  DP as a whole). The key is optional, so models saved before it existed load unchanged (as
+  declared schemas) and the format version stays.
 
 Nothing executable is stored: loading looks the method up in the registry
 (:func:`jdp.synth.base.get_method`) and rebuilds its config class from the JSON fields.

@@ -47,7 +47,7 @@ from accounting.calibrate import calibrate
 from accounting.validation import check_count
 from jdp.data.schema import Column, Schema, Table
 from jdp.data.transforms import discretize, n_bins, undiscretize
-from jdp.mechanisms.noise import gaussian_mechanism, laplace_mechanism
+from jdp.mechanisms.noise import gaussian_event, gaussian_mechanism, laplace_mechanism
 from jdp.random import numpy_rng
 from jdp.synth.base import FittedModel, Method, register
 from jdp.synth.estimator import Synthesizer
@@ -64,9 +64,9 @@ class MarginalsConfig:
       bins: cells per continuous column (and at most this many per integer column).
       noise: ``"gaussian"``, ``"laplace"`` or ``"auto"`` (Gaussian iff delta > 0).
       condition_on_target: histogram each feature per class of the schema's target (if any).
-      secure_noise: Laplace: Mironov's (2012) snapping mechanism (proved, cost absorbed in the
-        noise scale); Gaussian: a clamp-and-round mitigation without proof. See
-        :mod:`jdp.mechanisms.noise`.
+      secure_noise: Gaussian: a clamp-and-round mitigation without proof (see
+        :mod:`jdp.mechanisms.noise`). Laplace noise is always Mironov's (2012) snapping
+        mechanism (proved; its cost is absorbed in the noise scale).
     """
 
     bins: int = 32
@@ -91,8 +91,8 @@ def noise_multiplier(noise: Literal["gaussian", "laplace"], epsilon: float, delt
     ``delta = 0`` exactly ``1 / epsilon``."""
     if noise == "laplace" and delta == 0:
         return 1.0 / epsilon
-    event_cls = ev.GaussianDpEvent if noise == "gaussian" else ev.LaplaceDpEvent
-    return calibrate(event_cls, target_epsilon=epsilon, target_delta=delta, lower=1e-3)
+    event_fn = gaussian_event if noise == "gaussian" else ev.LaplaceDpEvent
+    return calibrate(event_fn, target_epsilon=epsilon, target_delta=delta, lower=1e-3)
 
 
 def conditioning(schema: Schema, config: MarginalsConfig) -> Column | None:
@@ -148,9 +148,7 @@ def fit(key: jax.Array, data: Table, budget: PrivacyBudget, config: MarginalsCon
         )
     else:
         z = noise_multiplier("laplace", budget.epsilon, budget.delta)
-        noisy, event = laplace_mechanism(
-            rng, counts, l1_sensitivity=float(d), epsilon=1.0 / z, secure_noise=config.secure_noise
-        )
+        noisy, event = laplace_mechanism(rng, counts, l1_sensitivity=float(d), epsilon=1.0 / z)
     kind = "class-conditional " if conditioning(data.schema, config) else ""
     ledger = PrivacyLedger().record(
         LABEL, event, note=f"{d} {kind}column histograms, {counts.size} cells"

@@ -72,13 +72,13 @@ def release_state_counts(
     x: np.ndarray,
     blocks: Blocks,
     noise_multiplier: float,
-) -> tuple[np.ndarray, ev.GaussianDpEvent]:
+) -> tuple[np.ndarray, ev.DpEvent]:
     """:func:`state_counts` plus ``N(0, (z sqrt(m))^2)`` per count.
 
     Privacy:
       Add/remove-one, L2 sensitivity ``sqrt(m)``, ``m = len(blocks)`` (module docstring;
       tested with random and adversarial neighbours); the Gaussian mechanism, returns
-      ``GaussianDpEvent(noise_multiplier)``. All groups are one release.
+      ``gaussian_event(noise_multiplier)`` (:func:`jdp.mechanisms.noise.gaussian_event`). All groups are one release.
     """
     if not blocks:
         raise ValueError("expected at least one state block, got none")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -14,6 +15,7 @@ from accounting.compose import best_epsilon, compute_epsilon
 from accounting.relations import REPLACE_ONE
 from jdp.cli import main
 from jdp.cli.account import account_dpsgd
+from jdp.dpsgd.noise import noise_cut
 
 BASE = ["account", "dpsgd", "--sampling-prob", "0.01", "--steps", "10000", "--delta", "1e-5"]
 
@@ -136,7 +138,7 @@ def _tiny_train(sampling: str, **noise):
 def _cli(capsys, sampling: str, *noise: str) -> dict:
     args = ["account", "dpsgd", "--sampling-prob", str(PLAN["sampling_prob"])]
     args += ["--steps", str(PLAN["steps"]), "--delta", "1e-5", "--sampling", sampling]
-    args += ["--dataset-size", str(PLAN["dataset_size"]), "--json", *noise]
+    args += ["--dataset-size", str(PLAN["dataset_size"]), "--params", "1", "--json", *noise]
     assert main(args) == 0
     return json.loads(capsys.readouterr().out)
 
@@ -156,13 +158,15 @@ def test_cli_calibration_and_train_agree(sampling, capsys):
         steps=PLAN["steps"],
         sampling=sampling,
         dataset_size=PLAN["dataset_size"],
+        noise_cut=noise_cut(jnp.zeros(1)),  # the one parameter of the tiny model
     )
     trained = _tiny_train(sampling, target_epsilon=4.0, target_delta=1e-5)
     assert calibrated["noise_multiplier"] == z == trained.noise_multiplier
     assert 0.99 * 4 <= trained.ledger.epsilon(1e-5) <= 4
     # the three paths report one figure: the CLI, the ledger, the progress bar's last value
     config = _config(sampling, target_epsilon=4.0, target_delta=1e-5)
-    last = config.epsilon_after(PLAN["steps"], z, PLAN["dataset_size"])
+    cut = noise_cut(jnp.zeros(1))
+    last = config.epsilon_after(PLAN["steps"], z, PLAN["dataset_size"], noise_cut=cut)
     assert calibrated["epsilon"] == trained.ledger.epsilon(1e-5) == last <= 4
 
 

@@ -91,10 +91,12 @@ def test_conform_returns_typed_frame_without_clipping():
 
 
 def test_out_of_bounds_values_clip_and_are_counted():
+    """Values out of bounds are clipped and counted on the Table; whether any were is private
+    (issue 24, item 3), so the warning appears only under show_private_details."""
     data = frame(age=[5, 35, 200], income=[-1.0, 2e4, 5e4])
-    with pytest.warns(ClipWarning, match="values of column 'age'.*values of column 'income'") as w:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
         table = SCHEMA.conform(data)
-    assert not any(ch.isdigit() for ch in str(w[0].message).split("[")[0])  # counts are private
     with (
         show_private_details(),
         pytest.warns(
@@ -120,8 +122,6 @@ def test_out_of_bounds_values_clip_and_are_counted():
         (frame(label=["0", "1", "1"]), TypeError, "column 'label': expected non-string"),
         (frame(label=[0, 2, 1]), ValueError, "column 'label' has values not in"),
         (frame(age=[20.5, 35, 61]), ValueError, "column 'age' is declared integer"),
-        (frame().iloc[:0], ValueError, r"too few rows: expected at least 2$"),
-        (frame().iloc[:1], ValueError, r"too few rows: expected at least 2$"),
         (frame().drop(columns="label"), ValueError, "target column 'label' is missing"),
         (frame().drop(columns="color"), ValueError, "column 'color' of the schema is missing"),
         (frame().assign(extra=1), ValueError, "column 'extra' of the data is not in the schema"),

@@ -13,7 +13,9 @@ from accounting import events as ev
 from accounting.builders import dpsgd_event
 from jdp.dpsgd import DPSGDConfig, FixedSizeSampling, PoissonSampling, train
 from jdp.dpsgd import clip_schedules as cs
+from jdp.dpsgd.noise import noise_cut
 from jdp.nn.mlp import MLP
+from jdp.verbosity import show_private_details
 
 N = 128
 
@@ -62,7 +64,10 @@ def test_train_learns_and_records_its_event():
     out = _train(1, config, optax.adam(0.05))
     assert out.steps == 40 and out.noise_multiplier == 0.8
     assert out.ledger.labels == ["dp-sgd"]
-    assert out.ledger.entries[0].event == dpsgd_event(0.8, 0.25, 40)
+    # the run's event, with the noise sampler's cut on every parameter per step
+    cut = noise_cut(params)
+    assert cut > 0
+    assert out.ledger.entries[0].event == dpsgd_event(0.8, 0.25, 40, noise_cut=cut)
     assert accuracy(out.params) > max(accuracy(params), 0.8)
     again = _train(1, config, optax.adam(0.05))
     np.testing.assert_array_equal(
@@ -124,7 +129,8 @@ def test_clipping_decay_keeps_the_noise_multiplier():
     out = _train(
         3, _config(l2_clip_norm=schedule, sampling_prob=0.2, steps=6, noise_multiplier=1.1)
     )
-    assert out.ledger.entries[0].event == dpsgd_event(1.1, 0.2, 6)
+    cut = noise_cut(_problem()[1])
+    assert out.ledger.entries[0].event == dpsgd_event(1.1, 0.2, 6, noise_cut=cut)
 
 
 def test_dpnorm_histogram_and_mode():
@@ -142,7 +148,11 @@ def test_adaptive_clip_training_is_accounted_as_two_gaussians_on_one_batch():
     step = ev.PoissonSampledDpEvent(
         0.2, ev.ComposedDpEvent([ev.GaussianDpEvent(2.0), ev.GaussianDpEvent(1.0)])
     )
-    assert out.ledger.entries[0].event == ev.SelfComposedDpEvent(step, 4)
+    # the sampler's cut: the gradient's draw on every parameter and the 8-bin histogram's
+    cut = 4 * (noise_cut(_problem()[1]) + cs.histogram_noise_cut(adaptive))
+    assert out.ledger.entries[0].event == ev.ComposedDpEvent(
+        [ev.SelfComposedDpEvent(step, 4), ev.NoiseCutDpEvent(cut)]
+    )
     with pytest.raises(ValueError, match="AdaptiveClip"):
         _config(l2_clip_norm=adaptive, noise_multiplier=None, target_epsilon=1.0, target_delta=1e-5)
     with pytest.raises(ValueError, match="AdaptiveClip"):
@@ -154,9 +164,12 @@ def test_without_replacement_is_recorded_under_replace_one():
     assert out.ledger.neighboring_relation == ev.NeighboringRelation.REPLACE_ONE
     # replace-one: the clipped sum moves by up to 2C; dpsgd_event takes z = std / C and
     # records the Gaussian z / 2 itself
-    wor = dpsgd_event(1.0, 0.25, 2, sampling="without_replacement", dataset_size=N)
+    cut = noise_cut(_problem()[1])
+    wor = dpsgd_event(
+        1.0, 0.25, 2, sampling="without_replacement", dataset_size=N, noise_cut=cut
+    )
     assert out.ledger.entries[0].event == wor
-    assert wor.event.event == ev.GaussianDpEvent(0.5)
+    assert wor.events[0].event.event == ev.GaussianDpEvent(0.5)
 
 
 def test_config_stores_the_batch_selection_strategy():
@@ -262,7 +275,8 @@ def test_expected_batch_size_is_required_and_validated():
 @pytest.mark.parametrize("method", ["general", "ghost"])
 def test_non_finite_record_is_dropped_by_train_with_a_warning_that_counts_nothing(method):
     """Record 0 (which padded slots repeat) has log(0) in its loss. Training is finite and
-    equals training without it; train warns without printing a data-derived count."""
+    equals training without it; train warns without printing a data-derived count, and only
+    under show_private_details (whether it warns is private: issue 24, item 3)."""
     rng = np.random.default_rng(1)
     x = rng.standard_normal((16, 4)).astype(np.float32)
     w = np.ones(16, np.float32)
@@ -279,7 +293,7 @@ def test_non_finite_record_is_dropped_by_train_with_a_warning_that_counts_nothin
         l2_clip_norm=0.5, sampling_prob=1.0, steps=2, noise_multiplier=1.0, expected_batch_size=16.0
     )
     kwargs = {"method": method, "progress": False}
-    with pytest.warns(RuntimeWarning, match="non-finite") as record:
+    with show_private_details(), pytest.warns(RuntimeWarning, match="non-finite") as record:
         bad = train(
             jax.random.key(2), loss_fn, params, optax.sgd(0.1), {"x": x, "w": w}, config, **kwargs
         )
@@ -343,9 +357,10 @@ def test_progress_epsilon_after_the_last_step_is_the_ledgers(sampling):
     result = train(
         jax.random.key(0), loss, jnp.zeros(3), optax.sgd(0.1), data, config, progress=False
     )
-    z = result.noise_multiplier
-    assert config.epsilon_after(12, z, 50) == pytest.approx(result.ledger.epsilon(1e-5), rel=1e-12)
-    assert config.epsilon_after(6, z, 50) < config.epsilon_after(12, z, 50)
+    z, cut = result.noise_multiplier, noise_cut(jnp.zeros(3))
+    last = config.epsilon_after(12, z, 50, noise_cut=cut)
+    assert last == pytest.approx(result.ledger.epsilon(1e-5), rel=1e-12)
+    assert config.epsilon_after(6, z, 50, noise_cut=cut) < last
 
 
 def test_on_step_sees_every_iterate_and_the_last_is_the_result():

@@ -12,23 +12,35 @@ from scipy import stats
 from accounting import events as ev
 from jdp.mechanisms.noise import (
     DEFAULT_MAX_RECORDS,
+    GAUSSIAN_RELEASE_CUT,
+    LAPLACE_CUT,
+    LAPLACE_RELEASE_CUT,
+    MAX_RELEASE_SIZE,
+    NORMAL_CUT,
+    box_muller,
     clip_rows,
     full_precision_uniform,
+    gaussian_event,
     gaussian_mechanism,
     laplace_mechanism,
     power_of_two_at_least,
     snapping_epsilon,
     snapping_laplace_parameters,
+    standard_normal,
 )
 
 N_DRAWS = 20_000
 
 
-def test_laplace_noise_has_the_laplace_distribution():
+def test_textbook_laplace_noise_has_the_laplace_distribution_and_its_cut_is_charged():
     # the scale, seeds, event and limits of every mechanism: tests/contracts/test_mechanisms.py
     rng = np.random.default_rng(1)
-    out, event = laplace_mechanism(rng, np.zeros(N_DRAWS), l1_sensitivity=3.0, epsilon=0.5)
-    assert event == ev.LaplaceDpEvent(noise_multiplier=2.0)
+    out, event = laplace_mechanism(
+        rng, np.zeros(N_DRAWS), l1_sensitivity=3.0, epsilon=0.5, secure_noise=False
+    )
+    assert event == ev.ComposedDpEvent(
+        [ev.LaplaceDpEvent(noise_multiplier=2.0), ev.NoiseCutDpEvent(LAPLACE_RELEASE_CUT)]
+    )
     # |Laplace(b)| is Exponential with mean b = 6; KS test against it
     assert stats.kstest(np.abs(out), stats.expon(scale=6.0).cdf).pvalue > 1e-6
 
@@ -145,7 +157,7 @@ def test_gaussian_secure_noise_is_rounded_and_clamped_with_an_unchanged_event():
     out, event = gaussian_mechanism(
         np.random.default_rng(3), value, l2_sensitivity=1.5, noise_multiplier=1.0, secure_noise=True
     )
-    assert event == ev.GaussianDpEvent(noise_multiplier=1.0)
+    assert event == gaussian_event(1.0)
     grid, bound = power_of_two_at_least(1.5), DEFAULT_MAX_RECORDS * 1.5
     assert grid == 2.0 and np.all(np.abs(out) <= bound)
     np.testing.assert_array_equal(out[:2] / grid, np.round(out[:2] / grid))
@@ -192,3 +204,39 @@ def test_laplace_and_clip_bad_arguments_raise():
         clip_rows(np.zeros((2, 2)), -1.0)
     with pytest.raises(TypeError, match="l2_sensitivity"):
         gaussian_mechanism(rng, np.zeros(3), l2_sensitivity="1", noise_multiplier=1.0)
+
+
+def test_host_normal_is_standard_normal():
+    """Kolmogorov-Smirnov at a fixed seed (bound p > 1e-6) and the first four moments within
+    6 standard errors of N(0, 1)'s."""
+    x = standard_normal(np.random.default_rng(7), (400_001,))
+    assert x.shape == (400_001,) and x.dtype == np.float64
+    assert stats.kstest(x, "norm").pvalue > 1e-6
+    n = x.size
+    for k, (moment, var) in enumerate([(0.0, 1.0), (1.0, 2.0), (0.0, 15.0), (3.0, 96.0)], 1):
+        assert abs(np.mean(x**k) - moment) < 6 * np.sqrt(var / n), k
+
+
+def test_host_normal_is_cut_at_its_stated_radius_and_the_cut_is_charged():
+    """Issue 24 item 1 on the numpy side: the sampler's support is read off its transform (the
+    smallest full-precision uniform, 2^-1022, gives radius sqrt(2044 ln 2) = 37.64 >=
+    NORMAL_CUT, so the charged tail exp(-NORMAL_CUT^2 / 2) per pair is at least the true one),
+    every Gaussian release carries the cut for MAX_RELEASE_SIZE coordinates, and larger
+    releases are refused."""
+    r = np.hypot(*box_muller(np.array([2.0**-1022]), np.array([0.3])))
+    assert r == pytest.approx(np.sqrt(2044 * np.log(2)), rel=1e-12) and NORMAL_CUT <= r
+    assert full_precision_uniform(np.random.default_rng(0), (10_000,)).min() > 0
+    assert np.hypot(*box_muller(np.ones(1), np.zeros(1))) == 0.0
+    assert GAUSSIAN_RELEASE_CUT == (MAX_RELEASE_SIZE // 2) * np.exp(-0.5 * NORMAL_CUT**2) < 1e-290
+    _, event = gaussian_mechanism(np.random.default_rng(0), np.zeros(3), l2_sensitivity=1.0,
+                                  noise_multiplier=2.0)  # fmt: skip
+    assert (
+        event
+        == gaussian_event(2.0)
+        == ev.ComposedDpEvent([ev.GaussianDpEvent(2.0), ev.NoiseCutDpEvent(GAUSSIAN_RELEASE_CUT)])
+    )
+    huge = np.broadcast_to(0.0, (2**21, 2**20))  # 2^41 coordinates, no memory
+    with pytest.raises(ValueError, match="at most 1099511627776 coordinates"):
+        gaussian_mechanism(np.random.default_rng(0), huge, l2_sensitivity=1.0, noise_multiplier=1.0)
+    assert LAPLACE_RELEASE_CUT == MAX_RELEASE_SIZE * np.exp(-LAPLACE_CUT) > 0
+    assert -np.log(2.0**-1022) > LAPLACE_CUT  # the textbook Laplace's floor, the same uniform

@@ -17,6 +17,7 @@ from jdp.data.schema import Column, Schema, Table
 from jdp.random import key_from_seed, numpy_rng
 from jdp.synth import base, io
 from jdp.synth.estimator import Synthesizer
+from jdp.verbosity import show_private_details
 
 SCHEMA = Schema(
     columns=(
@@ -130,15 +131,15 @@ def test_fit_needs_a_schema_and_a_budget():
         base.fit_model(key_from_seed(0), "toy", FRAME, BUDGET, config={"a": 1}, schema=SCHEMA)
 
 
-def test_delta_at_least_one_over_n_warns():
-    with pytest.warns(base.DeltaWarning, match=r"delta=0.1 >= 1/n of this dataset"):
-        base.fit_model(
-            key_from_seed(0),
-            "toy",
-            FRAME,
-            PrivacyBudget(epsilon=1.0, delta=0.1),
-            schema=SCHEMA,
-        )
+def test_delta_at_least_one_over_n_warns_the_data_holder_only():
+    """n is private, so whether delta >= 1/n is too (issue 24, item 3): the warning appears
+    only under show_private_details, where it may state 1/n."""
+    budget = PrivacyBudget(epsilon=1.0, delta=0.1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", base.DeltaWarning)
+        base.fit_model(key_from_seed(0), "toy", FRAME, budget, schema=SCHEMA)
+    with show_private_details(), pytest.warns(base.DeltaWarning, match=r"delta=0.1 >= 1/n = 0.05"):
+        base.fit_model(key_from_seed(0), "toy", FRAME, budget, schema=SCHEMA)
 
 
 def test_save_load_round_trip_without_pickle(tmp_path):
@@ -357,7 +358,8 @@ def test_suppressed_category_goes_through_the_dp_schema_path_without_echo():
     with the rare value in the message; on the DP-schema path it is dropped, and no message
     shows it."""
     df, release = _rare_value_release()
-    with warnings.catch_warnings(record=True) as caught:
+    # under show_private_details, so that the (private) SuppressedCategoryWarning is raised too
+    with show_private_details(), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         model = base.fit_model(
             jax.random.key(0), "marginals", df, PrivacyBudget(epsilon=1.0, delta=1e-5),

@@ -21,6 +21,7 @@ from jdp.synth.base import fit_model, sample_model
 from jdp.synth.clustmix import ClustMix, ClustMixConfig, fit_arrays, strict_plan
 
 EPS, DELTA = 1.0, 1e-5
+X_WIDTH = 4  # the columns of _arrays (a public shape the plan's DP-KIP phase reads)
 SCHEMA = Schema(
     columns=(
         Column(name="a", kind="continuous", lower=0.0, upper=10.0),
@@ -69,7 +70,7 @@ def test_strict_ledger_holds_every_phase_and_equals_the_data_free_plan():
     ledger = release.ledger
     assert ledger.labels == ["clustmix/dp-clustering", "clustmix/cluster-sizes", "clustmix/mixing"]
     assert not ledger.has_paper_mode
-    plan = strict_plan(CONFIG, 2, release.info["scale"])
+    plan = strict_plan(CONFIG, 2, X_WIDTH, release.info["scale"])
     # the ledger's figure is the best accountant's, the plan's under the same rule; the
     # calibration (to that same figure) lands within 1% of the target
     assert ledger.epsilon(DELTA) == pytest.approx(
@@ -99,7 +100,7 @@ def test_strict_ledger_with_dp_kip_holds_the_adapt_phase():
         "clustmix/dp-kip",
         "clustmix/mixing",
     ]
-    plan = strict_plan(config, 2, release.info["scale"])
+    plan = strict_plan(config, 2, X_WIDTH, release.info["scale"])
     assert ledger.epsilon(DELTA) == pytest.approx(
         compute_epsilon(plan, DELTA, accountant="best"), rel=1e-9
     )
@@ -330,7 +331,7 @@ def test_table_state_blocks_are_drawn_from_the_denoised_unshifted_mixtures(kip_s
     budget = PrivacyBudget(epsilon=2.0, delta=1e-5)
     model = fit_model(jax.random.key(0), "clustmix", frame, budget, config, schema=MASS_SCHEMA)
     p = model.params
-    m, r = len(p["labels"]), 20
+    m, r = len(p["labels"]), 40  # the gap to the old decoding grows like sqrt(r) in sd
     out = sample_model(jax.random.key(1), model, m * r)
     state = denoise_mixtures(p["mixtures"], p["labels"], float(p["noise_std"]))[:, 2:4]
     weight = np.maximum(state, 0.0)
@@ -342,3 +343,33 @@ def test_table_state_blocks_are_drawn_from_the_denoised_unshifted_mixtures(kip_s
         shifted = np.clip(p["mixtures"] + p["shift"], 0.0, 1.0)[:, 2:4]
         argmax = r * int((shifted.argmax(axis=1) == 1).sum())
         assert abs(argmax - expected) > 5 * sd, (argmax, expected, sd)
+
+
+def test_strict_fit_does_not_depend_on_a_class_size():
+    """Rule 7 (issue 24, item 2): the size of a class is private, so strict mode's per-class
+    DP clustering runs for any class size. Class "yes" with exactly ``k`` records, with
+    ``k - 1`` (a neighbour) and with none (the schema declares it): all three fit through
+    ``fit_model`` with the same ledger (the old code refused ``k - 1`` with "too few rows for
+    k=..." and 0 with "at least one row")."""
+    k = 2
+    config = ClustMixConfig(n_clusters=k, mixture_size=10, cluster_steps=2, kip_steps=0)
+    budget = PrivacyBudget(epsilon=2.0, delta=1e-5)
+    frame = _frame(n=80, seed=1)
+    no, yes = frame[frame["y"] == "no"], frame[frame["y"] == "yes"]
+    ledgers = []
+    for n_yes in (k, k - 1, 0):
+        table = pd.concat([no, yes.iloc[:n_yes]], ignore_index=True)
+        model = fit_model(jax.random.key(0), "clustmix", table, budget, config, schema=SCHEMA)
+        assert model.params["mixtures"].shape[1] == model.params["shift"].shape[1]
+        ledgers.append(model.ledger.to_dict())
+    assert ledgers[0] == ledgers[1] == ledgers[2]
+    # no record at all (array level; a Table has >= 2 rows): the only refusal left is on the
+    # released noisy sizes (no cluster can supply a mixture), never "at least one record"
+    try:
+        release = _fit(config, np.zeros((0, 4)), np.zeros(0, dtype=np.int64))
+    except ValueError as error:
+        assert "no cluster can supply a mixture" in str(error)
+    else:
+        assert release.ledger.labels == [
+            "clustmix/dp-clustering", "clustmix/cluster-sizes", "clustmix/mixing"
+        ]  # fmt: skip

@@ -11,14 +11,16 @@ import pytest
 from scipy import stats
 
 from accounting import PrivacyBudget
-from accounting import events as ev
 from jdp.data.schema import Column, Schema
+from jdp.dpsgd.noise import noise_cut
+from jdp.mechanisms.noise import gaussian_event
 from jdp.synth.base import fit_model, sample_model
 from jdp.synth.dp_gan.model import (
     calibrate_noise,
     critic_config,
     fit_arrays,
     head_layout,
+    init_state,
     table_encoder,
 )
 from jdp.synth.states import state_blocks, state_counts
@@ -60,8 +62,11 @@ def test_state_counts_and_dpsgd_share_the_budget():
         jax.random.key(0), x, head_layout(encoder), BUDGET, CONFIG, state_blocks=blocks
     )
     assert ledger.labels == ["dp-sgd", "dp-gan-state-counts"]
-    z = calibrate_noise(CONFIG, BUDGET, critic_config(CONFIG, BUDGET), len(x))
-    assert ledger.entries[1].event == ev.GaussianDpEvent(z["states"])
+    critic, _ = init_state(jax.random.split(jax.random.key(0))[0], CONFIG, head_layout(encoder))
+    z = calibrate_noise(
+        CONFIG, BUDGET, critic_config(CONFIG, BUDGET), len(x), noise_cut=noise_cut(critic)
+    )
+    assert ledger.entries[1].event == gaussian_event(z["states"])
     eps = ledger.epsilon(BUDGET.delta)
     assert BUDGET.epsilon * 0.99 <= eps <= BUDGET.epsilon * (1 + 1e-9)
     alone = critic_config(CONFIG, BUDGET).calibrated_noise_multiplier(len(x))

@@ -18,6 +18,7 @@ from jdp.synth.clustmix.dp_kip import (
     dp_kip_dpsgd_config,
     dp_kip_event,
     dp_kip_loss_fn,
+    support_noise_cut,
 )
 from kip import KIPConfig, centred_one_hot, fit_support
 
@@ -116,9 +117,10 @@ def test_ledger_epsilon_within_budget_and_event_matches(problem):
     assert eps <= 1.0 + 1e-6
     assert eps > 0.5  # calibrated to the target, not wildly over-noised
     assert result.losses.size == 0  # no data-derived loss is released
-    z = dpsgd.calibrated_noise_multiplier(len(xt))
-    expected = dp_kip_event(z, sampling_prob=0.2, steps=3)
-    assert ledger.entries[0].event == expected
+    # the run's sampler cut is on its parameters: the support (and its labels if learned)
+    cut = support_noise_cut(*xs.shape, ys.shape[1] if config.learn_labels else None)
+    z = dpsgd.calibrated_noise_multiplier(len(xt), cut)
+    assert ledger.entries[0].event == dp_kip_event(z, sampling_prob=0.2, steps=3, noise_cut=cut)
 
 
 def test_noise_moves_the_support(problem):
@@ -163,4 +165,6 @@ def test_displacement_for_clustmix(problem):
     )  # fmt: skip
     assert shift.shape == centres.shape and np.all(np.isfinite(shift))
     assert ledger.labels == ["clustmix/dp-kip"]
-    assert ledger.entries[0].event == dp_kip_event(1.0, sampling_prob=0.5, steps=2)
+    labels = 2 if config.kip_config().learn_labels else None
+    cut = support_noise_cut(*centres.shape, labels)
+    assert ledger.entries[0].event == dp_kip_event(1.0, sampling_prob=0.5, steps=2, noise_cut=cut)

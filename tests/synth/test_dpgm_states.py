@@ -14,12 +14,14 @@ from accounting import compute_epsilon
 from accounting import events as ev
 from jdp.data.schema import Column, Schema
 from jdp.encoding.kmeans import dp_kernel_kmeans
+from jdp.mechanisms.noise import gaussian_event
 from jdp.nn.heads import heads_for_spans
 from jdp.synth.base import fit_model, sample_model
 from jdp.synth.dpgm import (
     DPGMConfig,
     calibrate_noise,
     fit_arrays,
+    generator_noise_cut,
     partition_by_released_centres,
     plan_events,
 )
@@ -108,16 +110,17 @@ def test_fit_releases_state_counts_within_the_budget():
         "dpgm-state-counts",
         "dp-sgd",
     ]
-    z = calibrate_noise(config, BUDGET, state_counts=True)
-    assert ledger.entries[3].event == ev.GaussianDpEvent(z["kmeans"])
+    cut = generator_noise_cut(config, x.shape[1])
+    z = calibrate_noise(config, BUDGET, noise_cut=cut, state_counts=True)
+    assert ledger.entries[3].event == gaussian_event(z["kmeans"])
     planned = ev.ComposedDpEvent(
-        [e for _, e in plan_events(config, z["kmeans"], z["sgd"], state_counts=True)]
+        [e for _, e in plan_events(config, z["kmeans"], z["sgd"], noise_cut=cut, state_counts=True)]
     )
     eps = ledger.epsilon(BUDGET.delta)
     assert eps == pytest.approx(compute_epsilon(planned, BUDGET.delta, accountant="best"), rel=1e-9)
     assert BUDGET.epsilon * 0.99 <= eps <= BUDGET.epsilon * (1 + 1e-9)
     # the extra release is paid for with more noise elsewhere, not with more epsilon
-    assert z["kmeans"] > calibrate_noise(config, BUDGET)["kmeans"]
+    assert z["kmeans"] > calibrate_noise(config, BUDGET, noise_cut=cut)["kmeans"]
     assert params["state_counts"].shape == (2, sum(b - a for a, b in blocks))
     # no state blocks: no entry, an empty (k, 0) array
     plain = Schema(columns=SCHEMA.columns[2:])
@@ -145,7 +148,7 @@ def test_released_counts_carry_the_calibrated_noise():
     z, rng, scaled = 3.0, np.random.default_rng(7), []
     for _ in range(200):
         noisy, event = release_state_counts(rng, partition.labels, 2, x, blocks, z)
-        assert event == ev.GaussianDpEvent(z)
+        assert event == gaussian_event(z)
         scaled.append((noisy - exact) / (z * np.sqrt(len(blocks))))
     ss, dof = float(np.sum(np.square(scaled))), int(np.size(scaled))
     assert stats.chi2.ppf(ALPHA / 2, dof) <= ss <= stats.chi2.ppf(1 - ALPHA / 2, dof)

@@ -94,9 +94,16 @@ def fitted(recorded):
     return recorded[0]
 
 
-def test_ledger_is_exactly_the_phases_and_meets_the_target(fitted):
-    noise = P.calibrate_noise(TINY, "p3gm", BUDGET)
-    expected = P.phase_events(TINY, noise)
+def _cut(adult, config, variant="p3gm"):
+    """DP-SGD's sampler cut per step on a variant's networks for Adult's layout."""
+    layout = P.head_layout(P.table_encoder(adult.schema), config)
+    return P.sgd_noise_cut(config, variant, layout)
+
+
+def test_ledger_is_exactly_the_phases_and_meets_the_target(fitted, adult):
+    cut = _cut(adult, TINY)
+    noise = P.calibrate_noise(TINY, "p3gm", BUDGET, noise_cut=cut)
+    expected = P.phase_events(TINY, noise, noise_cut=cut)
     labels = ["dp-mean", "dp-pca"] + ["dp-em"] * TINY.em_iterations + ["dp-sgd"]
     assert fitted.ledger.labels == labels == [label for label, _ in expected]
     assert [e.event for e in fitted.ledger.entries] == [e for _, e in expected]
@@ -107,14 +114,15 @@ def test_ledger_is_exactly_the_phases_and_meets_the_target(fitted):
     assert eps <= fitted.ledger.epsilon(BUDGET.delta, accountant="rdp")
 
 
-def test_budget_split_moves_noise_between_phases_and_still_meets_the_target():
+def test_budget_split_moves_noise_between_phases_and_still_meets_the_target(adult):
     from accounting.compose import best_epsilon
 
     noises = []
     for split in ((0.1, 0.2, 0.7), (0.3, 0.3, 0.4)):
         config = dataclasses.replace(TINY, budget_split=split)
-        noise = P.calibrate_noise(config, "p3gm", BUDGET)
-        composed = ev.ComposedDpEvent([e for _, e in P.phase_events(config, noise)])
+        cut = _cut(adult, config)
+        noise = P.calibrate_noise(config, "p3gm", BUDGET, noise_cut=cut)
+        composed = ev.ComposedDpEvent([e for _, e in P.phase_events(config, noise, noise_cut=cut)])
         assert 0.99 <= best_epsilon(composed, BUDGET.delta).value <= 1.0
         noises.append(noise)
     # a larger share buys less noise: PCA and EM gain, DP-SGD loses
@@ -272,7 +280,13 @@ def test_numeric_columns_are_drawn_from_the_decoder_not_decoded_at_their_mean(fi
 def test_variants_differ_only_where_they_should(arrays):
     x, layout, bound = arrays
     key = jax.random.key(11)
-    assert P.calibrate_noise(TINY, "p3gm-ae", BUDGET) == P.calibrate_noise(TINY, "p3gm", BUDGET)
+    # the same phases: equal noise, up to each variant's networks' own sampler cut
+    noise_ae, noise = (
+        P.calibrate_noise(TINY, v, BUDGET, noise_cut=P.sgd_noise_cut(TINY, v, layout))
+        for v in ("p3gm-ae", "p3gm")
+    )
+    assert noise_ae.keys() == noise.keys()
+    assert all(noise_ae[p] == pytest.approx(noise[p], rel=1e-6) for p in noise)
     p_ae, l_ae = P.fit_arrays(key, x, layout, bound, BUDGET, TINY, "p3gm-ae")
     assert set(p_ae["trainable"]) == {"decoder"} and set(p_ae) == {
         "trainable",
@@ -296,10 +310,15 @@ def test_variants_differ_only_where_they_should(arrays):
     p_vae, l_vae = P.fit_arrays(key, x, layout, bound, BUDGET, TINY, "dp-vae")
     assert set(p_vae) == {"trainable"} and l_vae.labels == ["dp-sgd"]
     assert set(p_vae["trainable"]["encoder"]["params"]) == {"hidden", "logvar", "mean"}
+    cut = P.sgd_noise_cut(TINY, "dp-vae", layout)
     z = calibrate_noise_multiplier(
-        target_epsilon=1.0, target_delta=1e-5, sampling_prob=TINY.sampling_prob, steps=TINY.steps
+        target_epsilon=1.0,
+        target_delta=1e-5,
+        sampling_prob=TINY.sampling_prob,
+        steps=TINY.steps,
+        noise_cut=cut,
     )
-    z_vae = P.calibrate_noise(TINY, "dp-vae", BUDGET)["sgd"]
+    z_vae = P.calibrate_noise(TINY, "dp-vae", BUDGET, noise_cut=cut)["sgd"]
     assert z_vae == pytest.approx(z, rel=0.01)
 
 
@@ -367,7 +386,7 @@ def test_default_prior_matches_the_encoder_means_within_its_release_noise(adult)
     n = x.shape[0]
 
     def error(config):
-        noise = P.calibrate_noise(config, "p3gm", BUDGET)
+        noise = P.calibrate_noise(config, "p3gm", BUDGET, noise_cut=_cut(adult, config))
         fixed, _ = P.encoding_phase(
             np.random.default_rng(0), x, P.table_encoder(adult.schema).row_norm_bound, config, noise
         )
@@ -549,7 +568,10 @@ def test_without_reduction_the_fixed_mean_is_the_dp_centred_row(adult, small, ar
 
     monkeypatch.setattr(P.pca, "dp_mean_gaussian", dp_mean)
     model = base.fit_model(jax.random.key(4), "p3gm", small, BUDGET, config, schema=adult.schema)
-    expected = P.phase_events(config, P.calibrate_noise(config, "p3gm", BUDGET))
+    cut = _cut(adult, config)
+    expected = P.phase_events(
+        config, P.calibrate_noise(config, "p3gm", BUDGET, noise_cut=cut), noise_cut=cut
+    )
     labels = ["dp-mean"] + ["dp-em"] * config.em_iterations + ["dp-sgd"]
     assert model.ledger.labels == labels == [label for label, _ in expected]
     assert 0.99 <= model.ledger.epsilon(BUDGET.delta) <= 1.0

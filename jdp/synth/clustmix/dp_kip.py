@@ -42,6 +42,7 @@ import optax
 from accounting.events import DpEvent
 from accounting.ledger import PrivacyLedger
 from jdp.dpsgd import DPSGDConfig, train
+from jdp.dpsgd.noise import noise_cut
 from kip.kip import (
     KIPConfig,
     KIPResult,
@@ -59,6 +60,7 @@ __all__ = [
     "dp_kip_dpsgd_config",
     "dp_kip_event",
     "dp_kip_loss_fn",
+    "support_noise_cut",
 ]
 
 
@@ -92,9 +94,12 @@ def dp_kip_dpsgd_config(
     )
 
 
-def dp_kip_event(noise_multiplier: float, *, sampling_prob: float, steps: int) -> DpEvent:
+def dp_kip_event(
+    noise_multiplier: float, *, sampling_prob: float, steps: int, noise_cut: float
+) -> DpEvent:
     """What DP-KIP spends, data-free: :meth:`jdp.dpsgd.DPSGDConfig.event` of its Poisson
-    DP-SGD run (``dpsgd_event(z, q, T)``; ``NonPrivateDpEvent`` at ``z = 0``)."""
+    DP-SGD run (``dpsgd_event(z, q, T)``; ``NonPrivateDpEvent`` at ``z = 0``), with the
+    sampler's cut per step on the support (:func:`support_noise_cut`)."""
     config = DPSGDConfig(
         l2_clip_norm=1.0,  # the event is in units of C
         sampling_prob=sampling_prob,
@@ -103,7 +108,18 @@ def dp_kip_event(noise_multiplier: float, *, sampling_prob: float, steps: int) -
         noise_multiplier=noise_multiplier,
         sampling="poisson",
     )
-    return config.event(noise_multiplier, dataset_size=0)  # n is read by fixed-size only
+    # n is read by fixed-size sampling only
+    return config.event(noise_multiplier, dataset_size=0, noise_cut=noise_cut)
+
+
+def support_noise_cut(support_size: int, n_features: int, n_labels: int | None) -> float:
+    """The sampler's cut of one DP-KIP step: the support ``(support_size, n_features)`` is
+    noised, and its labels ``(support_size, n_labels)`` too when they are learned
+    (``n_labels`` given)."""
+    shapes = [jax.ShapeDtypeStruct((support_size, n_features), jnp.float32)]
+    if n_labels is not None:
+        shapes.append(jax.ShapeDtypeStruct((support_size, n_labels), jnp.float32))
+    return noise_cut(shapes)
 
 
 def _support(params: Any, fixed_y: jax.Array, learn_labels: bool) -> tuple[Any, Any]:

@@ -20,7 +20,8 @@ mixing, no-op entries for the two phases that read the data in the clear -- ever
 Strict mode (:func:`fit_strict`), DP as a whole (docs/privacy.md, "ClustMix"):
 
 1. DP k-means (or DP-EM) per class on released-centre space (:func:`dp_cluster_centres`; the
-   classes partition the records: parallel composition);
+   classes partition the records: parallel composition); a class's size is private, so it
+   runs for any size, 0 or fewer records than ``n_clusters`` included, with the same ledger;
 2. each record assigned to its nearest *released* centre of its class (per record);
 3. noisy cluster sizes (Gaussian, sensitivity 1); cluster ``k`` gets
    ``m_k = floor(max(s~_k, 0) / l)`` groups;
@@ -61,7 +62,7 @@ from jdp.mechanisms.mixing import (
     paper_mu,
     paper_noise_std,
 )
-from jdp.mechanisms.noise import gaussian_mechanism
+from jdp.mechanisms.noise import gaussian_event, gaussian_mechanism
 from jdp.random import numpy_rng
 from jdp.synth.clustmix.config import ClustMixConfig
 from jdp.verbosity import progress_on_terminal
@@ -113,9 +114,7 @@ def check_inputs(x: object, y: object, n_classes: int) -> tuple[np.ndarray, np.n
         raise ValueError(f"expected integer class codes of shape ({x.shape[0]},), got {y.shape}")
     if y.size and (y.min() < 0 or y.max() >= c):
         raise ValueError(f"expected class codes in 0..{c - 1}")
-    if x.shape[0] == 0:
-        raise ValueError("expected at least one record")
-    return x, y
+    return x, y  # any number of records (0 included): the count is private (rule 7)
 
 
 def fit_arrays(
@@ -265,24 +264,35 @@ def strict_multipliers(config: ClustMixConfig, scale: float) -> dict[str, float]
     }
 
 
-def kip_event(config: ClustMixConfig, noise_multiplier: float) -> ev.DpEvent:
-    """What strict mode's DP-KIP spends (data-free)."""
-    from jdp.synth.clustmix.dp_kip import dp_kip_event
+def kip_event(
+    config: ClustMixConfig, noise_multiplier: float, *, n_classes: int, n_features: int
+) -> ev.DpEvent:
+    """What strict mode's DP-KIP spends (data-free): its support is the ``n_classes *
+    n_clusters`` released centres of ``n_features`` (and their labels when learned)."""
+    from jdp.synth.clustmix.dp_kip import dp_kip_event, support_noise_cut
 
+    labels = n_classes if config.kip_config().learn_labels else None
+    cut = support_noise_cut(n_classes * config.n_clusters, n_features, labels)
     return dp_kip_event(
-        noise_multiplier, sampling_prob=config.kip_sampling_prob, steps=config.kip_steps
+        noise_multiplier,
+        sampling_prob=config.kip_sampling_prob,
+        steps=config.kip_steps,
+        noise_cut=cut,
     )
 
 
-def strict_plan(config: ClustMixConfig, n_classes: int, scale: float) -> ev.ComposedDpEvent:
-    """The data-free event of a strict fit at ``scale``: DP clustering (per class, in
-    parallel), noisy sizes, DP-KIP (if ``kip_steps``), mixing -- in that order."""
+def strict_plan(
+    config: ClustMixConfig, n_classes: int, n_features: int, scale: float
+) -> ev.ComposedDpEvent:
+    """The data-free event of a strict fit at ``scale`` on ``n_features`` columns: DP
+    clustering (per class, in parallel), noisy sizes, DP-KIP (if ``kip_steps``), mixing --
+    in that order."""
     z = strict_multipliers(config, scale)
     cluster = dp_cluster_event(config.clustering, z["cluster"], config.cluster_steps)
-    events = [ev.ParallelComposedDpEvent([cluster] * n_classes), ev.GaussianDpEvent(z["sizes"])]
+    events = [ev.ParallelComposedDpEvent([cluster] * n_classes), gaussian_event(z["sizes"])]
     if config.adapt:
-        events.append(kip_event(config, z["kip"]))
-    events.append(ev.GaussianDpEvent(z["mixing"]))
+        events.append(kip_event(config, z["kip"], n_classes=n_classes, n_features=n_features))
+    events.append(gaussian_event(z["mixing"]))
     return ev.ComposedDpEvent(events)
 
 
@@ -322,7 +332,9 @@ def fit_strict(
     """Strict ClustMix (module docstring): (epsilon, delta)-DP under add/remove-one, every
     phase in the ledger (docs/privacy.md, "ClustMix")."""
     scale = calibrate(
-        lambda s: strict_plan(config, n_classes, s), target_epsilon=epsilon, target_delta=delta
+        lambda s: strict_plan(config, n_classes, x.shape[1], s),
+        target_epsilon=epsilon,
+        target_delta=delta,
     )
     z = strict_multipliers(config, scale)
     k, l, d = config.n_clusters, config.mixture_size, x.shape[1]

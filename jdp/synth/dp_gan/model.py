@@ -49,6 +49,8 @@ from accounting.calibrate import calibrate
 from jdp.data.schema import Schema, Table
 from jdp.data.transforms import TableEncoder
 from jdp.dpsgd import DPSGDConfig, clipping_decay, train
+from jdp.dpsgd.noise import noise_cut
+from jdp.mechanisms.noise import gaussian_event
 from jdp.mechanisms.release import record_release
 from jdp.nn.gan import Critic, Generator, SequenceCritic, SequenceGenerator
 from jdp.nn.heads import HeadLayout, activate, decode_sample, heads_for_spans, layout_width
@@ -145,25 +147,32 @@ STATES_LABEL = "dp-gan-state-counts"
 
 
 def calibrate_noise(
-    config: DPGANConfig, budget: PrivacyBudget, dp: DPSGDConfig, dataset_size: int
+    config: DPGANConfig,
+    budget: PrivacyBudget,
+    dp: DPSGDConfig,
+    dataset_size: int,
+    *,
+    noise_cut: float,
 ) -> dict[str, float]:
     """``{"sgd": z, "states": z_S}`` for the critic's DP-SGD run ``dp`` and the state counts.
 
     Each is first calibrated alone to its share (``state_share`` of epsilon for the counts,
     the rest for DP-SGD), then one common factor makes their composition meet the budget
     (:func:`accounting.calibrate.calibrate`, the ledger's rule). Data-free: ``dataset_size``
-    is read only by fixed-size batch sampling (as in :func:`jdp.dpsgd.train`).
+    is read only by fixed-size batch sampling (as in :func:`jdp.dpsgd.train`). ``noise_cut``:
+    the sampler's cut per critic step (:func:`jdp.dpsgd.noise.noise_cut` of the critic's
+    parameters).
     """
     eps, delta = budget.epsilon, budget.delta
-    z_s = calibrate(ev.GaussianDpEvent, target_epsilon=eps * config.state_share, target_delta=delta)
+    z_s = calibrate(gaussian_event, target_epsilon=eps * config.state_share, target_delta=delta)
     z_g = calibrate(
-        lambda s: dp.event(s, dataset_size),
+        lambda s: dp.event(s, dataset_size, noise_cut=noise_cut),
         target_epsilon=eps * (1 - config.state_share),
         target_delta=delta,
     )
     factor = calibrate(
         lambda f: ev.ComposedDpEvent(
-            [dp.event(f * z_g, dataset_size), ev.GaussianDpEvent(f * z_s)]
+            [dp.event(f * z_g, dataset_size, noise_cut=noise_cut), gaussian_event(f * z_s)]
         ),
         target_epsilon=eps,
         target_delta=delta,
@@ -211,7 +220,7 @@ def fit_arrays(
     dp = critic_config(config, budget)
     z_states = 0.0
     if budget is not None and state_blocks:
-        z = calibrate_noise(config, budget, dp, len(x))
+        z = calibrate_noise(config, budget, dp, len(x), noise_cut=noise_cut(critic_params))
         dp = dataclasses.replace(dp, target_epsilon=None, noise_multiplier=z["sgd"])
         z_states = z["states"]
     result = train(

@@ -67,9 +67,10 @@ from jdp.data.schema import Schema, Table
 from jdp.data.transforms import TableEncoder
 from jdp.dpsgd import AdaptiveClip, DPSGDConfig, train
 from jdp.dpsgd.clip_schedules import adaptive_clip_event
+from jdp.dpsgd.noise import noise_cut
 from jdp.encoding.kmeans import KMeansResult, assign_clusters, dp_kernel_kmeans, dp_kmeans_event
 from jdp.encoding.rff import draw_rff
-from jdp.mechanisms.noise import gaussian_mechanism
+from jdp.mechanisms.noise import gaussian_event, gaussian_mechanism
 from jdp.mechanisms.release import record_release
 from jdp.nn import rbm as rbm_lib
 from jdp.nn.heads import HeadLayout, activate, heads_for_spans, layout_width, log_likelihood
@@ -85,6 +86,7 @@ __all__ = [
     "calibrate_noise",
     "fit_arrays",
     "fit_table",
+    "generator_noise_cut",
     "parallel_training_event",
     "partition_by_released_centres",
     "plan_events",
@@ -180,14 +182,22 @@ def adaptive_clip(config: DPGMConfig, noise_multiplier: float) -> AdaptiveClip:
     )
 
 
-def cluster_event(config: DPGMConfig, noise_multiplier: float) -> ev.DpEvent:
-    """One cluster's DP-SGD run: ``T`` steps of (histogram, gradient) on one Poisson batch."""
+def cluster_event(config: DPGMConfig, noise_multiplier: float, *, noise_cut: float) -> ev.DpEvent:
+    """One cluster's DP-SGD run: ``T`` steps of (histogram, gradient) on one Poisson batch;
+    ``noise_cut`` is the gradient draw's sampler cut per step (:func:`generator_noise_cut`)."""
     return adaptive_clip_event(
         adaptive_clip(config, noise_multiplier),
         noise_multiplier,
         config.sampling_prob,
         config.num_steps,
+        noise_cut=noise_cut,
     )
+
+
+def generator_noise_cut(config: DPGMConfig, width: int) -> float:
+    """The sampler's cut of one DP-SGD step on a cluster's generator, from its shapes."""
+    shapes = jax.eval_shape(lambda: init_generator(jax.random.key(0), config, width)[0])
+    return noise_cut(shapes)
 
 
 def plan_events(
@@ -195,6 +205,7 @@ def plan_events(
     z_kmeans: float | None,
     z_sgd: float | None,
     *,
+    noise_cut: float,
     state_counts: bool = False,
 ) -> list[tuple[str, ev.DpEvent]]:
     """The labelled events a fit records at these multipliers (a phase is left out at
@@ -204,23 +215,24 @@ def plan_events(
     out: list[tuple[str, ev.DpEvent]] = []
     if z_kmeans is not None:
         out.append((KMEANS_LABEL, dp_kmeans_event(z_kmeans, config.kmeans_iterations)))
-        out.append((SIZES_LABEL, ev.GaussianDpEvent(z_kmeans)))
+        out.append((SIZES_LABEL, gaussian_event(z_kmeans)))
         if state_counts:
-            out.append((STATES_LABEL, ev.GaussianDpEvent(z_kmeans)))
+            out.append((STATES_LABEL, gaussian_event(z_kmeans)))
     if z_sgd is not None:
-        one = cluster_event(config, z_sgd)
+        one = cluster_event(config, z_sgd, noise_cut=noise_cut)
         out.append((SGD_LABEL, ev.ParallelComposedDpEvent([one] * config.n_clusters)))
     return out
 
 
 def calibrate_noise(
-    config: DPGMConfig, budget: PrivacyBudget, *, state_counts: bool = False
+    config: DPGMConfig, budget: PrivacyBudget, *, noise_cut: float, state_counts: bool = False
 ) -> dict[str, float]:
     """``{"kmeans": z_K, "sgd": z_G}`` for ONE ``(epsilon, delta)``, before any data is read.
 
     Each phase is first calibrated alone to its share (``kmeans_share``, the rest to DP-SGD),
     then one common factor makes the composition of the whole plan meet ``epsilon``
-    (:func:`accounting.calibrate.calibrate`); ``state_counts`` as :func:`plan_events`.
+    (:func:`accounting.calibrate.calibrate`); ``noise_cut`` and ``state_counts`` as
+    :func:`plan_events`.
     Raises a one-line ``ValueError`` when the k-means phase would need more noise than
     ``max_kmeans_noise``.
     """
@@ -228,7 +240,7 @@ def calibrate_noise(
         raise ValueError(f"DPGM (Gaussian mechanisms) needs a budget delta > 0, got {budget.delta}")
 
     def composed(z_k: float | None, z_g: float | None) -> ev.DpEvent:
-        plan = plan_events(config, z_k, z_g, state_counts=state_counts)
+        plan = plan_events(config, z_k, z_g, noise_cut=noise_cut, state_counts=state_counts)
         return ev.ComposedDpEvent([e for _, e in plan])
 
     eps, delta = budget.epsilon, budget.delta
@@ -407,8 +419,10 @@ def fit_arrays(
 
     Raises:
       ValueError (one line, before anything is written): non-binary data for the RBM, a
-      budget too small for the planned k-means iterations, ``k`` above the row count or
-      above the noisy data size.
+      budget too small for the planned k-means iterations. Never on the (private) number of
+      rows: any ``n``, 0 included, fits with the same ledger (DESIGN rule 7); a cluster with
+      no record trains on noise only, and when no noisy size is positive the mixture weights
+      are uniform (post-processing of the released sizes).
     """
     x = np.asarray(x, dtype=np.float64)
     if x.ndim != 2 or x.shape[1] != layout_width(layout):
@@ -418,7 +432,12 @@ def fit_arrays(
     for start, stop in state_blocks:
         if not 0 <= start < stop <= x.shape[1]:
             raise ValueError(f"expected state blocks inside [0, {x.shape[1]}), got {state_blocks}")
-    z = calibrate_noise(config, budget, state_counts=bool(state_blocks))
+    z = calibrate_noise(
+        config,
+        budget,
+        noise_cut=generator_noise_cut(config, x.shape[1]),
+        state_counts=bool(state_blocks),
+    )
     k = config.n_clusters
     k_rff, k_kmeans, k_sizes, k_train = jax.random.split(key, 4)
     gamma = 1.0 / x.shape[1] if config.gamma is None else config.gamma
@@ -449,11 +468,6 @@ def fit_arrays(
         ),
         note="noisy cluster sizes (add/remove: one count changes by 1)",
     )
-    if sizes.sum() < k:
-        raise ValueError(
-            f"k={k} clusters exceed what the noisy data size allows (noisy size "
-            f"{sizes.sum():.0f}); lower n_clusters"
-        )
     state_counts = np.zeros((k, 0))
     if state_blocks:
         state_counts, ledger = record_release(
@@ -487,7 +501,8 @@ def fit_arrays(
     note = f"z={z['sgd']:.6g}, z_hist={config.hist_noise_ratio * z['sgd']:.6g}, k={k} clusters"
     ledger = ledger.record(SGD_LABEL, parallel_training_event(partition, events), note=note)
     weights = np.maximum(sizes, 0.0)
-    weights = weights / weights.sum()
+    total = weights.sum()  # released: the fallback is post-processing, not a private branch
+    weights = weights / total if total > 0 else np.full(k, 1.0 / k)
     params = {
         "kmeans": {
             "centres": result.centres,

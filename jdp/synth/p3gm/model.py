@@ -49,6 +49,7 @@ from accounting import PrivacyBudget, PrivacyLedger
 from jdp.data.schema import Column, Schema, Table, state_column_name
 from jdp.data.transforms import TableEncoder, has_state
 from jdp.dpsgd import DPSGDConfig, train
+from jdp.dpsgd.noise import noise_cut
 from jdp.encoding import em, pca
 from jdp.mechanisms.release import record_release
 from jdp.nn.heads import (
@@ -87,6 +88,7 @@ __all__ = [
     "sample_arrays",
     "sample_latent",
     "sample_table",
+    "sgd_noise_cut",
     "single_phase_events",
     "table_encoder",
     "target_coords",
@@ -340,6 +342,15 @@ def init_networks(
     return out
 
 
+def sgd_noise_cut(config: P3GMConfig, variant: Variant | str, layout: HeadLayout) -> float:
+    """DP-SGD's sampler cut per step (:func:`jdp.dpsgd.noise.noise_cut`) on the trainable
+    networks of a variant, from their shapes (public: config and layout)."""
+    shapes = jax.eval_shape(
+        lambda: init_networks(jax.random.key(0), config, get_variant(variant), layout)
+    )
+    return noise_cut(shapes)
+
+
 def example_terms(
     trainable: dict[str, Any],
     fixed: dict[str, Any],
@@ -537,7 +548,8 @@ def fit_arrays(
     variant = get_variant(variant)
     x = np.asarray(x, dtype=np.float64)
     enc_key, dec_key = jax.random.split(key)
-    noise = calibrate_noise(config, variant, budget) if variant.private else None
+    cut = sgd_noise_cut(config, variant, layout)
+    noise = calibrate_noise(config, variant, budget, noise_cut=cut) if variant.private else None
     fixed: dict[str, Any] = {}
     ledger = PrivacyLedger()
     if variant.fixed_mean:

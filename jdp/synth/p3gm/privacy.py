@@ -13,44 +13,49 @@ from __future__ import annotations
 from accounting import PrivacyBudget, PrivacyLedger
 from accounting import events as ev
 from accounting.builders import dpsgd_event
+from jdp.mechanisms.noise import gaussian_event
 from jdp.synth.p3gm.config import PHASES, P3GMConfig
 from jdp.synth.p3gm.variants import Variant, get_variant
 
 
 def single_phase_events(
-    config: P3GMConfig, phase: str, noise_multiplier: float
+    config: P3GMConfig, phase: str, noise_multiplier: float, *, noise_cut: float
 ) -> list[tuple[str, ev.DpEvent]]:
     """The labelled events one phase records at noise multiplier ``z``.
 
     They mirror what :func:`jdp.encoding.pca.dp_pca_gaussian` (``centre="dp"``: a DP mean,
     then the scatter release), :func:`jdp.encoding.em.dp_em` (three Gaussian releases per
-    iteration) and :func:`jdp.dpsgd.train.train` record;
+    iteration) and :func:`jdp.dpsgd.train.train` record, each with its sampler's cut
+    (``noise_cut``: DP-SGD's per step, :func:`jdp.synth.p3gm.model.sgd_noise_cut`);
     :func:`jdp.synth.p3gm.model.fit_arrays` checks the fitted ledger against the target, so a
     mismatch cannot go unnoticed.
     """
     z = noise_multiplier
     if phase == "pca":  # without a reduction (latent_dim=None) only the DP centre
-        mean = [("dp-mean", ev.GaussianDpEvent(z))]
-        return mean if config.latent_dim is None else [*mean, ("dp-pca", ev.GaussianDpEvent(z))]
+        mean = [("dp-mean", gaussian_event(z))]
+        return mean if config.latent_dim is None else [*mean, ("dp-pca", gaussian_event(z))]
     if phase == "em":
-        return [("dp-em", ev.ComposedDpEvent([ev.GaussianDpEvent(z)] * 3))] * config.em_steps
+        return [("dp-em", ev.ComposedDpEvent([gaussian_event(z)] * 3))] * config.em_steps
     if phase == "sgd":
-        return [("dp-sgd", dpsgd_event(z, config.sampling_prob, config.steps))]
+        sgd = dpsgd_event(z, config.sampling_prob, config.steps, noise_cut=noise_cut)
+        return [("dp-sgd", sgd)]
     raise ValueError(f"expected phase in {PHASES}, got {phase!r}")
 
 
-def phase_events(config: P3GMConfig, multipliers: dict[str, float]) -> list[tuple[str, ev.DpEvent]]:
+def phase_events(
+    config: P3GMConfig, multipliers: dict[str, float], *, noise_cut: float
+) -> list[tuple[str, ev.DpEvent]]:
     """All labelled events of a fit with these per-phase multipliers, in ledger order."""
     return [
         e
         for p in PHASES
         if p in multipliers
-        for e in single_phase_events(config, p, multipliers[p])
+        for e in single_phase_events(config, p, multipliers[p], noise_cut=noise_cut)
     ]
 
 
 def calibrate_noise(
-    config: P3GMConfig, variant: Variant | str, budget: PrivacyBudget
+    config: P3GMConfig, variant: Variant | str, budget: PrivacyBudget, *, noise_cut: float
 ) -> dict[str, float]:
     """Noise multipliers of the variant's phases for ONE ``(epsilon, delta)`` (Theorem 4).
 
@@ -58,7 +63,8 @@ def calibrate_noise(
     :meth:`Variant.phases`) first gets ``z_i`` with ``eps(phase_i(z_i)) = s_i * epsilon``
     alone; then one factor ``k`` is calibrated so that the composition of all phases at
     ``(k z_i)_i`` is ``epsilon``-DP at ``delta`` as the ledger reports it (``k < 1``: the
-    composition is tighter than the sum of the shares).
+    composition is tighter than the sum of the shares). ``noise_cut``: DP-SGD's sampler cut
+    per step (:func:`jdp.synth.p3gm.model.sgd_noise_cut`).
     """
     from accounting.calibrate import calibrate
 
@@ -67,7 +73,7 @@ def calibrate_noise(
     total = sum(shares.values())
 
     def composed(z: dict[str, float]) -> ev.DpEvent:
-        return ev.ComposedDpEvent([e for _, e in phase_events(config, z)])
+        return ev.ComposedDpEvent([e for _, e in phase_events(config, z, noise_cut=noise_cut)])
 
     base = {
         p: calibrate(

@@ -90,12 +90,12 @@ class PCAGaussConfig:
         numeric column, or a two-category one coded -1/+1); default the schema's target.
       public_data: tables, ``pca_source="public"``: path of a CSV of *public* records with
         the schema's columns, from which the subspace is computed at no privacy cost.
-      secure_noise: every release through the floating-point-safe samplers of
-        :mod:`jdp.mechanisms.noise`: Laplace by Mironov's (2012) snapping mechanism (proved
-        in binary64; its cost is absorbed in the noise scale), Analyze Gauss's Gaussian by
-        clamp-and-round (a mitigation without proof). The default follows the paper
-        (textbook floating-point noise), which the audit breaks for Lap-PCA
-        (``jdp audit mechanism lap-pca``; docs/privacy.md, "Floating-point noise").
+      secure_noise: Analyze Gauss's Gaussian by clamp-and-round (a mitigation of the
+        floating-point channel without proof). Every Laplace release (Lap-PCA, the count,
+        mean and second moment) always goes through Mironov's (2012) snapping mechanism,
+        proved in binary64 with its cost absorbed in the noise scale: the textbook sampler
+        the paper implies is broken by the audit for Lap-PCA (docs/privacy.md,
+        "Floating-point noise"), and snapping costs about ``13`` microseconds a coordinate.
     """
 
     n_components: int | None = None

@@ -77,7 +77,6 @@ def release_gaussian(
     budget: MomentBudget,
     relation: Relation,
     with_label: bool,
-    secure_noise: bool = False,
 ) -> tuple[Gaussian, list[ev.DpEvent]]:
     """Release a Gaussian fitted to the records ``w`` with three Laplace mechanisms.
 
@@ -89,8 +88,6 @@ def release_gaussian(
         the number of records is public (replace-one neighbours) and is used as is.
       relation: the neighbouring relation the sensitivities are derived for.
       with_label: whether the last coordinate is a label in ``[-1, 1]``.
-      secure_noise: Mironov's snapping mechanism for the three releases
-        (:func:`jdp.mechanisms.noise.laplace_mechanism`).
 
     Returns:
       The post-processed Gaussian and the Laplace events spent, in release order.
@@ -98,7 +95,8 @@ def release_gaussian(
     Privacy:
       Sensitivities from :func:`moment_sensitivity` for the bounds of :func:`record_bounds`;
       each Laplace release is ``budget.<part>``-DP, together ``budget.epsilon``-DP
-      (sequential composition). The second moment gets symmetric noise on its upper triangle.
+      (sequential composition), by Mironov's snapping mechanism (exact in binary64:
+      :func:`jdp.mechanisms.noise.laplace_mechanism`'s default). The second moment gets symmetric noise on its upper triangle.
     """
     k = w.shape[1] - (1 if with_label else 0)
     a, b = record_bounds(k, with_label=with_label)
@@ -111,7 +109,6 @@ def release_gaussian(
             np.array(n),
             l1_sensitivity=sens.count,
             epsilon=budget.count,
-            secure_noise=secure_noise,
         )
         n = float(n)
         events.append(e)
@@ -119,9 +116,7 @@ def release_gaussian(
         raise ValueError(
             "under add/remove neighbours the record count is private: give it a budget"
         )
-    total, e = laplace_mechanism(
-        rng, total, l1_sensitivity=sens.total, epsilon=budget.total, secure_noise=secure_noise
-    )
+    total, e = laplace_mechanism(rng, total, l1_sensitivity=sens.total, epsilon=budget.total)
     events.append(e)
     second, e = laplace_mechanism(
         rng,
@@ -129,7 +124,6 @@ def release_gaussian(
         l1_sensitivity=sens.second,
         epsilon=budget.second,
         symmetric=True,
-        secure_noise=secure_noise,
     )
     events.append(e)
     return gaussian_from_sums(n, total, second, l2_bound=a), events

@@ -20,7 +20,7 @@ from accounting.calibrate import calibrate
 from accounting.ledger import PrivacyLedger
 from accounting.validation import check_count, check_positive
 from jdp.encoding.pca import dp_pca_gaussian, dp_pca_laplace, public_pca
-from jdp.mechanisms.noise import laplace_mechanism
+from jdp.mechanisms.noise import gaussian_event, laplace_mechanism
 from jdp.synth.pca_gauss.config import (
     Mode,
     PCAGaussConfig,
@@ -84,7 +84,8 @@ def fit_components(
       ``model_epsilon``-DP together, so a pure ``model_epsilon`` event dominates them).
     * ``"public"``: PCA of the declared public sample (box-scaled like ``z``), no cost.
 
-    ``secure_noise`` selects the floating-point-safe samplers of :mod:`jdp.mechanisms.noise`.
+    Lap-PCA releases by Mironov's snapping mechanism (exact); ``secure_noise`` selects the
+    clamp-and-round mitigation for Analyze Gauss (:mod:`jdp.mechanisms.noise`).
     """
     d = z.shape[1]
     centre = one_hot_centre(d, blocks)
@@ -95,7 +96,7 @@ def fit_components(
         centre = np.array(result.centre)
     elif source == "lap":
         result, ledger = dp_pca_laplace(
-            rng, z, k, epsilon=epsilon, lower=-1.0, upper=1.0, secure_noise=secure_noise
+            rng, z, k, epsilon=epsilon, lower=-1.0, upper=1.0, secure_noise=True
         )
     elif source == "analyze-gauss":
         if not 0.0 < delta < 1.0:
@@ -103,7 +104,7 @@ def fit_components(
                 f"expected delta in (0, 1) for pca_source='analyze-gauss', got {delta}"
             )
         noise_multiplier = calibrate(
-            lambda s: ev.ComposedDpEvent([ev.GaussianDpEvent(s), ev.PureDpEvent(model_epsilon)]),
+            lambda s: ev.ComposedDpEvent([gaussian_event(s), ev.PureDpEvent(model_epsilon)]),
             target_epsilon=epsilon + model_epsilon,
             target_delta=delta,
         )
@@ -215,7 +216,6 @@ def _resolve(
             np.array(float(z.shape[0])),
             l1_sensitivity=1.0,
             epsilon=eps_size,
-            secure_noise=config.secure_noise,
         )
         ledger = ledger.record("pca-gauss/size", event)
         rest = epsilon - eps_size
@@ -273,7 +273,6 @@ def fit_gaussians(
                 budget=budget,
                 relation=ADD_OR_REMOVE_ONE,
                 with_label=False,
-                secure_noise=config.secure_noise,
             )
             gaussians.append(g)
             events.append(ev.ComposedDpEvent(evs))
@@ -287,7 +286,6 @@ def fit_gaussians(
         budget=budget,
         relation=ADD_OR_REMOVE_ONE,
         with_label=config.mode == "supervised",
-        secure_noise=config.secure_noise,
     )
     for name, event in zip(("count", "mean", "covariance"), events, strict=True):
         ledger = ledger.record(f"pca-gauss/{name}", event)
@@ -315,10 +313,8 @@ def _class_codes(label: np.ndarray | None, n: int, n_classes: int | None) -> np.
         raise ValueError(
             f"expected integer class codes of shape ({n},), got {codes.dtype} {codes.shape}"
         )
-    if codes.min() < 0 or codes.max() >= n_classes:
-        raise ValueError(
-            f"expected class codes in 0..{n_classes - 1}, got {codes.min()}..{codes.max()}"
-        )
+    if np.any((codes < 0) | (codes >= n_classes)):  # no codes (no rows) is fine
+        raise ValueError(f"expected class codes in 0..{n_classes - 1}")
     return codes
 
 

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from accounting import PrivacyBudget
+from accounting.compose import split_approximate
 from jdp.data.schema import Schema, Table
 from jdp.data.transforms import Span, TableEncoder
 from jdp.encoding.pca import lap_pca_l1_sensitivity
@@ -183,7 +184,8 @@ def released_statistics(fitted: FittedModel) -> list[Release]:
     d, k = np.asarray(p["components"]).shape
     counts = np.asarray(p["counts"], float)
     n_hat = max(float(counts.sum()), 1.0)
-    events = {e.label: e.event for e in fitted.ledger.entries}
+    # each entry's ideal event (a Gaussian release carries its sampler's cut beside it)
+    events = {e.label: split_approximate(e.event).rest for e in fitted.ledger.entries}
     out = []
     if "dp-pca" in events:
         noise = spectral_noise(events["dp-pca"].noise_multiplier, d)
