@@ -12,79 +12,15 @@ One table per dataset with the rows
 The row where the metric collapses names the phase (and so the candidate causes) to look at.
 The metric is MNIST's small-CNN accuracy (synthetic train, real test) and credit's TSTR
 AUROC / AUPRC (mean over the classifiers; logistic regression only in ``--quick``).
-Settings come from ``scripts/reproduce_p3gm.py`` (:func:`config_for`: Table IV, public
-sizes); ``--set KEY=VALUE`` overrides any :class:`~jdp.synth.p3gm.config.P3GMConfig` field
-to ablate a modelling choice (e.g. ``--set decoder_init_steps=0``).
+Settings come from :func:`jdp.synth.p3gm.paper.config_for` (Table IV, public sizes, as
+``scripts/reproduce_p3gm.py``); ``--set KEY=VALUE`` overrides any
+:class:`~jdp.synth.p3gm.config.P3GMConfig` field to ablate a modelling choice (e.g. ``--set
+decoder_init_steps=0``, or the paper's prior: ``--set n_components=3 --set
+prior_covariance=diag``); ``--seed``, ``--rows`` and ``--n-train`` pick the key, the rows and
+a (public) training subsample size.
 
 Only the all-private row is a DP release; the other rows exist to diagnose and are never a
-private result.
-
-Measured (issue 15; shared 2-CPU machine, MNIST accuracy, eps = 1, delta = 1e-5):
-
-=================  =================  ==========================  =========================
-row                before (10k rows)  + declared C_p, C_e,        full 60k, + split
-                                      decoder init (10k rows)     (0.2, 0.1, 0.7) / public
-                                                                  rule (0.15, 0.15, 0.7)
-=================  =================  ==========================  =========================
-vae (non-priv.)    0.826
-pgm (non-priv.)    0.836
-dp-pca             0.732
-dp-em              0.214              0.831
-dp-sgd             0.397              0.701
-p3gm               0.098              0.194 (DP-PCA at 10k rows)  0.784 / **0.792** (paper
-                                                                  0.794; PLD calibration)
-=================  =================  ==========================  =========================
-
-(``--quick`` 10k-row runs: 16 min each; the full P3GM row: 22-25 min.) Those rows used the
-paper's prior (K = 3 diagonal, T_e = 20). Under the one-Gaussian default (0e7699f) the full
-P3GM row (``--datasets mnist --rows p3gm --seed S``, ~10 min each beside another fit) gives
-0.804 / 0.783 / 0.790 on seeds 0 / 1 / 2; with ``--set n_components=3 --set
-prior_covariance=diag`` seed 0 gives 0.796. The spread over keys (about 0.01) is larger than
-what the prior changes.
-
-Credit, the paper's task (``creditcard-paper``: 9,443 training rows, 4.7% fraud; full
-mode, 4-classifier mean TSTR AUROC / positive rate of the synthetic labels; real 0.988):
-
-================  ===============  ================================================
-row               d' = None (29)   P3GM (all private) with one change, seed 0
-================  ===============  ================================================
-vae (non-priv.)   0.968 / 3.1%     em_iterations=5: 0.538; em_clip_norm=0.05: 0.523
-pgm (non-priv.)   0.980 / 5.5%     budget_split (0.05, 0.35, 0.6): 0.436
-dp-pca (mean)     0.969 / 8.0%     latent_dim=10: 0.629
-dp-em             0.917 / 2.0%     latent_dim=5: **0.955** / 2.3%
-dp-sgd            0.898 / 4.7%
-p3gm              0.504 / 0.9%     (seed 1: 0.168)
-================  ===============  ================================================
-
-DP-EM and DP-SGD each cost a little alone and together lose the fraud component (0.9%
-synthetic frauds); DP-EM's noise on a component mean grows like ``sqrt(d')`` while the
-fraud component holds ~440 rows, so the reduction to d' = 5 fixes it. One fit + four
-classifiers: ~2 min under load.
-
-Spread over keys (issue 15; d' = 5, full size, ``--seed 0/1/2``, 4-classifier mean TSTR AUROC
-per key, mean +- sample std; ~1 min per row under load):
-
-=========================  =======================  ===============  =========================
-row                        AUROC per key            mean +- std      prior
-=========================  =======================  ===============  =========================
-p3gm                       0.913 / 0.874 / 0.941    0.910 +- 0.034   K = 3 diag, T_e = 20
-p3gm, scatter at C_e=0.1   0.836 / 0.939 / 0.922    0.899 +- 0.055   K = 3 diag, T_e = 20
-dp-pca                     0.978 / 0.931 / 0.971    0.960 +- 0.025   K = 1 full (0e7699f)
-dp-em                      0.988 / 0.972 / 0.983    0.981 +- 0.008   K = 1 full
-dp-sgd                     0.918 / 0.962 / 0.888    0.922 +- 0.038   K = 1 full
-p3gm                       0.968 / 0.973 / 0.956    **0.966 +- 0.009** K = 1 full
-=========================  =======================  ===============  =========================
-
-(the all-private K = 1 rows: AUPRC 0.862 / 0.825 / 0.765, eps spent 0.9996 each, 218 s for
-the three; ``--datasets credit --rows p3gm --seed S``.) The prior carried the spread: the
-paper's K = 3 diagonal mixture costs 60 releases at multiplier 100, whose noise on the
-small fraud component (~440 rows) moves it from key to key; one full-covariance Gaussian
-(0e7699f, the default since) is one release at multiplier 22 and costs about nothing alone.
-With it, DP-SGD carries most of the remaining loss and spread, DP-PCA the rest. Clipping Analyze Gauss's centred rows at DP-EM's bound ``C_e = 0.1`` instead of
-the DP mean's ``C_p = 0.6`` (a throwaway patch of ``encoding_phase``, not landed) puts far more
-of the fraud direction in the released subspace (norm of its projection 0.67-0.90 vs
-0.25-0.61 over 8 noise draws, centre exact in this diagnostic; a random 5-of-29 subspace
-gives 0.42) but did not raise the AUROC, so it stays out.
+private result. The tables also go to ``docs/results/ablate_p3gm.md``.
 
 Usage::
 
@@ -96,28 +32,22 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib.util
 import json
-import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
+import _harness as H
 import jax
 import numpy as np
 
 from accounting import PrivacyBudget
-from jdp.eval.utility import tstr_table
+from jdp.data.datasets import DatasetNotInstalledError, load_dataset
+from jdp.eval.images import cnn_accuracy, mnist_images
+from jdp.eval.utility import paper_classifiers, tstr_table
 from jdp.random import numpy_rng
 from jdp.synth.p3gm import model as P
-
-_SPEC = importlib.util.spec_from_file_location(
-    "reproduce_p3gm", Path(__file__).resolve().parent / "reproduce_p3gm.py"
-)
-R = importlib.util.module_from_spec(_SPEC)
-sys.modules[_SPEC.name] = R  # its dataclasses look their module up
-_SPEC.loader.exec_module(R)
+from jdp.synth.p3gm import paper
 
 #: (row name, variant, the phases that are private)
 ROWS: tuple[tuple[str, str, frozenset[str]], ...] = (
@@ -146,7 +76,8 @@ def fit_row(
 
     Returns the parameters and, for the all-private row, the epsilon its ledger spends.
     """
-    noise = P.calibrate_noise(config, variant, budget)
+    cut = P.sgd_noise_cut(config, variant, layout)
+    noise = P.calibrate_noise(config, variant, budget, noise_cut=cut)
     enc_key, dec_key = jax.random.split(key)
     fixed: dict[str, Any] = {}
     ledger = None
@@ -167,47 +98,42 @@ def fit_row(
 
 
 def score_mnist(key: jax.Array, synth: Any, test: Any, quick: bool) -> dict[str, float]:
-    pixels = [c for c in synth.columns if c != "label"]
-
-    def images(frame: Any) -> tuple[np.ndarray, np.ndarray]:
-        return frame[pixels].to_numpy(np.float32) / 255.0, frame["label"].to_numpy(np.int32)
-
-    xs, ys = images(synth)
-    xt, yt = images(test)
-    acc = R.cnn_accuracy(key, xs, ys, xt, yt, 3 if quick else 10)
-    return {"accuracy": acc}
+    xs, ys = mnist_images(synth)
+    xt, yt = mnist_images(test)
+    return {"accuracy": cnn_accuracy(key, xs, ys, xt, yt, 3 if quick else 10)}
 
 
 def score_credit(train: Any, synth: Any, test: Any, target: str, quick: bool, seed: int):
     if quick:
-        from jdp.eval.utility import paper_classifiers
-
         clf = {"LogisticRegression": paper_classifiers(seed)["LogisticRegression"]}
         rows = tstr_table(train, synth, test, target, classifiers=clf)
         return {
             r["metric"]: float(r["synthetic"]) for r in rows if r["metric"] in ("AUROC", "AUPRC")
         }
-    return R.tstr_means(train, synth, test, target, seed)["synthetic"]
+    rows = tstr_table(train, synth, test, target, classifiers=paper_classifiers(seed))
+    return H.mean_scores(rows, "synthetic")
 
 
 def ablate(name: str, args: argparse.Namespace, budget: PrivacyBudget) -> dict[str, Any] | None:
-    loaded = R.load(name, False, args.seed)
-    if loaded is None:
+    try:
+        ds = load_dataset(paper.DATASET_NAMES[name])
+    except DatasetNotInstalledError as exc:
+        H.log(f"[{name}] skipped: {exc}")
         return {"skipped": "dataset not installed"}
-    ds, train, test = loaded
-    n_public = R.PUBLIC_TRAIN_ROWS[name]
+    train, test = ds.train, ds.test
+    n_public = paper.PUBLIC_TRAIN_ROWS[name]
     n_sub = args.n_train or (QUICK_ROWS[name] if args.quick else n_public)
     if n_sub < n_public:
         n_public = n_sub
         train = train.sample(n=n_public, random_state=args.seed).reset_index(drop=True)
         if name == "mnist":
             test = test.sample(n=2000, random_state=args.seed).reset_index(drop=True)
-    config = R.config_for(name, False, n_public=n_public)
+    config = paper.config_for(name, False, n_public=n_public)
     config = dataclasses.replace(config, **args.overrides)
     encoder = P.table_encoder(ds.schema)
     layout = P.head_layout(encoder)
     x = encoder.encode(ds.schema.conform(train))
-    R.log(f"[{name}] n={len(x)} d={x.shape[1]} steps={config.steps} overrides={args.overrides}")
+    H.log(f"[{name}] n={len(x)} d={x.shape[1]} steps={config.steps} overrides={args.overrides}")
     out: dict[str, Any] = {"n_train": len(x), "config": dataclasses.asdict(config), "rows": {}}
     key = jax.random.key(args.seed)
     for i, (row, variant, private) in enumerate(ROWS):
@@ -234,26 +160,28 @@ def ablate(name: str, args: argparse.Namespace, budget: PrivacyBudget) -> dict[s
             scores["positive_rate"] = float(np.mean(synth[ds.target] == 1))
         scores.update(epsilon_spent=eps, seconds=time.time() - t)
         out["rows"][row] = scores
-        R.log(f"  {row:8s} {json.dumps({k: round(v, 4) if v else v for k, v in scores.items()})}")
+        H.log(f"  {row:8s} {json.dumps({k: round(v, 4) if v else v for k, v in scores.items()})}")
     return out
 
 
-def print_table(res: dict[str, Any]) -> None:
+def render(res: dict[str, Any]) -> str:
+    lines = []
     for name, r in res["datasets"].items():
         if "rows" not in r:
-            R.log(f"{name}: {r}")
+            lines.append(f"{name}: {r}")
             continue
         metric = "accuracy" if name == "mnist" else "AUROC"
-        paper = (
-            R.PAPER_TABLE_VII["p3gm"]
-            if name == "mnist"
-            else R.PAPER_TABLE_VI["credit"]["p3gm"]["AUROC"]
-        )
-        R.log(f"\n{name} (n={r['n_train']}; paper P3GM {metric} {paper})")
-        R.log(f"  {'row':8s} {metric:>9s} {'eps':>7s} {'s':>6s}")
+        if name == "mnist":
+            reference = paper.PAPER_TABLE_VII["p3gm"]
+        else:
+            reference = paper.PAPER_TABLE_VI["credit"]["p3gm"]["AUROC"]
+        lines.append(f"\n{name} (n={r['n_train']}; paper P3GM {metric} {reference})")
+        lines.append(f"  {'row':8s} {metric:>9s} {'eps':>7s} {'s':>6s}")
         for row, s in r["rows"].items():
             eps = f"{s['epsilon_spent']:7.3f}" if s["epsilon_spent"] is not None else "      -"
-            R.log(f"  {row:8s} {s[metric]:9.4f} {eps} {s['seconds']:6.0f}")
+            lines.append(f"  {row:8s} {s[metric]:9.4f} {eps} {s['seconds']:6.0f}")
+    lines.append(f"run time {res['seconds']:.0f} s")
+    return "\n".join(lines)
 
 
 def parse_set(items: list[str]) -> dict[str, Any]:
@@ -274,21 +202,9 @@ def type_of(field: str) -> Callable[[str], Any]:
     return int if t.startswith("int") else str if t.startswith("str") else float
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="subsamples, LR only, short CNN")
-    parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
-    parser.add_argument("--epsilon", type=float, default=1.0)
-    parser.add_argument("--delta", type=float, default=1e-5)
-    parser.add_argument("--seed", type=int, default=0, help="research reproducibility only")
-    parser.add_argument("--datasets", default="mnist,credit")
-    parser.add_argument("--rows", default="", help="comma-separated subset of rows")
-    parser.add_argument("--n-train", type=int, default=0, help="training subsample size (public)")
-    parser.add_argument("--set", action="append", default=[], help="P3GMConfig KEY=VALUE")
-    args = parser.parse_args(argv)
+def compute(args: argparse.Namespace) -> dict[str, Any]:
     args.overrides = parse_set(args.set)
     args.rows = [r for r in args.rows.split(",") if r]
-    start = time.time()
     budget = PrivacyBudget(epsilon=args.epsilon, delta=args.delta)
     res: dict[str, Any] = {
         "epsilon": args.epsilon,
@@ -299,13 +215,21 @@ def main(argv: list[str] | None = None) -> int:
     }
     for name in [d.strip() for d in args.datasets.split(",") if d.strip()]:
         res["datasets"][name] = ablate(name, args, budget)
-    res["runtime_s"] = time.time() - start
-    print_table(res)
-    R.log(f"run time {res['runtime_s']:.0f} s")
-    if args.json:
-        print(json.dumps(res))
-    return 0
+    if all("skipped" in r for r in res["datasets"].values()):
+        res["skipped"] = "no dataset installed"
+    return res
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = H.parser(__file__, __doc__, quick="subsamples, LR only, short CNN", seed=0)
+    p.add_argument("--epsilon", type=float, default=1.0)
+    p.add_argument("--delta", type=float, default=1e-5)
+    p.add_argument("--datasets", default="mnist,credit")
+    p.add_argument("--rows", default="", help="comma-separated subset of rows")
+    p.add_argument("--n-train", type=int, default=0, help="training subsample size (public)")
+    p.add_argument("--set", action="append", default=[], help="P3GMConfig KEY=VALUE")
+    return H.run(p, compute, render, argv)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

@@ -19,28 +19,24 @@ Usage::
 
     python scripts/audit_report.py [--quick] [--json] [--out docs/figures] [--parts mechanisms,mia]
 
-``--quick``: a tenth of the trials and 2,000 members (3 minutes on one core); full: 8,000.
-``--json`` prints one object: ``mechanisms`` (a list of ``{name, epsilon, lower_bound,
-trials, ...}``), ``mia`` (a list of ``{method, epsilon, auc, ...}``, one per method and
-attack), ``figures``, ``seconds``.
+``--quick``: a tenth of the trials and 2,000 members; full: 8,000. ``--json`` prints one
+object: ``mechanisms`` (a list of ``{name, epsilon, lower_bound, trials, ...}``), ``mia`` (a
+list of ``{method, epsilon, auc, ...}``, one per method and attack), ``figures``,
+``seconds``. The tables also go to ``docs/results/audit_report.md``.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
+import _harness as H
+
 DELTA = 1e-5
 EPSILON = 1.0
 PARTS = ("mechanisms", "mia")
-
-
-def log(*args: Any) -> None:
-    print(*args, file=sys.stderr, flush=True)
 
 
 def mechanisms_part(quick: bool) -> list[dict[str, Any]]:
@@ -50,10 +46,10 @@ def mechanisms_part(quick: bool) -> list[dict[str, Any]]:
 
     rows = []
     for name, entry in MECHANISM_AUDITS.items():
-        trials = max(500, entry.trials // 10) if quick else entry.trials
+        trials = max(500, entry.audit_trials // 10) if quick else entry.audit_trials
         r = run_mechanism_audit(name, seed=0, trials=trials, epsilon=EPSILON, delta=DELTA)
         rows.append(r.as_dict())
-        log(
+        H.log(
             f"[mechanisms] {name}: claim {r.epsilon:.3f}, lower bound {r.lower_bound:.3f}, "
             f"{r.trials} trials, {r.wall_s:.1f} s"
         )
@@ -78,7 +74,7 @@ def mechanisms_part(quick: bool) -> list[dict[str, Any]]:
             "one_run": one.as_dict(),
         }
     )
-    log(f"[mechanisms] dpsgd-one-run: claim {one.epsilon:.3f}, lower bound {one.lower_bound:.3f}")
+    H.log(f"[mechanisms] dpsgd-one-run: claim {one.epsilon:.3f}, lower bound {one.lower_bound:.3f}")
     return rows
 
 
@@ -135,7 +131,7 @@ def mia_part(quick: bool, seed: int = 0) -> list[dict[str, Any]]:
                     "seconds": time.perf_counter() - started,
                 }
             )
-            log(
+            H.log(
                 f"[mia] {method} (eps {spent}): {r.name} AUC {r.auc:.3f} "
                 f"[{r.auc_ci[0]:.3f}, {r.auc_ci[1]:.3f}]"
             )
@@ -184,55 +180,48 @@ def plot(res: dict[str, Any], out: Path) -> list[str]:
     return figures
 
 
-def print_tables(res: dict[str, Any]) -> None:
+def render(res: dict[str, Any]) -> str:
+    lines = []
     if res.get("mechanisms"):
-        print(
+        lines.append(
             f"Mechanism audits at delta = {DELTA:g} (target: lower bound <= claim; "
             ">= 0.7 x claim for gaussian, laplace)"
         )
-        print(
+        lines.append(
             f"{'mechanism':15s} {'claim':>7s} {'lower':>7s} {'ratio':>6s} {'trials':>9s} "
             f"{'wall s':>7s}  end to end"
         )
         for r in res["mechanisms"]:
-            print(
+            lines.append(
                 f"{r['name']:15s} {r['epsilon']:7.3f} {r['lower_bound']:7.3f} "
                 f"{r['tightness']:6.2f} {r['trials']:9d} {r['wall_s']:7.1f}  "
                 f"{'yes' if r['end_to_end'] else 'no'}"
             )
     if res.get("mia"):
-        print("\nMembership inference on Adult (attacks, not guarantees)")
-        print(f"{'method':10s} {'epsilon':>8s} {'attack':18s} {'AUC':>6s}  95% CI")
+        lines.append("\nMembership inference on Adult (attacks, not guarantees)")
+        lines.append(f"{'method':10s} {'epsilon':>8s} {'attack':18s} {'AUC':>6s}  95% CI")
         for r in res["mia"]:
             eps = "none" if r["epsilon"] is None else f"{r['epsilon']:.3g}"
-            print(
+            lines.append(
                 f"{r['method']:10s} {eps:>8s} {r['attack']:18s} {r['auc']:6.3f}  "
                 f"[{r['auc_ci'][0]:.3f}, {r['auc_ci'][1]:.3f}]"
             )
+    return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="fewer trials, 2,000 members")
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.add_argument("--parts", default=",".join(PARTS), help=f"subset of {PARTS}")
-    parser.add_argument("--out", type=Path, default=Path("docs/figures"))
-    args = parser.parse_args(argv)
-    parts = [p for p in args.parts.split(",") if p]
-    unknown = sorted(set(parts) - set(PARTS))
-    if unknown:
-        parser.error(f"unknown parts {unknown}; expected a subset of {PARTS}")
-    start = time.perf_counter()
+def compute(args: argparse.Namespace) -> dict[str, Any]:
+    parts = args.parts
     res: dict[str, Any] = {"epsilon": EPSILON, "delta": DELTA, "quick": args.quick}
     res["mechanisms"] = mechanisms_part(args.quick) if "mechanisms" in parts else []
     res["mia"] = mia_part(args.quick) if "mia" in parts else []
     res["figures"] = plot(res, args.out)
-    res["seconds"] = time.perf_counter() - start
-    if args.json:
-        print(json.dumps(res))
-    else:
-        print_tables(res)
-    return 0
+    return res
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = H.parser(__file__, __doc__, quick="fewer trials, 2,000 members", out="docs/figures")
+    p.add_argument("--parts", type=H.subset(PARTS), default=list(PARTS), help=f"subset of {PARTS}")
+    return H.run(p, compute, render, argv)
 
 
 if __name__ == "__main__":

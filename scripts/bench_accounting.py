@@ -13,17 +13,18 @@
    A scatter of the two PLD/RDP ratios goes to ``--out`` (default docs/figures/).
 
     python scripts/bench_accounting.py [--quick] [--json] [--out DIR] [--skip-pld]
+
+Prints the tables (``--json``: one JSON object, the timings and ``pld`` rows) and writes them
+to ``docs/results/bench_accounting.md`` (``scripts/_harness.py``).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
-import sys
-import time
 from pathlib import Path
 
+import _harness as H
 import dp_accounting
 import numpy as np
 
@@ -43,14 +44,8 @@ def _theirs(event: ev.DpEvent, delta: float) -> float:
     return acc.get_epsilon(delta)
 
 
-def _time(fn, *args, **kwargs) -> tuple[float, float]:
-    t0 = time.perf_counter()
-    out = fn(*args, **kwargs)
-    return time.perf_counter() - t0, out
-
-
 def _median_time(fn, event: ev.DpEvent, delta: float, repeats: int) -> tuple[float, float]:
-    runs = [_time(fn, event, delta) for _ in range(repeats)]
+    runs = [H.timed(fn, event, delta) for _ in range(repeats)]
     return statistics.median(t for t, _ in runs), runs[-1][1]
 
 
@@ -70,10 +65,10 @@ def pld_rows(configs: list[tuple[float, float, int]], delta: float) -> list[dict
     rows = []
     for z, q, steps in configs:
         event = dpsgd_event(z, q, steps)
-        t_rdp, rdp_eps = _time(compute_epsilon, event, delta)
-        t_fixed, fixed = _time(pld.epsilon, event, delta, value_discretization_interval=1e-4)
+        t_rdp, rdp_eps = H.timed(compute_epsilon, event, delta)
+        t_fixed, fixed = H.timed(pld.epsilon, event, delta, value_discretization_interval=1e-4)
         acc = pld.PldAccountant()
-        t_adaptive, adaptive = _time(acc.epsilon, event, delta)
+        t_adaptive, adaptive = H.timed(acc.epsilon, event, delta)
         bound = best_epsilon(event, delta)
         rows.append(
             {
@@ -94,10 +89,9 @@ def pld_rows(configs: list[tuple[float, float, int]], delta: float) -> list[dict
                 "ledger_accountant": bound.accountant,
             }
         )
-        print(
+        H.log(
             f"  z={z:.3g} q={q:.3g} steps={steps}: rdp {rdp_eps:.4g}, pld@1e-4 {fixed:.4g}, "
-            f"adaptive {adaptive:.4g} ({t_adaptive:.1f}s)",
-            file=sys.stderr,
+            f"adaptive {adaptive:.4g} ({t_adaptive:.1f}s)"
         )
     return rows
 
@@ -126,25 +120,9 @@ def _plot(rows: list[dict], out: Path) -> Path:
     return path
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=10**6, help="steps of the RDP timing")
-    parser.add_argument("--noise-multiplier", type=float, default=1.1)
-    parser.add_argument("--sampling-prob", type=float, default=0.01)
-    parser.add_argument("--delta", type=float, default=1e-5)
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--configs", type=int, help="PLD configurations (default 12; 4 quick)")
-    parser.add_argument("--quick", action="store_true", help="4 PLD configurations")
-    parser.add_argument("--skip-pld", action="store_true", help="only the RDP timing")
-    parser.add_argument("--out", type=Path, default=Path("docs/figures"), help="PNG directory")
-    parser.add_argument("--json", action="store_true")
-    args = parser.parse_args(argv)
-
+def compute(args: argparse.Namespace) -> dict:
     event = dpsgd_event(args.noise_multiplier, args.sampling_prob, args.steps)
-    print(
-        f"accounting {args.steps} steps (q={args.sampling_prob}, z={args.noise_multiplier})",
-        file=sys.stderr,
-    )
+    H.log(f"accounting {args.steps} steps (q={args.sampling_prob}, z={args.noise_multiplier})")
     t_ours, eps_ours = _median_time(_ours, event, args.delta, args.repeats)
     t_theirs, eps_theirs = _median_time(_theirs, event, args.delta, args.repeats)
     result: dict = {
@@ -161,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     if not args.skip_pld:
         count = args.configs or (4 if args.quick else 12)
-        print(f"PLD vs RDP on {count} random DP-SGD runs", file=sys.stderr)
+        H.log(f"PLD vs RDP on {count} random DP-SGD runs")
         rows = pld_rows(random_configs(count), args.delta)
         result["pld"] = rows
         result["pld_summary"] = {
@@ -171,26 +149,47 @@ def main(argv: list[str] | None = None) -> int:
             "max_seconds_adaptive": max(r["seconds_adaptive"] for r in rows),
         }
         result["figure"] = str(_plot(rows, args.out))
-    if args.json:
-        print(json.dumps(result))
-        return 0
-    print(f"{'accountant':<28}{'median time (s)':>16}{'epsilon':>14}")
-    print(f"{'jdp accounting.accountants.rdp':<28}{t_ours:>16.4f}{eps_ours:>14.6f}")
-    print(f"{'dp_accounting RdpAccountant':<28}{t_theirs:>16.4f}{eps_theirs:>14.6f}")
-    print(f"speed-up: {result['speedup']:.1f}x")
+    return result
+
+
+def render(result: dict) -> str:
+    lines = [
+        f"{'accountant':<28}{'median time (s)':>16}{'epsilon':>14}",
+        (
+            f"{'jdp accounting.accountants.rdp':<28}{result['jdp_seconds']:>16.4f}"
+            f"{result['jdp_epsilon']:>14.6f}"
+        ),
+        (
+            f"{'dp_accounting RdpAccountant':<28}{result['dp_accounting_seconds']:>16.4f}"
+            f"{result['dp_accounting_epsilon']:>14.6f}"
+        ),
+        f"speed-up: {result['speedup']:.1f}x",
+    ]
     if "pld" in result:
         head = f"{'z':>6}{'q':>10}{'steps':>9}{'RDP':>9}{'PLD@1e-4':>10}{'ratio':>7}"
-        print(f"\n{head}{'adaptive':>10}{'ratio':>7}{'time s':>8}  ledger")
+        lines.append(f"\n{head}{'adaptive':>10}{'ratio':>7}{'time s':>8}  ledger")
         for r in result["pld"]:
-            print(
+            lines.append(
                 f"{r['noise_multiplier']:>6.2f}{r['sampling_prob']:>10.2e}{r['steps']:>9}"
                 f"{r['rdp']:>9.4g}{r['pld_default_grid']:>10.4g}{r['ratio_default_grid']:>7.2f}"
                 f"{r['pld_adaptive']:>10.4g}{r['ratio_adaptive']:>7.2f}"
                 f"{r['seconds_adaptive']:>8.1f}  {r['ledger_accountant']}"
             )
-        print(f"figure: {result['figure']}")
-    return 0
+        lines.append(f"figure: {result['figure']}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = H.parser(__file__, __doc__, quick="4 PLD configurations", out="docs/figures")
+    p.add_argument("--steps", type=int, default=10**6, help="steps of the RDP timing")
+    p.add_argument("--noise-multiplier", type=float, default=1.1)
+    p.add_argument("--sampling-prob", type=float, default=0.01)
+    p.add_argument("--delta", type=float, default=1e-5)
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--configs", type=int, help="PLD configurations (default 12; 4 quick)")
+    p.add_argument("--skip-pld", action="store_true", help="only the RDP timing")
+    return H.run(p, compute, render, argv)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

@@ -13,28 +13,23 @@ of the batch mean of the same loss. Cases (batch ``--batch``, Adam on the critic
 Paths: ``nonprivate``; ``dp`` (the path DP-SGD's ``method="auto"`` picks for this loss: the
 ghost path is not exact for the gradient penalty's double backward, so it is the general
 ``vmap`` path); ``dp_chunked`` (the same in micro-batches of ``--chunk``, bounded memory).
-All paths of a case are built in one process and timed round-robin (``time_round_robin`` of
-``scripts/bench_dpsgd.py``), so load spikes hit every path alike.
+All paths of a case are built in one process and timed round-robin
+(``time_round_robin`` of ``scripts/_harness.py``), so load spikes hit every path alike.
 
     python scripts/bench_dpgan.py [--reps 30] [--batch 64] [--json] [--quick]
 
 ``--json`` prints one object: per case ``ms`` (median per path), ``ratio_dp`` and
 ``ratio_dp_chunked`` (over ``nonprivate``), ``method`` (the path ``auto`` chose), and the
 top-level ``mlp_ratio`` / ``lstm_ratio`` (``dp / nonprivate``; the issue's target is
-``<= 2`` for the MLP critic).
+``<= 2`` for the MLP critic). The table also goes to ``docs/results/bench_dpgan.md``.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
-import json
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from bench_dpsgd import time_round_robin
+import _harness as H
 
 CASES = ("mlp_adult", "lstm_series")
 PATHS = ("nonprivate", "dp", "dp_chunked")
@@ -114,20 +109,13 @@ def _run_dp(step, args: tuple) -> None:
     jax.block_until_ready(step(*args))
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--reps", type=int, default=30)
-    parser.add_argument("--batch", type=int, default=128, help="critic batch (Adult run: ~130)")
-    parser.add_argument("--chunk", type=int, default=16)
-    parser.add_argument("--json", action="store_true")
-    parser.add_argument("--quick", action="store_true", help="5 rounds")
-    args = parser.parse_args(argv)
+def compute(args: argparse.Namespace) -> dict:
     reps = 5 if args.quick else args.reps
     out: dict = {"batch": args.batch, "reps": reps}
     for case in CASES:
-        print(f"[bench] {case}: building", file=sys.stderr, flush=True)
+        H.log(f"[bench] {case}: building")
         runs, method = build(case, args.batch, args.chunk)
-        ms = time_round_robin(runs, reps, reps)
+        ms = H.time_round_robin(runs, reps, reps)
         out[case] = {
             "ms": ms,
             "method": method,
@@ -136,16 +124,28 @@ def main(argv: list[str] | None = None) -> int:
         }
     out["mlp_ratio"] = out["mlp_adult"]["ratio_dp"]
     out["lstm_ratio"] = out["lstm_series"]["ratio_dp"]
-    if args.json:
-        print(json.dumps(out))
-        return 0
-    print(f"{'case':<12} {'path':<11} {'ms/step':>9} {'x nonprivate':>13}")
+    return out
+
+
+def render(out: dict) -> str:
+    lines = [f"{'case':<12} {'path':<11} {'ms/step':>9} {'x nonprivate':>13}"]
     for case in CASES:
         for path, t in out[case]["ms"].items():
-            print(f"{case:<12} {path:<11} {t:9.2f} {t / out[case]['ms']['nonprivate']:13.2f}")
-    print(f"DP path chosen by method='auto': {out['mlp_adult']['method']} (MLP), "
-          f"{out['lstm_series']['method']} (LSTM); target: MLP ratio <= 2")  # fmt: skip
-    return 0
+            ratio = t / out[case]["ms"]["nonprivate"]
+            lines.append(f"{case:<12} {path:<11} {t:9.2f} {ratio:13.2f}")
+    lines.append(
+        f"DP path chosen by method='auto': {out['mlp_adult']['method']} (MLP), "
+        f"{out['lstm_series']['method']} (LSTM); target: MLP ratio <= 2"
+    )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = H.parser(__file__, __doc__, quick="5 rounds")
+    p.add_argument("--reps", type=int, default=30)
+    p.add_argument("--batch", type=int, default=128, help="critic batch (Adult run: ~130)")
+    p.add_argument("--chunk", type=int, default=16)
+    return H.run(p, compute, render, argv)
 
 
 if __name__ == "__main__":

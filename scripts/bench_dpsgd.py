@@ -7,7 +7,10 @@ d'=10 -> 1000 -> 784 with a squared-error reconstruction loss. Paths: non-privat
 rounded to a power-of-two grid, the floating-point mitigation), general (``vmap`` in
 micro-batches of ``--chunk``), naive full-batch ``vmap``, the noise draw alone
 (``noise_draw``: :func:`jdp.dpsgd.noise.dp_aggregate` on a clipped sum, so that
-``nonprivate + noise_draw`` is the floor a DP step cannot beat), and, when installed
+``nonprivate + noise_draw`` is the floor a DP step cannot beat), the same draw and ghost step
+with the sampler used before issue 24 (``noise_draw_before``, ``fast_before``:
+``jax.random.normal``, cut near 5.4 standard deviations; the default now draws three 32-bit
+words a pair to cut at 9.99, :func:`jdp.dpsgd.noise.standard_normal`), and, when installed
 (``pip install 'jdp[bench]'``), Opacus hooks / ghost clipping on the same model and batch
 (``torch``, ``opacus``) and jax_privacy's ``clipped_grad`` + ``gaussian_privatizer``
 (``jax-privacy``; 2.0.0 installs next to JAX 0.10 without changing it).
@@ -24,7 +27,7 @@ With ``--json`` exactly one JSON object is printed on stdout (progress goes to s
 top-level ``nonprivate_ms``, ``fast_ms``, ``fast_secure_noise_ms``, ``general_ms``,
 ``noise_draw_ms``, ``opacus_hooks_ms``, ``opacus_ghost_ms`` and ``jax_privacy_ms`` are the MLP
 case (``null`` where Opacus or jax-privacy is absent), and ``ratio_fast_over_floor`` is
-``fast / (nonprivate + noise_draw)``.
+``fast / (nonprivate + noise_draw)``. The table also goes to ``docs/results/bench_dpsgd.md``.
 """
 
 from __future__ import annotations
@@ -32,11 +35,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
-import statistics
 import subprocess
 import sys
-import time
+
+import _harness as H
 
 # torch's OpenMP workers busy-wait after each op by default, stealing the cores from the XLA
 # steps timed next to them in the round-robin; make them sleep instead (set before import).
@@ -46,7 +48,9 @@ CASES = {"mlp": (784, (1000, 10)), "p3gm_decoder": (10, (1000, 784))}
 JAX_PATHS = (
     "nonprivate",
     "noise_draw",
+    "noise_draw_before",
     "fast",
+    "fast_before",
     "fast_no_noise",
     "fast_secure_noise",
     "general",
@@ -58,19 +62,6 @@ MISSING_JAX_PRIVACY = (
     "[bench] jax-privacy is not installed: the jax_privacy_ms column is skipped "
     "(pip install 'jdp[bench]' or pip install jax-privacy)"
 )
-
-
-def _peak_rss_mb() -> float:
-    """This process's peak RSS in MiB (``VmHWM``: unlike ``ru_maxrss`` it is not inherited
-    from the forking parent across ``exec``)."""
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024.0
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
 def _data(case: str, batch: int):
@@ -246,38 +237,30 @@ def build_opacus(case: str, path: str, batch: int):
     return run, None
 
 
+def _before_issue_24(key, shape, dtype=float):
+    """The DP-SGD draw before issue 24 (``jax.random.normal``), for the before/after rows."""
+    import jax
+
+    return jax.random.normal(key, shape, dtype)
+
+
 def build(case: str, path: str, batch: int, chunk: int):
     if path in TORCH_PATHS:
         return build_opacus(case, path, batch)
+    if path.endswith("_before"):  # traced (and warmed up) with the old draw, then restored
+        from unittest import mock
+
+        with mock.patch("jdp.dpsgd.noise.standard_normal", _before_issue_24):
+            return build_jax(case, path.removesuffix("_before"), batch, chunk)
     return build_jax(case, path, batch, chunk)
 
 
-def time_round_robin(runs: dict, reps: int, slow_reps: int, slow_ms: float = 200.0) -> dict:
-    """Median ms per path, timing one step of each path in turn.
-
-    Paths whose warm step takes over ``slow_ms`` (per-example-gradient buffers, Opacus hooks)
-    get ``slow_reps`` rounds, the others ``reps``; every round visits every path still due.
-    """
-    due = {}
-    for p, run in runs.items():
-        start = time.perf_counter()
-        run()
-        due[p] = slow_reps if 1e3 * (time.perf_counter() - start) > slow_ms else reps
-    times = {p: [] for p in runs}
-    for r in range(max(due.values())):
-        for p, run in runs.items():
-            if r < due[p]:
-                start = time.perf_counter()
-                run()
-                times[p].append(time.perf_counter() - start)
-    return {p: 1e3 * statistics.median(t) for p, t in times.items()}
-
-
-def _child(args: argparse.Namespace) -> None:
+def _child(args: argparse.Namespace) -> dict:
+    """Build and run only ``args.path`` (the harness adds this process's ``peak_rss_mb``)."""
     run, _ = build(args.case, args.path, args.batch, args.chunk)
     for _ in range(3):
         run()
-    print(json.dumps({"peak_rss_mb": _peak_rss_mb()}))
+    return {"case": args.case, "path": args.path}
 
 
 def _opacus_available() -> bool:
@@ -293,27 +276,27 @@ def _jax_privacy_available() -> bool:
     try:
         import jax_privacy  # noqa: F401
     except ImportError:
-        print(MISSING_JAX_PRIVACY, file=sys.stderr)
+        H.log(MISSING_JAX_PRIVACY)
         return False
     return True
 
 
 def peak_rss_alone(case: str, path: str, args: argparse.Namespace) -> float | None:
     """Peak RSS (MiB) of a fresh process that builds and runs only this path."""
-    cmd = [sys.executable, __file__, "--child", "--case", case, "--path", path]
-    cmd += ["--batch", str(args.batch), "--chunk", str(args.chunk)]
+    cmd = [sys.executable, __file__, "--child", "--case", case, "--path", path, "--json"]
+    cmd += ["--no-results", "--batch", str(args.batch), "--chunk", str(args.chunk)]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=os.environ.copy(), check=False)
     if proc.returncode != 0:
-        print(proc.stderr[-2000:], file=sys.stderr)
+        H.log(proc.stderr[-2000:])
         return None
-    return json.loads(proc.stdout.strip().splitlines()[-1])["peak_rss_mb"]
+    return json.loads(proc.stdout)["peak_rss_mb"]
 
 
 def bench_case(case: str, paths: tuple, args: argparse.Namespace) -> dict:
-    print(f"[bench] {case}: building {', '.join(paths)}", file=sys.stderr, flush=True)
+    H.log(f"[bench] {case}: building {', '.join(paths)}")
     built = {p: build(case, p, args.batch, args.chunk) for p in paths}
-    print(f"[bench] {case}: timing {args.reps} rounds", file=sys.stderr, flush=True)
-    ms = time_round_robin({p: b[0] for p, b in built.items()}, args.reps, args.slow_reps)
+    H.log(f"[bench] {case}: timing {args.reps} rounds")
+    ms = H.time_round_robin({p: b[0] for p, b in built.items()}, args.reps, args.slow_reps)
     rss = {p: None if args.quick else peak_rss_alone(case, p, args) for p in paths}
     base = ms["nonprivate"]
     torch_best = min((ms[p] for p in TORCH_PATHS if p in ms), default=None)
@@ -323,6 +306,8 @@ def bench_case(case: str, paths: tuple, args: argparse.Namespace) -> dict:
         "peak_rss_mb": rss,
         "ratio_fast": ms["fast"] / base,
         "ratio_fast_over_floor": ms["fast"] / (base + ms["noise_draw"]),
+        "ratio_fast_over_floor_before": ms["fast_before"] / (base + ms["noise_draw_before"]),
+        "ratio_fast_after_over_before": ms["fast"] / ms["fast_before"],
         "ratio_jax_privacy_over_fast": ms["jax_privacy"] / ms["fast"]
         if "jax_privacy" in ms
         else None,
@@ -333,31 +318,16 @@ def bench_case(case: str, paths: tuple, args: argparse.Namespace) -> dict:
     }
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--reps", type=int, default=50, help="timed steps per path (median)")
-    parser.add_argument("--slow-reps", type=int, default=5, help="timed steps for paths > 200 ms")
-    parser.add_argument("--batch", type=int, default=256)
-    parser.add_argument("--chunk", type=int, default=32, help="micro-batch of the general path")
-    parser.add_argument("--cases", default="mlp,p3gm_decoder")
-    parser.add_argument("--json", action="store_true")
-    parser.add_argument(
-        "--quick", action="store_true", help="smoke run: mlp, batch 64, 3 rounds, no RSS runs"
-    )
-    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--case", help=argparse.SUPPRESS)
-    parser.add_argument("--path", help=argparse.SUPPRESS)
-    args = parser.parse_args()
+def compute(args: argparse.Namespace) -> dict:
     if args.child:
-        _child(args)
-        return 0
+        return _child(args)
     if args.quick:
         args.reps, args.slow_reps, args.batch, args.cases = 3, 1, 64, "mlp"
     paths = JAX_PATHS + (TORCH_PATHS if _opacus_available() else ())
     paths += JAX_PRIVACY_PATHS if _jax_privacy_available() else ()
     summary = {case: bench_case(case, paths, args) for case in args.cases.split(",")}
     mlp = summary.get("mlp", {}).get("ms", {})
-    out = {
+    return {
         "nonprivate_ms": mlp.get("nonprivate"),
         "fast_ms": mlp.get("fast"),
         "fast_no_noise_ms": mlp.get("fast_no_noise"),
@@ -367,6 +337,8 @@ def main() -> int:
         "opacus_hooks_ms": mlp.get("opacus_hooks"),
         "opacus_ghost_ms": mlp.get("opacus_ghost"),
         "noise_draw_ms": mlp.get("noise_draw"),
+        "noise_draw_before_ms": mlp.get("noise_draw_before"),
+        "fast_before_ms": mlp.get("fast_before"),
         "jax_privacy_ms": mlp.get("jax_privacy"),
         "ratio_fast_over_floor": summary.get("mlp", {}).get("ratio_fast_over_floor"),
         "batch": args.batch,
@@ -375,44 +347,65 @@ def main() -> int:
         "general_chunk": args.chunk,
         "cases": summary,
     }
-    if args.json:
-        print(json.dumps(out))
-        return 0
-    print(
-        f"median ms per step, batch {args.batch}, {args.reps} reps ({args.slow_reps} for paths > 200 ms), "
-        f"round-robin; general path chunk {args.chunk}"
-    )
-    print(
-        f"{'case':14s} {'path':17s} {'ms':>9s} {'x nonpriv':>10s} {'XLA temp MiB':>13s} {'peak RSS MiB':>13s}"
-    )
+
+
+def render(out: dict) -> str:
+    if "cases" not in out:  # a --child run: its peak RSS only
+        return ""
+    lines = [
+        (
+            f"median ms per step, batch {out['batch']}, {out['reps']} reps ({out['slow_reps']} "
+            f"for paths > 200 ms), round-robin; general path chunk {out['general_chunk']}"
+        ),
+        (
+            f"{'case':14s} {'path':17s} {'ms':>9s} {'x nonpriv':>10s} {'XLA temp MiB':>13s} "
+            f"{'peak RSS MiB':>13s}"
+        ),
+    ]
     nan = float("nan")
-    for case, s in summary.items():
+    for case, s in out["cases"].items():
         base = s["ms"]["nonprivate"]
         for p, v in s["ms"].items():
             temp, rss = s["xla_temp_mib"][p], s["peak_rss_mb"][p]
-            print(
+            lines.append(
                 f"{case:14s} {p:17s} {v:9.2f} {v / base:10.2f} "
                 f"{temp if temp is not None else nan:13.1f} {rss if rss is not None else nan:13.0f}"
             )
-        print(
+        lines.append(
             f"{case:14s} secure-noise step / plain-noise step (ghost): "
             f"{s['ratio_secure_noise_over_fast']:.2f}x"
         )
-        print(
+        lines.append(
             f"{case:14s} fast path / (non-private + noise draw) floor: "
-            f"{s['ratio_fast_over_floor']:.2f}x"
+            f"{s['ratio_fast_over_floor']:.2f}x (before issue 24's sampler: "
+            f"{s['ratio_fast_over_floor_before']:.2f}x); fast step after / before: "
+            f"{s['ratio_fast_after_over_before']:.2f}x"
         )
         if s["ratio_jax_privacy_over_fast"]:
-            print(
+            lines.append(
                 f"{case:14s} jax_privacy step / jdp fast path: "
                 f"{s['ratio_jax_privacy_over_fast']:.2f}x"
             )
         if s["speedup_over_opacus_best"]:
-            print(
-                f"{case:14s} jdp fast path speed-up over Opacus's best mode: {s['speedup_over_opacus_best']:.2f}x"
+            lines.append(
+                f"{case:14s} jdp fast path speed-up over Opacus's best mode: "
+                f"{s['speedup_over_opacus_best']:.2f}x"
             )
-    return 0
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = H.parser(__file__, __doc__, quick="smoke run: mlp, batch 64, 3 rounds, no RSS runs")
+    p.add_argument("--reps", type=int, default=50, help="timed steps per path (median)")
+    p.add_argument("--slow-reps", type=int, default=5, help="timed steps for paths > 200 ms")
+    p.add_argument("--batch", type=int, default=256)
+    p.add_argument("--chunk", type=int, default=32, help="micro-batch of the general path")
+    p.add_argument("--cases", default="mlp,p3gm_decoder")
+    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--case", help=argparse.SUPPRESS)
+    p.add_argument("--path", help=argparse.SUPPRESS)
+    return H.run(p, compute, render, argv)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

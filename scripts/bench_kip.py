@@ -17,7 +17,8 @@ same block through ``neural_tangents.stax`` in its own pinned environment (see
 ``"neural_tangents": "not available"``.
 
 Usage: ``python scripts/bench_kip.py [--quick] [--json] [--float32] [--nt-python PATH]``
-(``--quick``: a 1000 x 100 block, a 1000-record target batch, 2 repeats).
+(``--quick``: a 1000 x 100 block, a 1000-record target batch, 2 repeats). The table also goes
+to ``docs/results/bench_kip.md``.
 """
 
 from __future__ import annotations
@@ -25,13 +26,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
-import sys
 import textwrap
-import time
-from collections.abc import Callable
 
+import _harness as H
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -43,42 +41,24 @@ SUPPORT = 100
 DEPTHS = (1, 2, 3)
 
 
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
-def max_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux: kB
-
-
-def timed(fn: Callable[[], object], repeats: int) -> tuple[float, float]:
-    """(best wall seconds, CPU seconds of that run) after a warm-up call."""
-    jax.block_until_ready(fn())
-    best = (float("inf"), float("inf"))
-    for _ in range(repeats):
-        w0, c0 = time.perf_counter(), time.process_time()
-        jax.block_until_ready(fn())
-        run = (time.perf_counter() - w0, time.process_time() - c0)
-        best = min(best, run)
-    return best
-
-
 def bench_kernels(rows: int, repeats: int, dtype: jnp.dtype) -> dict:
     rng = np.random.default_rng(0)
     x1 = jnp.asarray(rng.uniform(size=(rows, D)), dtype=dtype)
     x2 = jnp.asarray(rng.uniform(size=(SUPPORT, D)), dtype=dtype)
     out = {}
     for depth in DEPTHS:
-        rss0 = max_rss_mb()
+        rss0 = H.peak_rss_mb()
         f = make_kernel_fn(depth=depth, get="ntk")
-        wall, cpu = timed(lambda f=f: f(x1, x2), repeats)
+        run = lambda f=f: jax.block_until_ready(f(x1, x2))
+        run()  # compile
+        wall, cpu = H.best_of(run, repeats)
         out[depth] = {
             "entries_per_s": rows * SUPPORT / wall,
             "wall_ms": 1e3 * wall,
             "cpu_ms": 1e3 * cpu,
-            "peak_rss_growth_mb": max_rss_mb() - rss0,
+            "peak_rss_growth_mb": H.peak_rss_mb() - rss0,
         }
-        log(f"kernel depth {depth}: {out[depth]['entries_per_s']:.3g} entries/s")
+        H.log(f"kernel depth {depth}: {out[depth]['entries_per_s']:.3g} entries/s")
     return out
 
 
@@ -88,13 +68,11 @@ def bench_kip_step(batch: int, repeats: int, float64: bool) -> dict:
     labels = rng.integers(0, 10, size=batch)
     tx, ty = rng.uniform(size=(batch, D)), centred_one_hot(labels, 10)
     sx, sy = rng.uniform(size=(SUPPORT, D)), centred_one_hot(np.arange(SUPPORT) % 10, 10)
-    rss0 = max_rss_mb()
+    rss0 = H.peak_rss_mb()
 
     def run(steps: int) -> float:
         config = KIPConfig(steps=steps, target_batch_size=batch, float64=float64)
-        t0 = time.perf_counter()
-        fit_support(jax.random.key(0), sx, sy, tx, ty, config)
-        return time.perf_counter() - t0
+        return H.timed(fit_support, jax.random.key(0), sx, sy, tx, ty, config)[0]
 
     run(1)  # compile
     steps = 5
@@ -102,7 +80,7 @@ def bench_kip_step(batch: int, repeats: int, float64: bool) -> dict:
     return {
         "kip_step_ms": 1e3 * best,
         "target_batch": batch,
-        "peak_rss_growth_mb": max_rss_mb() - rss0,
+        "peak_rss_growth_mb": H.peak_rss_mb() - rss0,
     }
 
 
@@ -120,9 +98,7 @@ def bench_dp_kip_step(n: int, q: float, float64: bool) -> dict:
             config, l2_clip_norm=1.0, sampling_prob=q, expected_batch_size=q * n,
             noise_multiplier=1.0,
         )  # fmt: skip
-        t0 = time.perf_counter()
-        dp_kip(jax.random.key(0), sx, sy, tx, ty, config, dpsgd)
-        return time.perf_counter() - t0
+        return H.timed(dp_kip, jax.random.key(0), sx, sy, tx, ty, config, dpsgd)[0]
 
     run(1)
     steps = 4
@@ -170,13 +146,7 @@ def bench_neural_tangents(python: str | None, rows: int, repeats: int, x64: bool
     return {int(k): v for k, v in json.loads(done.stdout.strip().splitlines()[-1]).items()}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--json", action="store_true")
-    parser.add_argument("--float32", action="store_true", help="float32 instead of float64")
-    parser.add_argument("--nt-python", default=None, help="python of a neural-tangents env")
-    args = parser.parse_args()
+def compute(args: argparse.Namespace) -> dict:
     rows, batch, repeats = (1000, 1000, 2) if args.quick else (5000, 5000, 3)
     x64 = not args.float32
     with jax.enable_x64(x64):
@@ -185,7 +155,7 @@ def main() -> None:
         step = bench_kip_step(batch, repeats, x64)
         dp_step = bench_dp_kip_step(2000 if args.quick else 10000, 0.05, x64)
     nt = bench_neural_tangents(args.nt_python, rows, repeats, x64)
-    result = {
+    return {
         "device": str(jax.devices()[0]),
         "cpu_count": os.cpu_count(),
         "dtype": "float64" if x64 else "float32",
@@ -198,30 +168,38 @@ def main() -> None:
         "neural_tangents_entries_per_s": nt,
         "quick": args.quick,
     }
+
+
+def render(result: dict) -> str:
+    rows, _, d = result["kernel_block"]
+    step, dp_step = result["kip_step"], result["dp_kip_step"]
+    nt = result["neural_tangents_entries_per_s"]
     lines = [
-        f"kip benchmark ({result['dtype']}, {result['device']}, block {rows} x {SUPPORT}, d={D})",
+        f"kip benchmark ({result['dtype']}, {result['device']}, block {rows} x {SUPPORT}, d={d})",
         f"{'depth':>5} {'entries/s':>12} {'wall ms':>9} {'cpu ms':>9} {'rss+ MB':>8} {'NT entries/s':>13}",
     ]  # fmt: skip
-    for depth, k in kernels.items():
+    for depth, k in result["kernels"].items():
         nt_rate = f"{nt[depth]:.3g}" if isinstance(nt, dict) else "n/a"
         lines.append(
             f"{depth:>5} {k['entries_per_s']:>12.3g} {k['wall_ms']:>9.1f} {k['cpu_ms']:>9.1f} "
             f"{k['peak_rss_growth_mb']:>8.1f} {nt_rate:>13}"
         )
     lines.append(
-        f"KIP step (100 support, {batch} targets, depth 1): {step['kip_step_ms']:.1f} ms; "
-        f"DP-KIP step (expected batch {dp_step['expected_batch']:.0f}): "
-        f"{dp_step['dp_kip_step_ms']:.1f} ms"
+        f"KIP step (100 support, {step['target_batch']} targets, depth 1): "
+        f"{step['kip_step_ms']:.1f} ms; DP-KIP step (expected batch "
+        f"{dp_step['expected_batch']:.0f}): {dp_step['dp_kip_step_ms']:.1f} ms"
     )
     if not isinstance(nt, dict):
         lines.append(f"neural-tangents: {nt}")
-    if args.json:
-        print(json.dumps(result))
-    else:
-        print("\n".join(lines))
-    if args.json:
-        log("\n".join(lines))
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = H.parser(__file__, __doc__, quick="a 1000 x 100 block, 1000 targets, 2 repeats")
+    p.add_argument("--float32", action="store_true", help="float32 instead of float64")
+    p.add_argument("--nt-python", default=None, help="python of a neural-tangents env")
+    return H.run(p, compute, render, argv)
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

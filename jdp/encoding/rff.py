@@ -88,3 +88,16 @@ def draw_rff(
         offsets=rng.uniform(0.0, 2.0 * np.pi, size=d),
         gamma=gamma,
     )
+
+
+def median_heuristic_gamma(
+    rng: np.random.Generator, x_public: np.ndarray, *, pairs: int = 2000
+) -> float:
+    """``1 / median ||x - y||^2`` over ``pairs`` random pairs of PUBLIC rows: the median
+    heuristic for the RBF kernel's ``gamma`` (DPGM Sec. 6.2 sets it on public data).
+
+    Reads the rows it is given without privacy: pass public rows only, never private ones.
+    """
+    x_public = np.asarray(x_public)
+    i, j = rng.integers(len(x_public), size=(2, check_count("pairs", pairs, minimum=1)))
+    return float(1.0 / np.median(np.sum((x_public[i] - x_public[j]) ** 2, axis=1)))

@@ -205,6 +205,24 @@ def mean_score(rows: list[dict], metric: str, side: str) -> tuple[float, list[st
     return float(np.mean(scored)), [r["classifier"] for r in chosen if r[side] is None]
 
 
+def mean_over_keys(
+    runs: list[dict[str, float]], spread: tuple[str, ...] = ("AUROC", "AUPRC")
+) -> dict[str, float | list[float]]:
+    """One entry for fits of the same setting on several keys: the mean of every score, the
+    largest ``epsilon_spent``, and with several keys each ``spread`` metric's per-key values
+    (``<metric>_keys``) and sample standard deviation (``<metric>_std``)."""
+    entry: dict[str, float | list[float]] = {
+        k: float(np.mean([r[k] for r in runs])) for k in runs[0]
+    }
+    entry["epsilon_spent"] = max(r["epsilon_spent"] for r in runs)
+    if len(runs) > 1:
+        for metric in spread:
+            values = [r[metric] for r in runs]
+            entry[f"{metric}_keys"] = values
+            entry[f"{metric}_std"] = float(np.std(values, ddof=1))
+    return entry
+
+
 def classification_scores(y_true: np.ndarray, proba: np.ndarray) -> dict[str, float]:
     """AUROC, AUPRC and accuracy of class probabilities ``proba`` (n, k) for codes ``y_true``.
 

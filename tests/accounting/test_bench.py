@@ -1,34 +1,40 @@
-"""scripts/bench_accounting.py: one JSON object on stdout with both timings and the PLD rows."""
+"""scripts/bench_accounting.py, run as a program: one JSON object on stdout with both timings
+and the PLD rows, and its table in the results file (scripts/_harness.py)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "bench_accounting.py"
 
 
-def _module():
-    spec = importlib.util.spec_from_file_location("bench_accounting", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def _run(*args: str) -> dict:
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--steps", "1000", "--repeats", "1", "--json", *args],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(done.stdout)  # exactly one JSON object: anything else fails to parse
 
 
-def test_bench_json(capsys):
-    assert _module().main(["--steps", "1000", "--repeats", "1", "--json", "--skip-pld"]) == 0
-    data = json.loads(capsys.readouterr().out)
+def test_bench_json(tmp_path):
+    results = tmp_path / "results.md"
+    data = _run("--skip-pld", "--results", str(results))
     assert data["jdp_seconds"] > 0 and data["dp_accounting_seconds"] > 0
     # same event, default grids (ours contains theirs): never looser
     assert data["jdp_epsilon"] <= data["dp_accounting_epsilon"] * (1 + 1e-9)
-    assert "pld" not in data
+    assert "pld" not in data and data["seconds"] > 0 and data["peak_rss_mb"] > 0
+    text = results.read_text()  # one section, keyed by the flags that choose what is computed
+    assert text.count("<!-- section: --steps 1000 --repeats 1 --skip-pld -->") == 1
+    assert "speed-up" in text
 
 
-def test_bench_pld_rows(capsys, tmp_path):
-    args = ["--steps", "1000", "--repeats", "1", "--json", "--configs", "2", "--out", str(tmp_path)]
-    assert _module().main(args) == 0
-    data = json.loads(capsys.readouterr().out)
+def test_bench_pld_rows(tmp_path):
+    data = _run("--configs", "2", "--out", str(tmp_path), "--no-results")
     rows = data["pld"]
     assert len(rows) == 2 and all(10**4 <= r["steps"] <= 10**6 for r in rows)
     for r in rows:

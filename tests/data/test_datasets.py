@@ -116,3 +116,23 @@ def test_adult_schema_declares_the_zero_masses():
     assert all(
         not c.point_masses for c in schema.columns if c.name not in {"capital-gain", "capital-loss"}
     )
+
+
+@pytest.mark.parametrize(
+    "name",
+    [pytest.param(n, marks=pytest.mark.slow) if n == "mnist" else n for n in datasets.PUBLIC_SIZES],
+)
+def test_public_sizes_are_the_split_sizes_the_loaders_return(name):
+    """The documented sizes that scripts declare (``q = B / N``) match the loaded splits."""
+    try:
+        data = load_dataset(name)
+    except DatasetNotInstalledError:
+        pytest.skip(f"{name} not installed")
+    size = datasets.PUBLIC_SIZES[name]
+    assert (len(data.train), len(data.test)) == (size.train, size.test)
+
+
+def test_adult_complete_rows_are_the_rows_without_a_missing_value():
+    adult = load_adult()
+    frame = pd.concat([adult.train, adult.test])
+    assert int((~(frame == "?").any(axis=1)).sum()) == datasets.ADULT_COMPLETE_ROWS == 45_222
