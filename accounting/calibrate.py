@@ -10,6 +10,7 @@ and its epsilon lies within ``rtol`` (default 0.1%) below the target.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 
@@ -185,6 +186,7 @@ def _bisect(
     return hi
 
 
+@functools.lru_cache(maxsize=256)
 def calibrate_noise_multiplier(
     *,
     target_epsilon: float,
@@ -204,6 +206,9 @@ def calibrate_noise_multiplier(
     :func:`accounting.relations.dpsgd_neighboring_relation` (REPLACE_ONE for fixed-size
     sampling without replacement, where the event's Gaussian is ``z / 2``), with the noise
     sampler's cut ``noise_cut`` per step (:func:`accounting.builders.dpsgd_event`).
+
+    A function of public numbers only, so it is cached: the CLI, a training loop and a
+    method asking for the same plan get the one answer without repeating the search.
     """
     q = check_probability("sampling_prob", sampling_prob)
     steps = check_count("steps", steps, minimum=1)

@@ -9,14 +9,16 @@ until a synthesizer is used)::
     synthetic = model.sample(1000)
     print(model.ledger_.report(1e-5))
 
-A synthesizer class is exported by adding ``"ClassName": "jdp.synth.module"`` to
-``_EXPORTS``.
+Every synthesizer class is exported from the one table of methods,
+:data:`jdp.synth.registry.METHODS`.
 """
 
 from __future__ import annotations
 
 import importlib
 from typing import Any
+
+from jdp.synth.registry import METHODS
 
 __version__ = "0.1.0"
 
@@ -41,16 +43,8 @@ _EXPORTS: dict[str, str] = {
     "numpy_rng": "jdp.random",
     "save": "jdp.synth.io",
     "load": "jdp.synth.io",
-    "Marginals": "jdp.synth.marginals",
-    "PCAGauss": "jdp.synth.pca_gauss",
-    "P3GM": "jdp.synth.p3gm",
-    "P3GMAE": "jdp.synth.p3gm",
-    "DPVAE": "jdp.synth.p3gm",
-    "PGM": "jdp.synth.p3gm",
-    "DPGAN": "jdp.synth.dp_gan",
-    "DPGM": "jdp.synth.dpgm",
-    "MWEM": "jdp.synth.mwem",
-    "ClustMix": "jdp.synth.clustmix",
+    # the synthesizer classes, from the one table of methods
+    **{cls: module for module, cls in METHODS.values()},
 }
 
 __all__ = list(_EXPORTS)

@@ -14,8 +14,9 @@ The metric is MNIST's small-CNN accuracy (synthetic train, real test) and credit
 AUROC / AUPRC (mean over the classifiers; logistic regression only in ``--quick``).
 Settings come from :func:`jdp.synth.p3gm.paper.config_for` (Table IV, public sizes, as
 ``scripts/reproduce_p3gm.py``); ``--set KEY=VALUE`` overrides any
-:class:`~jdp.synth.p3gm.config.P3GMConfig` field to ablate a modelling choice (e.g. ``--set
-decoder_init_steps=0``, or the paper's prior: ``--set n_components=3 --set
+:class:`~jdp.synth.p3gm.config.P3GMConfig` option, nested ones dotted, as ``jdp fit --set``
+does, to ablate a modelling choice (e.g. ``--set decoder_init_steps=0``, ``--set
+dpsgd.epochs=10``, or the paper's prior: ``--set n_components=3 --set
 prior_covariance=diag``); ``--seed``, ``--rows`` and ``--n-train`` pick the key, the rows and
 a (public) training subsample size.
 
@@ -31,10 +32,8 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import time
-from collections.abc import Callable
 from typing import Any
 
 import _harness as H
@@ -42,12 +41,18 @@ import jax
 import numpy as np
 
 from accounting import PrivacyBudget
+from jdp.cli.fit import parse_overrides
 from jdp.data.datasets import DatasetNotInstalledError, load_dataset
 from jdp.eval.images import cnn_accuracy, mnist_images
 from jdp.eval.utility import paper_classifiers, tstr_table
 from jdp.random import numpy_rng
+from jdp.synth.configs import apply_overrides, config_to_dict
 from jdp.synth.p3gm import model as P
 from jdp.synth.p3gm import paper
+from jdp.synth.p3gm import phases as Ph
+from jdp.synth.p3gm.config import P3GMConfig
+from jdp.synth.p3gm.privacy import calibrate_noise
+from jdp.synth.p3gm.variants import get_variant
 
 #: (row name, variant, the phases that are private)
 ROWS: tuple[tuple[str, str, frozenset[str]], ...] = (
@@ -64,20 +69,19 @@ QUICK_ROWS = {"mnist": 10_000, "credit": 40_000, "credit-full": 40_000}  # --qui
 def fit_row(
     key: jax.Array,
     x: np.ndarray,
-    layout: Any,
-    bound: float,
+    codec: P.P3GMCodec,
     budget: PrivacyBudget,
-    config: P.P3GMConfig,
+    config: P3GMConfig,
     variant: str,
     private: frozenset[str],
-    target_coords: tuple[int, int] | None,
 ) -> tuple[dict[str, Any], float | None]:
     """Fit one row: the phases in ``private`` at their all-private noise, the rest exact.
 
     Returns the parameters and, for the all-private row, the epsilon its ledger spends.
     """
-    cut = P.sgd_noise_cut(config, variant, layout)
-    noise = P.calibrate_noise(config, variant, budget, noise_cut=cut)
+    layout = codec.layout
+    cut = Ph.sgd_noise_cut(config, variant, layout)
+    noise = calibrate_noise(config, variant, budget, noise_cut=cut)
     enc_key, dec_key = jax.random.split(key)
     fixed: dict[str, Any] = {}
     ledger = None
@@ -85,13 +89,13 @@ def fit_row(
         enc_noise = None
         if private & {"pca", "em"}:
             enc_noise = {p: noise.get(p, 0.0) if p in private else 0.0 for p in ("pca", "em")}
-        fixed, ledger = P.encoding_phase(
-            numpy_rng(enc_key), x, bound, config, enc_noise, target_coords
+        fixed, ledger = Ph.encoding_phase(
+            numpy_rng(enc_key), x, codec.row_norm_bound, config, enc_noise, codec.target_coords
         )
     z_sgd = noise["sgd"] if "sgd" in private else None
-    trainable, sgd_ledger = P.decoding_phase(dec_key, x, fixed, layout, config, variant, z_sgd)
+    trainable, sgd_ledger = Ph.decoding_phase(dec_key, x, fixed, layout, config, variant, z_sgd)
     params = {"trainable": trainable, **fixed}
-    phases = set(P.get_variant(variant).phases(config))
+    phases = set(get_variant(variant).phases(config))
     if variant == "dp-vae" or private != phases:
         return params, None
     return params, (ledger + sgd_ledger).epsilon(budget.delta)
@@ -128,31 +132,21 @@ def ablate(name: str, args: argparse.Namespace, budget: PrivacyBudget) -> dict[s
         train = train.sample(n=n_public, random_state=args.seed).reset_index(drop=True)
         if name == "mnist":
             test = test.sample(n=2000, random_state=args.seed).reset_index(drop=True)
-    config = paper.config_for(name, False, n_public=n_public)
-    config = dataclasses.replace(config, **args.overrides)
-    encoder = P.table_encoder(ds.schema)
-    layout = P.head_layout(encoder)
-    x = encoder.encode(ds.schema.conform(train))
-    H.log(f"[{name}] n={len(x)} d={x.shape[1]} steps={config.steps} overrides={args.overrides}")
-    out: dict[str, Any] = {"n_train": len(x), "config": dataclasses.asdict(config), "rows": {}}
+    config = apply_overrides(paper.config_for(name, False, n_public=n_public), args.overrides)
+    codec = P.codec(ds.schema, config)
+    x = codec.encode(ds.schema.conform(train))
+    steps = config.dpsgd.num_steps
+    H.log(f"[{name}] n={len(x)} d={x.shape[1]} steps={steps} overrides={args.overrides}")
+    out: dict[str, Any] = {"n_train": len(x), "config": config_to_dict(config), "rows": {}}
     key = jax.random.key(args.seed)
     for i, (row, variant, private) in enumerate(ROWS):
         if args.rows and row not in args.rows:
             continue
         t = time.time()
         k_fit, k_sample, k_eval = jax.random.split(jax.random.fold_in(key, i), 3)
-        params, eps = fit_row(
-            k_fit,
-            x,
-            layout,
-            encoder.row_norm_bound,
-            budget,
-            config,
-            variant,
-            private,
-            P.target_coords(encoder),
-        )
-        synth = encoder.decode(P.sample_arrays(k_sample, params, layout, config, variant, len(x)))
+        params, eps = fit_row(k_fit, x, codec, budget, config, variant, private)
+        rows = P.sample_arrays(k_sample, params, codec, config, len(x), variant=variant)
+        synth = codec.decode(k_sample, rows)
         if name == "mnist":
             scores = score_mnist(k_eval, synth, test, args.quick)
         else:
@@ -184,26 +178,8 @@ def render(res: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def parse_set(items: list[str]) -> dict[str, Any]:
-    out = {}
-    for item in items:
-        k, _, v = item.partition("=")
-        out[k] = None if v == "None" else json.loads(v) if v[:1] in "[{" else type_of(k)(v)
-    return out
-
-
-def type_of(field: str) -> Callable[[str], Any]:
-    types = {f.name: f.type for f in dataclasses.fields(P.P3GMConfig)}
-    if field not in types:
-        raise SystemExit(f"unknown P3GMConfig field {field!r}")
-    t = str(types[field])
-    if t.startswith("bool"):
-        return lambda v: {"true": True, "false": False}[v.lower()]
-    return int if t.startswith("int") else str if t.startswith("str") else float
-
-
 def compute(args: argparse.Namespace) -> dict[str, Any]:
-    args.overrides = parse_set(args.set)
+    args.overrides = parse_overrides(args.set)
     args.rows = [r for r in args.rows.split(",") if r]
     budget = PrivacyBudget(epsilon=args.epsilon, delta=args.delta)
     res: dict[str, Any] = {
@@ -227,7 +203,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--datasets", default="mnist,credit")
     p.add_argument("--rows", default="", help="comma-separated subset of rows")
     p.add_argument("--n-train", type=int, default=0, help="training subsample size (public)")
-    p.add_argument("--set", action="append", default=[], help="P3GMConfig KEY=VALUE")
+    p.add_argument(
+        "--set", action="append", default=[], help="P3GMConfig KEY=VALUE (nested: dpsgd.epochs=3)"
+    )
     return H.run(p, compute, render, argv)
 
 

@@ -81,9 +81,11 @@ def mechanisms_part(quick: bool) -> list[dict[str, Any]]:
 def _configs(quick: bool, n: int) -> dict[str, tuple[float | None, dict[str, Any]]]:
     """method -> (epsilon or None for non-private, config fields)."""
     p3gm = {
-        "epochs": 2.0 if quick else 10.0,
-        "sampling_prob": 100 / n,
-        "expected_batch_size": 100.0,  # q N for the declared N
+        "dpsgd": {
+            "epochs": 2.0 if quick else 10.0,
+            "sampling_prob": 100 / n,
+            "expected_batch_size": 100.0,  # q N for the declared N
+        },
         "hidden": 200,
         "em_iterations": 10,
         "decoder_init_steps": 200,

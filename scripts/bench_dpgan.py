@@ -7,10 +7,10 @@ the Gaussian noise (:func:`jdp.dpsgd.make_dp_step`), the non-private step takes 
 of the batch mean of the same loss. Cases (batch ``--batch``, Adam on the critic):
 
 * ``mlp_adult``: the MLP critic (128, 128) over an encoded Adult record (the public encoding
-  of :func:`jdp.synth.dp_gan.model.table_encoder`; random rows of that width);
+  of :func:`jdp.synth.dp_gan.model.codec`; random rows of that width);
 * ``lstm_series``: the LSTM critic (width 32) over a 48-step univariate series.
 
-Paths: ``nonprivate``; ``dp`` (the path DP-SGD's ``method="auto"`` picks for this loss: the
+Paths: ``nonprivate``; ``dp`` (the path DP-SGD's automatic clipping picks for this loss: the
 ghost path is not exact for the gradient penalty's double backward, so it is the general
 ``vmap`` path); ``dp_chunked`` (the same in micro-batches of ``--chunk``, bounded memory).
 All paths of a case are built in one process and timed round-robin
@@ -40,14 +40,15 @@ def _case(case: str):
     from jdp.data.datasets import adult_schema
     from jdp.data.series import series_schema
     from jdp.synth.dp_gan import DPGANConfig
-    from jdp.synth.dp_gan.model import head_layout, table_encoder
+    from jdp.synth.dp_gan.model import codec
 
     if case == "mlp_adult":
-        return DPGANConfig(), head_layout(table_encoder(adult_schema()))
+        config = DPGANConfig()
+        return config, codec(adult_schema(), config).layout
     config = DPGANConfig(
         generator="lstm", critic="lstm", generator_hidden=(32,), critic_hidden=(32,)
     )
-    return config, head_layout(table_encoder(series_schema(48, lower=-1.0, upper=1.0)))
+    return config, codec(series_schema(48, lower=-1.0, upper=1.0), config).layout
 
 
 def build(case: str, batch: int, chunk: int) -> tuple[dict, str]:

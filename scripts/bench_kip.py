@@ -86,7 +86,8 @@ def bench_kip_step(batch: int, repeats: int, float64: bool) -> dict:
 
 def bench_dp_kip_step(n: int, q: float, float64: bool) -> dict:
     """Per-step time of DP-KIP (jdp.dpsgd.train, general per-example path)."""
-    from jdp.synth.clustmix.dp_kip import dp_kip, dp_kip_dpsgd_config
+    from jdp.dpsgd import DPSGDConfig
+    from jdp.synth.clustmix.dp_kip import dp_kip
 
     rng = np.random.default_rng(2)
     tx, ty = rng.uniform(size=(n, D)), centred_one_hot(rng.integers(0, 10, size=n), 10)
@@ -94,8 +95,8 @@ def bench_dp_kip_step(n: int, q: float, float64: bool) -> dict:
 
     def run(steps: int) -> float:
         config = KIPConfig(steps=steps, float64=float64)
-        dpsgd = dp_kip_dpsgd_config(
-            config, l2_clip_norm=1.0, sampling_prob=q, expected_batch_size=q * n,
+        dpsgd = DPSGDConfig(
+            l2_clip_norm=1.0, sampling_prob=q, expected_batch_size=q * n, steps=steps,
             noise_multiplier=1.0,
         )  # fmt: skip
         return H.timed(dp_kip, jax.random.key(0), sx, sy, tx, ty, config, dpsgd)[0]

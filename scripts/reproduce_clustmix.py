@@ -19,7 +19,7 @@ uses the paper's average ``l = 118``) and tune nothing on private data (docs/err
 
 Records are encoded with the public schema, one feature per column as the paper counts them
 (``categorical_encoding="ordinal"``: min-max to declared bounds, categories as scaled
-indices, :func:`jdp.synth.clustmix.table.encode_features`); the
+indices, :class:`jdp.synth.clustmix.ClustMixCodec`); the
 classifier sees the same encoding for real and synthetic rows.
 
 ``--quick``: one seed, subsampled training sets, fewer KIP steps, three alphas. ``--json``
@@ -48,8 +48,8 @@ import pandas as pd
 
 from accounting import compute_epsilon
 from jdp.data.datasets import PUBLIC_SIZES, DatasetNotInstalledError, load_dataset
-from jdp.synth.clustmix import ClustMixConfig, fit_arrays
-from jdp.synth.clustmix.table import encode_features, table_encoder
+from jdp.dpsgd import DPSGDConfig
+from jdp.synth.clustmix import ClustMixCodec, ClustMixConfig, fit
 
 PAPER = {  # Table 1: ClustMix and "Real"
     "adult": {"paper": 0.863, "real": 0.931, "metric": "AUC"},
@@ -98,12 +98,13 @@ def encode(name: str, quick: bool) -> dict[str, Any]:
         rng = np.random.default_rng(1)
         train = train.iloc[rng.permutation(len(train))[: QUICK_TRAIN[name]]]
         test = test.iloc[rng.permutation(len(test))[: QUICK_TEST[name]]]
-    enc = table_encoder(schema)
+    codec = ClustMixCodec.of(schema, "ordinal")
+    (x, y), (x_test, y_test) = codec.encode(train), codec.encode(test)
     return {
-        "x": encode_features(schema, train, "ordinal"),
-        "y": enc.encode_target(train),
-        "x_test": encode_features(schema, test, "ordinal"),
-        "y_test": enc.encode_target(test),
+        "x": x,
+        "y": y,
+        "x_test": x_test,
+        "y_test": y_test,
         "n_classes": len(schema[schema.target].categories),
         "delta": 1e-5 if name == "mnist" else 1.0 / PAPER_N[name],
     }
@@ -127,11 +128,16 @@ def score(name: str, x: np.ndarray, y: np.ndarray, data: dict[str, Any], seed: i
         return float(np.mean(model.predict(data["x_test"]) == data["y_test"]))
 
 
+def kip_dpsgd(size: str) -> DPSGDConfig:
+    """The default DP-KIP template with :data:`KIP_STEPS` steps (paper mode: its KIP steps)."""
+    return dataclasses.replace(ClustMixConfig().kip_dpsgd, steps=KIP_STEPS[size])
+
+
 def fit_once(
     name: str, data: dict[str, Any], config: ClustMixConfig, epsilon: float, seed: int
 ) -> dict[str, Any]:
     seconds, release = H.timed(
-        fit_arrays, jax.random.key(seed), data["x"], data["y"], n_classes=data["n_classes"],
+        fit, jax.random.key(seed), data["x"], data["y"], n_classes=data["n_classes"],
         epsilon=epsilon, delta=data["delta"], config=config,
     )  # fmt: skip
     ledger = release.ledger
@@ -168,10 +174,10 @@ def run_dataset(name: str, args: argparse.Namespace) -> dict[str, Any]:
     data = encode(name, args.quick)
     seeds = range(1 if args.quick else args.seeds)
     strict = ClustMixConfig(
-        **SETTINGS[name][size], kip_steps=KIP_STEPS[size], kip_target_batch_size=2000
+        **SETTINGS[name][size], kip_dpsgd=kip_dpsgd(size), kip_target_batch_size=2000
     )
     paper = dataclasses.replace(strict, mode="paper")
-    no_adapt = dataclasses.replace(strict, kip_steps=0)
+    no_adapt = dataclasses.replace(strict, adapt=False)
     out: dict[str, Any] = {
         "metric": PAPER[name]["metric"],
         "delta": data["delta"],
@@ -197,7 +203,7 @@ def alpha_curve(args: argparse.Namespace, out_dir: Path) -> dict[str, Any]:
     size = "quick" if args.quick else "full"
     data = encode("adult", args.quick)
     base = ClustMixConfig(
-        **SETTINGS["adult"][size], mode="paper", kip_steps=KIP_STEPS[size],
+        **SETTINGS["adult"][size], mode="paper", kip_dpsgd=kip_dpsgd(size),
         kip_target_batch_size=2000,
     )  # fmt: skip
     scores = []

@@ -11,7 +11,10 @@ Parts (each prints a table; figures go to ``--out``, default ``docs/figures/``):
   mean and spread over ``--seeds`` seeds. The paper balanced both splits; we train every
   synthesizer on the full training split (down-sampling the majority class by its count is a
   data-dependent selection outside the ledger) and give the random forest
-  ``class_weight="balanced"``, so real and synthetic rows are scored alike.
+  ``class_weight="balanced"``, so real and synthetic rows are scored alike. Each fit is the
+  registered method's: the point masses of capital-gain and capital-loss are state
+  indicators whose noisy counts are released (``state_share`` of epsilon) and matched when
+  sampling; their synthetic shares of zeros are reported beside the real ones.
 * ``series`` (Sec. 6.2): the paper's water data is private; ItalyPowerDemand (UCR, 24 hourly
   values per day; ``scripts/install_datasets.sh italypower``) instead, all 1,096 days as the
   private set, one record = one day (user-level privacy over the series). An LSTM generator
@@ -33,8 +36,10 @@ chosen so that the clip bound ends at
 
 ``--json`` prints one object: ``epsilon``, ``delta``, ``adult`` (balanced accuracies under
 ``real``, ``gan``, ``dpgan``, ``dpgan_decay``, at eps = 3, with ``*_std`` and the eps = 7 rows
-under ``eps7``), ``mia`` (``gan_auc``, ``dpgan_auc``: the last epoch's white-box AUC),
-``gaussians``, ``series`` (``null`` when ItalyPowerDemand is not installed), ``figures``,
+under ``eps7``; ``zero_share``: the real and synthetic shares of exact zeros of capital-gain
+and capital-loss, whose state counts dp-GAN releases), ``mia`` (``gan_auc``, ``dpgan_auc``:
+the last epoch's white-box AUC), ``gaussians``, ``series`` (``null`` when ItalyPowerDemand is
+not installed), ``figures``,
 ``moments_accountant_epsilon`` (``[budget, steps, epsilon]``: the paper's moments accountant
 on the same ledgers, which the RDP accountant calibrated). The tables also go to
 ``docs/results/reproduce_dpgan.md``.
@@ -61,16 +66,11 @@ from jdp.data.datasets import (
     load_italy_power,
 )
 from jdp.data.schema import Column, Schema
+from jdp.dpsgd import DPSGDConfig
 from jdp.eval.distances import dtw, sliced_wasserstein
 from jdp.nn.heads import layout_width
 from jdp.synth.dp_gan import DPGANConfig
-from jdp.synth.dp_gan.model import (
-    fit_arrays,
-    head_layout,
-    networks,
-    sample_arrays,
-    table_encoder,
-)
+from jdp.synth.dp_gan.model import GANCodec, codec, fit_arrays, networks, sample_arrays
 from jdp.synth.dp_gan.paper import (
     ADULT_QUICK_ROWS,
     PAPER_TABLE1,
@@ -78,6 +78,7 @@ from jdp.synth.dp_gan.paper import (
     decay_for,
     with_decay,
 )
+from jdp.verbosity import no_progress
 
 DELTA = 1e-5
 #: Six Gaussians: centres on a circle of this radius, this standard deviation, these bounds.
@@ -91,24 +92,30 @@ GAUSS_GP_WEIGHT = 0.1
 def fit(
     seed: int,
     x: np.ndarray,
-    layout,
+    gan: GANCodec,
     epsilon: float | None,
     config: DPGANConfig,
     on_step=None,
 ) -> tuple[dict, float]:
-    """Fitted params and the ledger's epsilon (RDP; ``epsilon=None``: the non-private GAN).
-    The paper's moments accountant on the same ledger is logged beside it."""
+    """Fitted params and the ledger's epsilon (``epsilon=None``: the non-private GAN). The
+    paper's moments accountant on the same ledger is logged beside it."""
     budget = None if epsilon is None else PrivacyBudget(epsilon=epsilon, delta=DELTA)
-    params, ledger = fit_arrays(
-        jax.random.key(seed), x, layout, budget, config, progress=False, on_step=on_step
-    )
+    with no_progress():
+        params, ledger = fit_arrays(jax.random.key(seed), x, gan, budget, config, on_step=on_step)
     if budget is None:
         return params, 0.0
     spent = ledger.epsilon(DELTA)
     if spent > epsilon * (1 + 1e-9):
         raise AssertionError(f"ledger epsilon {spent} exceeds the budget {epsilon}")
-    MOMENTS[(seed, epsilon, config.num_steps)] = ledger.epsilon(DELTA, accountant="moments")
+    MOMENTS[(seed, epsilon, config.dpsgd.num_steps)] = ledger.epsilon(DELTA, accountant="moments")
     return params, spent
+
+
+def draw(seed: int, params: dict, gan: GANCodec, config: DPGANConfig, n: int) -> np.ndarray:
+    """``n`` encoded synthetic rows with one category drawn per one-hot block (the state
+    blocks matched to the released counts)."""
+    draw_key, block_key = jax.random.split(jax.random.key(seed))
+    return gan.draw(block_key, sample_arrays(draw_key, params, gan, config, n))
 
 
 #: The moments accountant's epsilon of each fit's ledger (seed, budget, steps) -> epsilon.
@@ -134,36 +141,33 @@ def gaussians_part(quick: bool, out: Path) -> dict:
             for c in ("x", "y")
         )
     )
-    encoder = table_encoder(schema)
-    layout = head_layout(encoder)
-    x = encoder.encode(pd.DataFrame(real, columns=["x", "y"]))
     base = DPGANConfig(
         latent_dim=8,
         generator_hidden=(64, 64),
         critic_hidden=(64, 64),
         gp_weight=GAUSS_GP_WEIGHT,
-        sampling_prob=64 / n,
-        expected_batch_size=64.0,
-        epochs=6.0 if quick else 30.0,
+        dpsgd=DPSGDConfig(
+            sampling_prob=64 / n, expected_batch_size=64.0, epochs=6.0 if quick else 30.0
+        ),
     )
-    steps_per_epoch = math.ceil(1 / base.sampling_prob)
+    gan = codec(schema, base)
+    x = gan.encode(pd.DataFrame(real, columns=["x", "y"]))
+    steps_per_epoch = math.ceil(1 / base.dpsgd.sampling_prob)
     runs = {"gan": (None, base), "dpgan": (8.0, base), "dpgan_decay": (8.0, with_decay(base))}
     curves, samples = {}, {}
     for name, (eps, config) in runs.items():
         curve: list[float] = []
 
         def on_step(t, critic_params, gen_state, curve=curve, config=config):
-            if t % steps_per_epoch == 0 or t == config.num_steps:
+            if t % steps_per_epoch == 0 or t == config.dpsgd.num_steps:
                 fake = sample_arrays(
-                    jax.random.key(t), {"generator": gen_state.average}, layout, config, 2000
+                    jax.random.key(t), {"generator": gen_state.average}, gan, config, 2000
                 )
                 curve.append(sliced_wasserstein(x[:2000], fake, np.random.default_rng(t)))
 
         start = time.perf_counter()
-        params, spent = fit(0, x, layout, eps, config, on_step)
-        samples[name] = encoder.decode(
-            sample_arrays(jax.random.key(1), params, layout, config, 2000)
-        ).to_numpy()
+        params, spent = fit(0, x, gan, eps, config, on_step)
+        samples[name] = gan.encoder.decode(draw(1, params, gan, config, 2000)).to_numpy()
         curves[name] = curve
         H.log(f"[gaussians] {name}: eps {spent:.3g}, final SW {curve[-1]:.4f}, "
             f"{time.perf_counter() - start:.0f}s")  # fmt: skip
@@ -233,6 +237,10 @@ def balanced_accuracy(
     return acc["real"], acc["synthetic"]
 
 
+#: Adult's columns with a point mass at 0 (state indicators whose counts dp-GAN releases).
+MASS_COLUMNS = ("capital-gain", "capital-loss")
+
+
 def adult_part(quick: bool, seeds: int) -> dict:
     data = load_adult()
     target = data.schema.target
@@ -241,10 +249,9 @@ def adult_part(quick: bool, seeds: int) -> dict:
         train = train.sample(n=ADULT_QUICK_ROWS, random_state=0).reset_index(drop=True)
     if len(train) != (ADULT_QUICK_ROWS if quick else PUBLIC_SIZES["adult"].train):
         raise RuntimeError("the Adult training split is not the documented size")
-    encoder = table_encoder(data.schema)
-    layout = head_layout(encoder)
-    x = encoder.encode(train)
     base = adult_config(quick)
+    gan = codec(data.schema, base)
+    x = gan.encode(train)
     runs = {
         "gan": (None, base),
         "dpgan": (3.0, base),
@@ -254,16 +261,17 @@ def adult_part(quick: bool, seeds: int) -> dict:
     }
     scores: dict[str, list[float]] = {k: [] for k in ("real", *runs)}
     spent: dict[str, float] = {}
+    zeros = {k: {c: [] for c in MASS_COLUMNS} for k in runs}
     for seed in range(seeds):
         test = balanced_test(data.test, target, seed)
         for name, (eps, config) in runs.items():
             start = time.perf_counter()
-            params, spent[name] = fit(seed, x, layout, eps, config)
-            synthetic = encoder.decode(
-                sample_arrays(jax.random.key(1000 + seed), params, layout, config, len(x))
-            )
+            params, spent[name] = fit(seed, x, gan, eps, config)
+            synthetic = gan.encoder.decode(draw(1000 + seed, params, gan, config, len(x)))
             real_acc, syn_acc = balanced_accuracy(train, test, synthetic, target, seed)
             scores[name].append(syn_acc)
+            for c in MASS_COLUMNS:
+                zeros[name][c].append(float((synthetic[c] == 0).mean()))
             if name == "gan":
                 scores["real"].append(real_acc)
             H.log(f"[adult] seed {seed} {name}: {syn_acc:.3f} (eps {spent[name]:.3g}, "
@@ -286,6 +294,10 @@ def adult_part(quick: bool, seeds: int) -> dict:
             "dpgan_decay_std": std["eps7_dpgan_decay"],
         },
         "ledger_epsilon": spent,
+        "zero_share": {
+            "real": {c: float((train[c] == 0).mean()) for c in MASS_COLUMNS},
+            **{k: {c: float(np.mean(v)) for c, v in z.items()} for k, z in zeros.items()},
+        },
         "clipping_decay": decay_for(base),
         "seeds": seeds,
         "n_train": "full training split" if not quick else "8000-row subset",
@@ -299,29 +311,30 @@ def mia_part(quick: bool, out: Path) -> dict:
     from jdp.audit import dcr_attack, membership_attack
 
     data = load_adult()
-    encoder = table_encoder(data.schema)
-    layout = head_layout(encoder)
     m = 500 if quick else 2000
-    rows = data.train.sample(n=2 * m, random_state=7).reset_index(drop=True)
-    members, nonmembers = encoder.encode(rows.iloc[:m]), encoder.encode(rows.iloc[m:])
     base = DPGANConfig(
-        sampling_prob=64 / m, expected_batch_size=64.0, epochs=5.0 if quick else 40.0
+        dpsgd=DPSGDConfig(
+            sampling_prob=64 / m, expected_batch_size=64.0, epochs=5.0 if quick else 40.0
+        )
     )
-    steps_per_epoch = math.ceil(1 / base.sampling_prob)
+    gan = codec(data.schema, base)
+    rows = data.train.sample(n=2 * m, random_state=7).reset_index(drop=True)
+    members, nonmembers = gan.encode(rows.iloc[:m]), gan.encode(rows.iloc[m:])
+    steps_per_epoch = math.ceil(1 / base.dpsgd.sampling_prob)
     runs = {"gan": None, "dpgan_eps10": 10.0, "dpgan_eps1": 1.0}
     curves: dict[str, list[float]] = {}
     final: dict[str, dict] = {}
     for name, eps in runs.items():
-        _, critic = networks(base, layout)
+        _, critic = networks(base, gan.layout)
         curve: list[float] = []
 
         def on_step(t, critic_params, gen_state, curve=curve, critic=critic):
-            if t % steps_per_epoch == 0 or t == base.num_steps:
+            if t % steps_per_epoch == 0 or t == base.dpsgd.num_steps:
                 score = jax.jit(lambda xs, p=critic_params: critic.apply(p, xs))
                 curve.append(membership_attack(score, members, nonmembers, chunk=512).auc)
 
-        params, spent = fit(3, members, layout, eps, base, on_step)
-        synthetic = sample_arrays(jax.random.key(4), params, layout, base, m)
+        params, spent = fit(3, members, gan, eps, base, on_step)
+        synthetic = draw(4, params, gan, base, m)
         dcr = dcr_attack(members, nonmembers, synthetic)
         curves[name] = curve
         final[name] = {
@@ -386,27 +399,25 @@ def series_part(quick: bool, out: Path) -> dict | None:
         H.log(f"[series] skipped: {exc}")
         return None
     real_frame = pd.concat([data.train, data.test]).reset_index(drop=True)
-    encoder = table_encoder(data.schema)
-    layout = head_layout(encoder)
-    x = encoder.encode(real_frame)
-    n = len(x)
+    size = PUBLIC_SIZES["italypower"]
+    n = size.train + size.test  # the UCR set's documented size, not a count of the data
     config = DPGANConfig(
         generator="lstm",
         generator_hidden=(32,),
         critic_hidden=(64, 64),
         latent_dim=8,
-        sampling_prob=64 / n,
-        expected_batch_size=64.0,
-        epochs=10.0 if quick else 60.0,
+        dpsgd=DPSGDConfig(
+            sampling_prob=64 / n, expected_batch_size=64.0, epochs=10.0 if quick else 60.0
+        ),
     )
+    gan = codec(data.schema, config)
+    x = gan.encode(real_frame)
     real = real_frame.to_numpy()
-    result: dict[str, Any] = {"n_series": n, "steps": layout_width(layout)}
+    result: dict[str, Any] = {"n_series": n, "steps": layout_width(gan.layout)}
     samples = {}
     for name, eps in (("gan", None), ("dpgan", 6.0)):
-        params, spent = fit(5, x, layout, eps, config)
-        fake = encoder.decode(
-            sample_arrays(jax.random.key(6), params, layout, config, n)
-        ).to_numpy()
+        params, spent = fit(5, x, gan, eps, config)
+        fake = gan.encoder.decode(draw(6, params, gan, config, n)).to_numpy()
         samples[name] = fake
         per_step = [wasserstein_distance(real[:, t], fake[:, t]) for t in range(real.shape[1])]
         result[name] = {
@@ -467,6 +478,10 @@ def render(res: dict) -> str:
                     f"{label + ' eps ' + eps:<22} {rows[key]:.3f} ± {rows[key + '_std']:.3f} "
                     f"{paper:>7.3f}"
                 )
+        lines.append("\nAdult, share of exact zeros (point masses; state counts released)")
+        lines.append(f"{'':<22} " + " ".join(f"{c:>13}" for c in MASS_COLUMNS))
+        for name, shares in a["zero_share"].items():
+            lines.append(f"{name:<22} " + " ".join(f"{shares[c]:13.3f}" for c in MASS_COLUMNS))
     m = res.get("mia")
     if m:
         lines.append("\nMembership inference (last epoch)")

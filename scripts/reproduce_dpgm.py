@@ -37,6 +37,7 @@ the clusters' identical DP-SGD programs compile once.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import tempfile
 import time
@@ -50,14 +51,17 @@ import pandas as pd
 from accounting import PrivacyBudget, compute_epsilon
 from accounting import events as ev
 from accounting.calibrate import calibrate
+from jdp.data.cells import CellCodec
 from jdp.data.datasets import available, load_dataset
 from jdp.data.schema import Column, Schema
+from jdp.dpsgd import GeneralClipping, Performance
 from jdp.encoding.kmeans import assign_clusters, clustering_accuracy, dp_kmeans, dp_kmeans_event
 from jdp.encoding.rff import draw_rff, median_heuristic_gamma
 from jdp.eval.plots import image_grid
 from jdp.eval.queries import CountingQuery, InSet, relative_errors
 from jdp.synth.base import fit_model, sample_model
-from jdp.synth.dpgm import DPGMConfig, fit_arrays
+from jdp.synth.dpgm import DPGMConfig, codec, fit_arrays
+from jdp.synth.dpgm.config import DPSGD_TEMPLATE
 from jdp.synth.dpgm.model import sample_cluster
 from jdp.synth.mwem import cell_index, domain_cells, domain_shape, mwem, pure_epsilon_for
 
@@ -224,36 +228,34 @@ def fig4(quick: bool, rng: np.random.Generator, out: Path, seed: int) -> dict:
         x, x_pub, side, name = images[:1400], images[1400:], 8, "digits"
     else:
         x, _, x_pub, _, side, name = binary_images(quick, rng)
-    layout = (("bernoulli", x.shape[1]),)
+    pixels = Schema(
+        columns=tuple(
+            Column(name=f"p{j}", kind="integer", lower=0, upper=1) for j in range(x.shape[1])
+        )
+    )
     public_init = x_pub[np.random.default_rng(2).choice(len(x_pub), 10, replace=False)]
-    common = {
-        "n_clusters": 10,
-        "hidden": 64 if quick else 200,
-        "sampling_prob": 0.05 if quick else 0.01,
-        "epochs": 5.0 if quick else 20.0,
-        "rff_dim": 200,
-        "microbatch_size": 32,
+    common = {"n_clusters": 10, "hidden": 64 if quick else 200, "rff_dim": 200}
+    dpsgd = {"sampling_prob": 0.05 if quick else 0.01, "epochs": 5.0 if quick else 20.0}
+    settings = {
+        **common,
+        "dpsgd": dataclasses.replace(DPSGD_TEMPLATE, **dpsgd),
+        "performance": Performance(clipping=GeneralClipping(microbatch_size=32)),
     }
     budget = PrivacyBudget(epsilon=FIG4_EPSILON, delta=DELTA)
     out.mkdir(parents=True, exist_ok=True)
     real = x_pub[:80].reshape(-1, side, side)
     paths = {"real": str(image_grid(real, out / "dpgm_real.png", n_cols=8, title=f"real {name}"))}
-    summary = {"data": name, "n_private": len(x), "epsilon": FIG4_EPSILON, **common}
+    summary = {"data": name, "n_private": len(x), "epsilon": FIG4_EPSILON, **common, **dpsgd}
     for generator, extra in (("rbm", {"learning_rate": 1e-2}), ("vae", {"latent_dim": 2})):
-        config = DPGMConfig(**common, generator=generator, **extra)
+        config = DPGMConfig(**settings, generator=generator, **extra)
+        pixel_codec = codec(pixels, config)
         start = time.time()
         params, ledger = fit_arrays(
-            jax.random.key(seed),
-            x,
-            layout,
-            budget,
-            config,
-            init_public=public_init,
-            progress=not quick,
+            jax.random.key(seed), x, pixel_codec, budget, config, init_public=public_init
         )
         keys = jax.random.split(jax.random.key(seed + 1), 10)
         rows = np.concatenate(
-            [sample_cluster(keys[j], params, layout, config, j, 8) for j in range(10)]
+            [sample_cluster(keys[j], params, pixel_codec, config, j, 8) for j in range(10)]
         )
         paths[generator] = str(
             image_grid(
@@ -338,17 +340,21 @@ def counting_queries(quick: bool, rng: np.random.Generator, seed: int) -> tuple[
     )
     q_matrix = query_matrix(queries, domain)
     table = schema.conform(real)
-    histogram = np.bincount(cell_index(table, 2), minlength=len(domain)).astype(np.float64)
+    histogram = np.bincount(
+        cell_index(CellCodec(schema, 2).encode(table), domain_shape(schema, 2)),
+        minlength=len(domain),
+    ).astype(np.float64)
     epsilons = (0.5, 2.0) if quick else (0.25, 0.5, 1.0, 2.0)
     dpgm_config = DPGMConfig(
         generator="rbm",
         n_clusters=2,
         hidden=64,
-        sampling_prob=0.05,
-        epochs=5.0 if quick else 20.0,
+        dpsgd=dataclasses.replace(
+            DPSGD_TEMPLATE, sampling_prob=0.05, epochs=5.0 if quick else 20.0
+        ),
+        performance=Performance(clipping=GeneralClipping(microbatch_size=32)),
         learning_rate=1e-2,
         rff_dim=100,
-        microbatch_size=32,
         sample_burn_in=200,
     )
     rows = []

@@ -37,7 +37,8 @@ import jax
 import numpy as np
 
 from jdp.data.datasets import PUBLIC_SIZES, DatasetNotInstalledError, load_mnist
-from jdp.synth.clustmix.dp_kip import dp_kip, dp_kip_dpsgd_config
+from jdp.dpsgd import DPSGDConfig
+from jdp.synth.clustmix.dp_kip import dp_kip
 from kip import KIPConfig, centred_one_hot, fit_support, krr_fit_predict
 
 DELTA = 1e-5
@@ -109,8 +110,8 @@ def run_dp_kip(key, x, labels, x_test, test_labels, *, epsilon, per_class, steps
     sy = centred_one_hot(np.repeat(np.arange(10), per_class), N_CLASSES)
     config = KIPConfig(steps=steps, learning_rate=4e-2)
     clip = CLIP_PER_10_SUPPORT * np.sqrt(support / 10)
-    dpsgd = dp_kip_dpsgd_config(
-        config, l2_clip_norm=clip, sampling_prob=q, expected_batch_size=q * n_public,
+    dpsgd = DPSGDConfig(
+        l2_clip_norm=clip, sampling_prob=q, expected_batch_size=q * n_public, steps=steps,
         target_epsilon=epsilon, target_delta=DELTA,
     )  # fmt: skip
     seconds, (result, ledger) = H.timed(

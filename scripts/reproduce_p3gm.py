@@ -63,9 +63,13 @@ from jdp.eval.marginals import two_way_tvd
 from jdp.eval.plots import image_grid
 from jdp.eval.utility import mean_over_keys, paper_classifiers, tstr_table
 from jdp.random import numpy_rng
+from jdp.synth.configs import config_to_dict
 from jdp.synth.p3gm import model as P
 from jdp.synth.p3gm import paper
+from jdp.synth.p3gm import phases as Ph
+from jdp.synth.p3gm.config import P3GMConfig
 from jdp.synth.p3gm.paper import PAPER_TABLE_VI, PAPER_TABLE_VII, PAPER_TABLE_VIII, TABULAR
+from jdp.synth.p3gm.privacy import calibrate_noise, phase_events
 
 # -- data -------------------------------------------------------------------------------------
 
@@ -102,24 +106,15 @@ class Fitted:
 def fit(
     key: jax.Array,
     x: np.ndarray,
-    encoder: Any,
-    layout: Any,
+    codec: P.P3GMCodec,
     budget: PrivacyBudget,
-    config: P.P3GMConfig,
+    config: P3GMConfig,
     variant: str,
 ) -> Fitted:
-    """Fit ``variant`` on the encoded rows ``x`` (the encoder's public row-norm bound and
-    target coordinates)."""
+    """Fit ``variant`` on the encoded rows ``x`` (the codec's heads, public row-norm bound
+    and target coordinates)."""
     seconds, (params, ledger) = H.timed(
-        P.fit_arrays,
-        key,
-        x,
-        layout,
-        encoder.row_norm_bound,
-        budget,
-        config,
-        variant,
-        target_coords=P.target_coords(encoder),
+        P.fit_arrays, key, x, codec, budget, config, variant=variant
     )
     eps = ledger.epsilon(budget.delta)
     H.log(
@@ -129,9 +124,10 @@ def fit(
 
 
 def synthesize(
-    key: jax.Array, f: Fitted, encoder: Any, layout: Any, config: P.P3GMConfig, n: int
+    key: jax.Array, f: Fitted, codec: P.P3GMCodec, config: P3GMConfig, n: int
 ) -> pd.DataFrame:
-    return encoder.decode(P.sample_arrays(key, f.params, layout, config, f.variant, n))
+    rows = P.sample_arrays(key, f.params, codec, config, n, variant=f.variant)
+    return codec.decode(key, rows)
 
 
 # -- tables V / VI / VIII -----------------------------------------------------------------------
@@ -153,21 +149,20 @@ def tabular(
         return None
     ds, train, test = loaded
     config = paper.config_for(name, args.quick)
-    encoder = P.table_encoder(ds.schema)
-    layout = P.head_layout(encoder)
-    x = encoder.encode(ds.schema.conform(train))
+    codec = P.codec(ds.schema, config)
+    x = codec.encode(ds.schema.conform(train))
     H.log(
-        f"[{name}] n_train={len(train)} d={x.shape[1]} d'={config.latent_dim} steps={config.steps} q={config.sampling_prob:.4g} hidden={config.hidden}"
+        f"[{name}] n_train={len(train)} d={x.shape[1]} d'={config.latent_dim} steps={config.dpsgd.num_steps} q={config.dpsgd.sampling_prob:.4g} hidden={config.hidden}"
     )
     variants = ("p3gm", "dp-vae") if args.quick else ("p3gm", "dp-vae", "p3gm-ae", "pgm")
-    result: dict[str, Any] = {"n_train": len(train), "config": dataclasses.asdict(config)}
+    result: dict[str, Any] = {"n_train": len(train), "config": config_to_dict(config)}
     real = None
     for i, variant in enumerate(variants):
         runs = []
         for r in range(args.keys):  # key r of variant i: fold_in(key, i + 100 r)
             k_fit, k_sample = jax.random.split(jax.random.fold_in(key, i + 100 * r))
-            f = fit(k_fit, x, encoder, layout, budget, config, variant)
-            synth = synthesize(k_sample, f, encoder, layout, config, len(train))
+            f = fit(k_fit, x, codec, budget, config, variant)
+            synth = synthesize(k_sample, f, codec, config, len(train))
             scores = tstr_means(train, synth, test, ds.target, args.seed)
             real = scores["real"]
             run = dict(scores["synthetic"])
@@ -193,10 +188,9 @@ def tabular(
 def mnist_accuracy(
     key: jax.Array,
     x: np.ndarray,
-    encoder: Any,
-    layout: Any,
+    codec: P.P3GMCodec,
     budget: PrivacyBudget,
-    config: P.P3GMConfig,
+    config: P3GMConfig,
     variant: str,
     test: tuple[np.ndarray, np.ndarray],
     cnn_epochs: int,
@@ -204,8 +198,8 @@ def mnist_accuracy(
     """Fit ``variant``, sample as many images as training rows, train the small CNN on them
     and test on real: (fitted, synthetic pixels, synthetic labels, accuracy)."""
     k_fit, k_sample, k_cnn = jax.random.split(key, 3)
-    f = fit(k_fit, x, encoder, layout, budget, config, variant)
-    xs, ys = mnist_images(synthesize(k_sample, f, encoder, layout, config, len(x)))
+    f = fit(k_fit, x, codec, budget, config, variant)
+    xs, ys = mnist_images(synthesize(k_sample, f, codec, config, len(x)))
     return f, xs, ys, cnn_accuracy(k_cnn, xs, ys, *test, cnn_epochs)
 
 
@@ -217,15 +211,14 @@ def mnist(
         return None
     ds, train, test = loaded
     config = paper.config_for("mnist", args.quick)
-    encoder = P.table_encoder(ds.schema)
-    layout = P.head_layout(encoder)
-    x = encoder.encode(ds.schema.conform(train))
+    codec = P.codec(ds.schema, config)
+    x = codec.encode(ds.schema.conform(train))
     H.log(
-        f"[mnist] n_train={len(train)} d={x.shape[1]} d'={config.latent_dim} steps={config.steps} q={config.sampling_prob:.4g} hidden={config.hidden}"
+        f"[mnist] n_train={len(train)} d={x.shape[1]} d'={config.latent_dim} steps={config.dpsgd.num_steps} q={config.dpsgd.sampling_prob:.4g} hidden={config.hidden}"
     )
     cnn_epochs = 2 if args.quick else 10
     test_images = mnist_images(test)
-    result: dict[str, Any] = {"n_train": len(train), "config": dataclasses.asdict(config)}
+    result: dict[str, Any] = {"n_train": len(train), "config": config_to_dict(config)}
     xr, yr = mnist_images(train)
     result["real"] = {
         "accuracy": cnn_accuracy(jax.random.fold_in(key, 99), xr, yr, *test_images, cnn_epochs)
@@ -234,8 +227,7 @@ def mnist(
         f, xs, ys, acc = mnist_accuracy(
             jax.random.fold_in(key, i),
             x,
-            encoder,
-            layout,
+            codec,
             budget,
             config,
             variant,
@@ -279,12 +271,11 @@ def latent_dim_sweep(
     ds, train, test = loaded
     n = min(args.sweep_rows, len(train))
     train = train.sample(n=n, random_state=args.seed).reset_index(drop=True)
-    encoder = P.table_encoder(ds.schema)
-    layout = P.head_layout(encoder)
-    x = encoder.encode(ds.schema.conform(train))
+    base = paper.config_for("mnist", args.quick, n_public=n)
+    codec = P.codec(ds.schema, base)  # d' changes no head
+    x = codec.encode(ds.schema.conform(train))
     test_images = mnist_images(test)
     dims = [int(d) for d in args.sweep_dims.split(",")]
-    base = paper.config_for("mnist", args.quick, n_public=n)
     accuracy, seconds = [], []
     path = out / "p3gm_fig5_latent_dim.png"
     for d in dims:
@@ -293,8 +284,7 @@ def latent_dim_sweep(
             mnist_accuracy,
             jax.random.fold_in(key, d),
             x,
-            encoder,
-            layout,
+            codec,
             budget,
             config,
             "p3gm",
@@ -344,12 +334,12 @@ def plot_sweep(
 
 
 def reconstruction_fn(
-    fixed: dict, x_test: jax.Array, config: P.P3GMConfig, variant: str, layout: Any
+    fixed: dict, x_test: jax.Array, config: P3GMConfig, variant: str, layout: Any
 ) -> Any:
     """Jitted mean of ``-log p(x | z)``, ``z ~ q(z | x)``, over real test rows (Fig. 7 a/b)."""
 
     def one(trainable: dict, row: jax.Array, k: jax.Array) -> jax.Array:
-        ll, _ = P.example_terms(
+        ll, _ = Ph.example_terms(
             trainable, fixed, row, k, config=config, variant=variant, layout=layout
         )
         return -ll
@@ -367,19 +357,19 @@ def learning_curves(
     """Per-epoch reconstruction loss on real test rows and LR TSTR AUROC (Adult)."""
     ds, train, test = load("adult", args.quick, args.seed)
     config = paper.config_for("adult", args.quick)
-    encoder = P.table_encoder(ds.schema)
-    layout = P.head_layout(encoder)
-    x = encoder.encode(ds.schema.conform(train))
-    x_test = jnp.asarray(encoder.encode(ds.schema.conform(test))[:2000], jnp.float32)
+    codec = P.codec(ds.schema, config)
+    layout = codec.layout
+    x = codec.encode(ds.schema.conform(train))
+    x_test = jnp.asarray(codec.encode(ds.schema.conform(test))[:2000], jnp.float32)
     curves: dict[str, Any] = {}
     for i, variant in enumerate(("p3gm", "dp-vae", "p3gm-ae")):
         k_enc, k_dec, k_s = jax.random.split(jax.random.fold_in(key, 100 + i), 3)
-        cut = P.sgd_noise_cut(config, variant, layout)
-        noise = P.calibrate_noise(config, variant, budget, noise_cut=cut)
+        cut = Ph.sgd_noise_cut(config, variant, layout)
+        noise = calibrate_noise(config, variant, budget, noise_cut=cut)
         fixed: dict[str, Any] = {}
         if variant != "dp-vae":
-            fixed, _ = P.encoding_phase(
-                numpy_rng(k_enc), x, encoder.row_norm_bound, config, noise, P.target_coords(encoder)
+            fixed, _ = Ph.encoding_phase(
+                numpy_rng(k_enc), x, codec.row_norm_bound, config, noise, codec.target_coords
             )
         fixed_j = jax.tree_util.tree_map(jnp.asarray, fixed)
 
@@ -402,16 +392,10 @@ def learning_curves(
                     recon(trainable, jax.random.split(jax.random.fold_in(k_s, e), x_test.shape[0]))
                 )
             )
-            synth = encoder.decode(
-                P.sample_arrays(
-                    jax.random.fold_in(k_s, 1000 + e),
-                    {**fixed, "trainable": trainable},
-                    layout,
-                    config,
-                    variant,
-                    len(train),
-                )
-            )
+            k_e = jax.random.fold_in(k_s, 1000 + e)
+            params = {**fixed, "trainable": trainable}
+            rows = P.sample_arrays(k_e, params, codec, config, len(train), variant=variant)
+            synth = codec.decode(k_e, rows)
             lr = {"LogisticRegression": paper_classifiers(args.seed)["LogisticRegression"]}
             rows = tstr_table(train, synth, test, ds.target, classifiers=lr)
             aurocs.append(float(next(r["synthetic"] for r in rows if r["metric"] == "AUROC")))
@@ -447,7 +431,7 @@ def learning_curves(
 # -- Fig. 9: composition ------------------------------------------------------------------------
 
 
-def composition(config: P.P3GMConfig, budget: PrivacyBudget, out: Path) -> dict[str, Any]:
+def composition(config: P3GMConfig, budget: PrivacyBudget, out: Path) -> dict[str, Any]:
     """Epsilon of the P3GM plan vs the DP-SGD noise, RDP vs zCDP (PCA, EM) + MA (SGD).
 
     PCA and EM multipliers are those the default split calibrates at the budget; the DP-SGD
@@ -455,17 +439,17 @@ def composition(config: P.P3GMConfig, budget: PrivacyBudget, out: Path) -> dict[
     cuts (below 1e-18 of delta here) are left out of both curves: the figure compares
     accountants on the paper's ideal mechanisms.
     """
-    noise = P.calibrate_noise(config, "p3gm", budget, noise_cut=0.0)
+    noise = calibrate_noise(config, "p3gm", budget, noise_cut=0.0)
     delta = budget.delta
     sigmas = np.linspace(0.8, 3.0, 12)
     rdp, baseline = [], []
     enc_events = [
         e
-        for _, e in P.phase_events(config, {"pca": noise["pca"], "em": noise["em"]}, noise_cut=0.0)
+        for _, e in phase_events(config, {"pca": noise["pca"], "em": noise["em"]}, noise_cut=0.0)
         if _ != "dp-sgd"
     ]
     for s in sigmas:
-        sgd = dpsgd_event(float(s), config.sampling_prob, config.steps)
+        sgd = dpsgd_event(float(s), config.dpsgd.sampling_prob, config.dpsgd.num_steps)
         rdp.append(compute_epsilon(ev.ComposedDpEvent([*enc_events, sgd]), delta))
         eps_enc = compute_epsilon(ev.ComposedDpEvent(enc_events), delta / 2, accountant="zcdp")
         eps_sgd = compute_epsilon(sgd, delta / 2, accountant="moments")

@@ -1,9 +1,9 @@
 """The import rules of DESIGN section 1, read off the source with ``ast``.
 
 Every ``import`` statement counts, including those inside functions and under
-``TYPE_CHECKING`` (a deferred import is still a dependency). Each rule is its own test; a
-rule that does not hold yet is marked ``xfail(strict=True)`` naming the part of issue 11 that
-lands it, so the marker must be removed once it holds.
+``TYPE_CHECKING`` (a deferred import is still a dependency). One layer order
+(:data:`LAYERS`: nothing imports its own layer's other units or a higher layer), and the few
+rules a layer cannot say.
 """
 
 from __future__ import annotations
@@ -86,32 +86,66 @@ def violations(
     return sorted(set(out))
 
 
-def test_accounting_imports_no_jdp_kip_or_jax():
-    assert violations("accounting", ("jdp", "kip", "jax", "flax", "optax")) == []
+#: The layers, lowest first. A module imports only its own unit and units of LOWER layers:
+#: units of one layer never import each other, nothing imports upwards.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("accounting", "kip"),  # no data, no JAX (accounting); own kernels (kip)
+    ("jdp.random", "jdp.verbosity"),
+    ("jdp.mechanisms",),  # every draw of privacy noise, with its event
+    ("jdp.data", "jdp.encoding", "jdp.dpsgd", "jdp.nn"),  # tables; host algorithms; DP-SGD; flax
+    ("jdp.synth",),  # methods on arrays + the one table adapter
+    ("jdp",),  # the lazy public face (``jdp/__init__.py``)
+    ("jdp.eval", "jdp.audit"),  # read real data: nothing below may import them
+    ("jdp.cli",),
+)
 
 
-def test_kip_imports_neither_jdp_nor_accounting():
-    assert violations("kip", ("jdp", "accounting")) == []
+def unit(name: str) -> str | None:
+    """The layer unit of a repository module name (``jdp.synth.p3gm.model`` -> ``jdp.synth``),
+    ``None`` for a name outside the three packages."""
+    parts = name.split(".")
+    if parts[0] not in PACKAGES:
+        return None
+    return parts[0] if parts[0] != "jdp" or len(parts) == 1 else ".".join(parts[:2])
 
 
-def test_nn_imports_no_accounting_and_no_dpsgd():
-    assert violations("jdp.nn", ("accounting", "jdp.dpsgd")) == []
+def layer_violations(layers: tuple[tuple[str, ...], ...] = LAYERS) -> list[str]:
+    """``"module -> imported"`` for every import of a unit in the same or a higher layer."""
+    rank = {u: i for i, layer in enumerate(layers) for u in layer}
+    out = []
+    for module in modules().values():
+        own = unit(module.name)
+        for name in imported_names(module):
+            other = unit(name)
+            if other is not None and other != own and rank[other] >= rank[own]:
+                out.append(f"{module.path} -> {name}")
+    return sorted(set(out))
 
 
-def test_encoding_and_dpsgd_do_not_import_each_other():
-    assert (
-        violations("jdp.encoding", ("jdp.dpsgd",)) + violations("jdp.dpsgd", ("jdp.encoding",))
-        == []
-    )
+def test_every_unit_has_a_layer():
+    found = {unit(name) for name in modules()}
+    assert found == {u for layer in LAYERS for u in layer}
 
 
-def test_synth_imports_neither_eval_nor_audit():
-    assert violations("jdp.synth", ("jdp.eval", "jdp.audit")) == []
+def test_no_module_imports_its_own_layer_or_a_higher_one():
+    assert layer_violations() == []
 
 
-def test_only_the_cli_imports_audit():
-    # audit reads real data (like eval); only the command line wires it to fitted models
-    assert violations("jdp", ("jdp.audit",), allowed=("jdp.cli", "jdp.audit")) == []
+def test_a_layer_inversion_is_reported():
+    """With synth moved below dpsgd, synth's imports of dpsgd are violations."""
+    swapped = (*LAYERS[:3], ("jdp.synth",), LAYERS[3], *LAYERS[5:])
+    found = layer_violations(swapped)
+    assert found and all(v.startswith("jdp/synth/") for v in found)
+    assert any("-> jdp.dpsgd" in v for v in found)
+
+
+def test_accounting_imports_no_jax():
+    assert violations("accounting", ("jax", "flax", "optax")) == []
+
+
+def test_nn_imports_no_accounting():
+    """Networks are flax only: privacy is added around them, never inside."""
+    assert violations("jdp.nn", ("accounting",)) == []
 
 
 def test_only_synth_clustmix_imports_kip():
@@ -223,10 +257,12 @@ NON_PRIVACY_DRAWS: dict[tuple[str, str], str] = {
     "to fit the decoder's initial map (post-processing)",
     ("jdp/synth/dp_gan", "draw_latent"): "GAN latent noise (generator input, not privacy noise)",
     ("jdp/nn/heads.py", "decode_sample"): "stochastic output heads of a decoder (sampling)",
-    ("jdp/synth/dpgm", "_generate"): "latent draw when sampling a released DPGM generator",
+    ("jdp/synth/dpgm", "VAEGenerator.sample"): "latent draw when sampling a released DPGM "
+    "generator",
     # the VAE reparameterisation trick: the gradient's noise is added by DP-SGD, not here
     ("jdp/synth/p3gm", "example_terms"): "VAE reparameterisation inside the per-example loss",
-    ("jdp/synth/dpgm", "example_loss.vae_loss"): "VAE reparameterisation (per-example loss)",
+    ("jdp/synth/dpgm", "VAEGenerator.example_loss.loss"): "VAE reparameterisation "
+    "(per-example loss)",
     # evaluation (not a release): random directions of a distance between two samples
     ("jdp/eval/distances.py", "sliced_wasserstein"): "projection directions of a metric",
 }

@@ -12,19 +12,15 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pandas as pd
-import pytest
 
 from accounting import PrivacyBudget, PrivacyLedger
-from accounting import events as ev
 from jdp.data.dp_schema import SchemaRelease
-from jdp.data.schema import ClipWarning, Column, Schema, SuppressedCategoryWarning, Table
-from jdp.random import numpy_rng
+from jdp.data.schema import ClipWarning, Column, Schema, SuppressedCategoryWarning
 from jdp.synth import base
 from jdp.verbosity import show_private_details, warn_private
 
@@ -107,33 +103,13 @@ def test_suppressed_category_mapped_to_other_warns_only_under_private_details():
 # -- delta >= 1/n: n is private ----------------------------------------------------------------
 
 
-@dataclass(frozen=True, kw_only=True)
-class _Config:
-    pass
-
-
-def _fit(key: jax.Array, data: Table, budget: PrivacyBudget, config: _Config) -> base.FittedModel:
-    """A Laplace sum of x in [0, 1]: instantaneous, within any budget."""
-    noisy = data.frame["x"].sum() + numpy_rng(key).laplace(0, 1 / budget.epsilon)
-    ledger = PrivacyLedger().record("toy", ev.LaplaceDpEvent(1 / budget.epsilon))
-    return base.FittedModel("toy-warnings", {"sum": np.array(noisy)}, data.schema, config,
-                            budget, ledger)  # fmt: skip
-
-
-@pytest.fixture()
-def toy_method():
-    base.register(base.Method(name="toy-warnings", config_cls=_Config, fit=_fit, sample=None))
-    yield "toy-warnings"
-    del base._REGISTRY["toy-warnings"]
-
-
-def test_delta_warning_appears_only_under_private_details(toy_method):
+def test_delta_warning_appears_only_under_private_details():
     """delta = 1/20: a table of 20 rows has delta >= 1/n, its neighbour of 19 rows not."""
     budget = PrivacyBudget(epsilon=1.0, delta=1.0 / N)
     smaller = FRAME.iloc[:-1]
 
     def fit(frame: pd.DataFrame) -> Callable[[], object]:
-        return lambda: base.fit_model(jax.random.key(0), toy_method, frame, budget, schema=SCHEMA)
+        return lambda: base.fit_model(jax.random.key(0), "marginals", frame, budget, schema=SCHEMA)
 
     assert _warnings(fit(FRAME)) == _warnings(fit(smaller)) == []
     with show_private_details():
@@ -163,11 +139,13 @@ def test_pca_out_of_bounds_warning_appears_only_under_private_details():
 
 
 def test_non_finite_gradient_warning_appears_only_under_private_details():
-    """``train``'s end-of-run check (the count of non-finite per-example gradients it saw)."""
-    from jdp.dpsgd.train import _warn_nonfinite
+    """A run's end-of-run check (the count of non-finite per-example gradients it saw)."""
+    from jdp.dpsgd.run import Run
+    from jdp.dpsgd.step import DPSGDState
 
     def check(count: int) -> Callable[[], object]:
-        return lambda: _warn_nonfinite(jnp.asarray(count, jnp.int32))
+        state = DPSGDState(None, None, None, 0, jnp.asarray(count, jnp.int32))
+        return lambda: Run.finish(None, state)
 
     assert _warnings(check(0)) == _warnings(check(1)) == []
     with show_private_details():

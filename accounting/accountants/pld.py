@@ -176,7 +176,7 @@ class PldAccountant(base.Accountant[Cases]):
 
     def compose(self, values: list[Cases]) -> Cases:
         if math.prod(len(cases) for cases in values) > _MAX_CASES:
-            raise ValueError(
+            raise base.UnsupportedEventError(
                 "too many parallel-composition cases for the PLD accountant; use 'rdp'"
             )
         return [self._compose_case(list(case)) for case in itertools.product(*values)]

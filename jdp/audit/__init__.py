@@ -16,13 +16,12 @@ from jdp.audit.attacks import (
     AttackResult,
     attack_from_scores,
     dcr_attack,
-    density_ratio_attack,
-    density_ratio_scores,
     distance_to_closest_record_scores,
     membership_attack,
     white_box_scores,
 )
 from jdp.audit.bounds import EpsilonLowerBound, epsilon_lower_bound, one_run_epsilon_lower_bound
+from jdp.audit.density_attack import density_ratio_attack, density_ratio_scores
 from jdp.audit.run import (
     MECHANISM_AUDITS,
     AuditResult,

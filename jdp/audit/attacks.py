@@ -9,7 +9,7 @@ the released synthetic samples (minus the distance to the closest synthetic reco
 AUC of the scores (with a confidence interval) and the attack accuracy.
 A second black-box score compares densities: the synthetic data's density at a record over
 the population's, estimated on a held-out reference sample (:func:`density_ratio_scores`,
-DOMIAS).
+DOMIAS; :mod:`jdp.audit.density_attack`).
 
 **An attack is not a guarantee.** A low AUC says that *this* attack fails on *these*
 records; it bounds nothing. Differential privacy bounds every attack at once: under
@@ -132,7 +132,7 @@ def _check_scores(name: str, scores: object, *, minimum: int = 2) -> np.ndarray:
     return arr
 
 
-def _check_matrix(name: str, x: object, *, n_cols: int | None = None) -> np.ndarray:
+def check_matrix(name: str, x: object, *, n_cols: int | None = None) -> np.ndarray:
     """``x`` as a 2-D float array (records x features) with finite entries."""
     arr = _numeric_array(name, x)
     if arr.ndim != 2:
@@ -303,8 +303,8 @@ def distance_to_closest_record_scores(
     if metric not in METRICS:
         raise ValueError(f"expected metric in {METRICS}, got {metric!r}")
     chunk = check_count("chunk", chunk, minimum=1)
-    x = _check_matrix("records", records)
-    y = _check_matrix("synthetic", synthetic, n_cols=x.shape[1])
+    x = check_matrix("records", records)
+    y = check_matrix("synthetic", synthetic, n_cols=x.shape[1])
     dtype = np.result_type(x.dtype, y.dtype, np.float32)
     x, y = x.astype(dtype, copy=False), y.astype(dtype, copy=False)
     best = np.full(x.shape[0], np.inf)
@@ -392,7 +392,7 @@ def white_box_scores(
     return scores
 
 
-def _check_same_record_shape(members: object, nonmembers: object) -> None:
+def check_same_record_shape(members: object, nonmembers: object) -> None:
     a, b = np.shape(members), np.shape(nonmembers)
     if len(a) == 0 or len(b) == 0 or a[1:] != b[1:]:
         raise ValueError(
@@ -424,7 +424,7 @@ def membership_attack(
       ValueError: members and non-members of different record shapes, and everything
         :func:`white_box_scores` and :func:`attack_from_scores` raise.
     """
-    _check_same_record_shape(members, nonmembers)
+    check_same_record_shape(members, nonmembers)
     return attack_from_scores(
         white_box_scores(score_fn, members, chunk=chunk),
         white_box_scores(score_fn, nonmembers, chunk=chunk),
@@ -445,106 +445,10 @@ def dcr_attack(
 ) -> AttackResult:
     """Black-box attack end to end: :func:`distance_to_closest_record_scores` on both sets,
     then :func:`attack_from_scores`. An attack measurement, not a privacy guarantee."""
-    _check_same_record_shape(members, nonmembers)
+    check_same_record_shape(members, nonmembers)
     return attack_from_scores(
         distance_to_closest_record_scores(members, synthetic, metric=metric, chunk=chunk),
         distance_to_closest_record_scores(nonmembers, synthetic, metric=metric, chunk=chunk),
         confidence=confidence,
         name=name,
     )
-
-
-#: Density estimators of :func:`density_ratio_scores`.
-DENSITIES = ("kde", "gmm")
-
-
-def _log_density(
-    fit_on: np.ndarray, records: np.ndarray, density: str, bandwidth: float | str, seed: int
-) -> np.ndarray:
-    """``log p(records)`` under a density fitted to ``fit_on`` (scikit-learn)."""
-    if density == "kde":
-        from sklearn.neighbors import KernelDensity
-
-        return KernelDensity(bandwidth=bandwidth).fit(fit_on).score_samples(records)
-    from sklearn.mixture import GaussianMixture
-
-    k = max(1, min(10, fit_on.shape[0] // 50))
-    gmm = GaussianMixture(k, covariance_type="full", reg_covar=1e-3, random_state=seed)
-    return gmm.fit(fit_on).score_samples(records)
-
-
-def density_ratio_scores(
-    records: object,
-    synthetic: object,
-    reference: object,
-    *,
-    density: str = "kde",
-    bandwidth: float | str = "scott",
-    seed: int = 0,
-) -> np.ndarray:
-    """Black-box attack score: ``log p_syn(x) - log p_ref(x)`` (DOMIAS, van Breugel et al.
-    2023).
-
-    A generator that memorises its training records puts more synthetic density at them
-    than the population has; the population density is estimated from a *reference* sample
-    of real records from the same distribution that were not trained on. The score is the
-    log of the density ratio, each density estimated on its own sample: a Gaussian kernel
-    density (``"kde"``, bandwidth ``"scott"``, ``"silverman"`` or a number) or a Gaussian
-    mixture (``"gmm"``, up to 10 full-covariance components, ``reg_covar = 1e-3``), both
-    scikit-learn's. Like every attack score it measures one attack; it is not a privacy
-    guarantee.
-
-    Args:
-      records: the records to score, ``(n, d)``, encoded like ``synthetic``.
-      synthetic: the released synthetic records, ``(s, d)``.
-      reference: held-out real records (neither the scored members nor non-members), ``(r, d)``.
-      density: ``"kde"`` or ``"gmm"``.
-      bandwidth: the KDE bandwidth.
-      seed: the GMM's initialisation seed.
-
-    Returns:
-      Scores of shape ``(n,)``; higher = more "member"-like.
-
-    Raises:
-      TypeError, ValueError: as :func:`distance_to_closest_record_scores`, or an unknown
-        ``density``.
-
-    References:
-      van Breugel, Sun, Qian & van der Schaar, "Membership Inference Attacks against
-      Synthetic Data through Overfitting Detection", AISTATS 2023 (Eq. 2).
-    """
-    if density not in DENSITIES:
-        raise ValueError(f"expected density in {DENSITIES}, got {density!r}")
-    x = _check_matrix("records", records)
-    s = _check_matrix("synthetic", synthetic, n_cols=x.shape[1])
-    r = _check_matrix("reference", reference, n_cols=x.shape[1])
-    x, s, r = (a.astype(np.float64) for a in (x, s, r))
-    return _log_density(s, x, density, bandwidth, seed) - _log_density(
-        r, x, density, bandwidth, seed
-    )
-
-
-def density_ratio_attack(
-    members: object,
-    nonmembers: object,
-    synthetic: object,
-    reference: object,
-    *,
-    density: str = "kde",
-    bandwidth: float | str = "scott",
-    confidence: float = 0.95,
-    name: str = "black-box density ratio",
-) -> AttackResult:
-    """Black-box DOMIAS attack end to end: :func:`density_ratio_scores` on both sets, then
-    :func:`attack_from_scores`. An attack measurement, not a privacy guarantee."""
-    _check_same_record_shape(members, nonmembers)
-    members, nonmembers = np.asarray(members), np.asarray(nonmembers)
-    both = density_ratio_scores(
-        np.concatenate([members, nonmembers]),
-        synthetic,
-        reference,
-        density=density,
-        bandwidth=bandwidth,
-    )
-    m = members.shape[0]
-    return attack_from_scores(both[:m], both[m:], confidence=confidence, name=name)

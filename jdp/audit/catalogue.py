@@ -577,8 +577,8 @@ def _dpnorm() -> Mechanism:
 def _dpsgd_step() -> Mechanism:
     from jdp.dpsgd.batch_selection import padded_batch_size, poisson_batch
     from jdp.dpsgd.noise import dp_aggregate, noise_cut
+    from jdp.dpsgd.settings import DPSGDConfig
     from jdp.dpsgd.step import make_dp_step
-    from jdp.dpsgd.train import DPSGDConfig
 
     n, d, c, q = 8, 2, 1.0, 0.5
     params = jnp.zeros(d)
@@ -646,9 +646,11 @@ def _marginals() -> Mechanism:
     from accounting import PrivacyBudget
     from jdp.data.schema import Column, Schema
     from jdp.synth import marginals
+    from jdp.synth.base import get_method
 
     schema = Schema(columns=(Column(name="c", kind="categorical", categories=("a", "b", "c")),))
     config = marginals.MarginalsConfig(noise="gaussian")
+    method = get_method("marginals")
 
     def neighbours(rng: np.random.Generator) -> tuple[Any, Any]:
         base = pd.DataFrame({"c": list(rng.choice(["a", "b", "c"], 6))})
@@ -656,7 +658,8 @@ def _marginals() -> Mechanism:
         return schema.conform(base), schema.conform(canary)
 
     def counts(table: Any) -> np.ndarray:
-        return np.concatenate([h.ravel() for h in marginals.cell_counts(table, config)])
+        cells = marginals.codec(schema, config).encode(table)
+        return np.concatenate([h.ravel() for h in marginals.cell_counts(cells, schema, config)])
 
     def audit(rng: np.random.Generator, trials: int, eps: float, delta: float) -> Scores:
         budget = PrivacyBudget(epsilon=eps, delta=delta)  # the fit calibrates itself
@@ -667,7 +670,7 @@ def _marginals() -> Mechanism:
         for t, k in zip(tables, jax.random.split(key), strict=True):
             ys = []
             for kk in jax.random.split(k, trials):
-                model = marginals.fit(kk, t, budget, config)
+                model = method.fit(kk, t, budget, config)
                 ys.append(np.asarray(model.params["noisy_counts"], dtype=np.float64))
                 event = model.ledger.event
             out.append(np.stack(ys))
@@ -730,6 +733,39 @@ def _pca_gauss() -> Mechanism:
 
 
 #: Every catalogued mechanism, in the order they are listed.
+def _dp_quantiles() -> Mechanism:
+    from jdp.mechanisms.quantiles import dp_quantiles, quantiles_event
+
+    probs, lower, upper = (0.25, 0.5, 0.75), 0.0, 1e6
+
+    def neighbours(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        base = np.sort(rng.uniform(10.0, 20.0, size=7))
+        return base, np.append(base, upper)  # the canary: one record at the range's top
+
+    def audit(rng: np.random.Generator, trials: int, eps: float, delta: float) -> Scores:
+        del delta
+        out = []
+        for values in neighbours(rng):
+            draws = [
+                dp_quantiles(rng, values, probs, lower=lower, upper=upper, epsilon=eps)[0]
+                for _ in range(trials)
+            ]
+            out.append(np.asarray(draws)[:, 1])  # the median (released first, at the root)
+        return out[0], out[1], quantiles_event(eps, len(probs))
+
+    return Mechanism(
+        name="dp-quantiles",
+        description="joint DP quantiles (jdp.mechanisms.quantiles, 3 quantiles over [0, 1e6]); "
+        "canary: one more record at 1e6; score: the released median",
+        param="epsilon",
+        plan=lambda eps: quantiles_event(eps, len(probs)),
+        neighbours=neighbours,
+        audit=audit,
+        audit_trials=5_000,
+        end_to_end=True,
+    )
+
+
 CATALOGUE: tuple[Mechanism, ...] = (
     _GAUSSIAN,
     _GAUSSIAN_SYMMETRIC,
@@ -744,6 +780,7 @@ CATALOGUE: tuple[Mechanism, ...] = (
     _dpsgd_step(),
     _marginals(),
     _pca_gauss(),
+    _dp_quantiles(),
 )
 
 

@@ -23,7 +23,8 @@ import numpy as np
 import pandas as pd
 
 from accounting.validation import check_count
-from jdp.audit.attacks import AttackResult, dcr_attack, density_ratio_attack
+from jdp.audit.attacks import AttackResult, dcr_attack
+from jdp.audit.density_attack import density_ratio_attack
 
 __all__ = ["MIA_NOTE", "mia_section", "mia_split", "synthetic_data_mia"]
 

@@ -403,7 +403,6 @@ def one_run_dpsgd_audit(
         optax.sgd(1.0),
         c[included],
         config,
-        progress=False,
         label="dp-sgd (one-run audit)",
     )
     scores = c @ np.asarray(result.params) / l2_clip_norm

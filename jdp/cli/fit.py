@@ -3,7 +3,7 @@
 The data is a CSV with a public schema JSON (``--data PATH --schema PATH``) or a named dataset's
 training split with its public schema (``--dataset adult``). The schema file may be a saved DP
 schema release (``SchemaRelease.save``): its cost is then part of the model's ledger. Method
-options are set with ``--set NAME=VALUE`` (repeatable). Without ``--seed`` the noise comes from
+options are set with ``--set NAME=VALUE`` (repeatable; nested ones dotted: ``--set dpsgd.epochs=3``). Without ``--seed`` the noise comes from
 fresh OS entropy; a seed is for research reproducibility only.
 
 Every fit spends its budget again and no ledger spans several fits, so ``fit`` refuses a
@@ -138,29 +138,38 @@ def methods_help() -> str:
 
 
 def options_help(method: str) -> str:
-    """The options of ``method``: name, default and one-line meaning (:func:`option_meanings`)."""
+    """The options of ``method`` (nested ones dotted): name, default and one-line meaning
+    (:func:`option_meanings` of the class that declares the field)."""
     from jdp.synth.base import get_method
+    from jdp.synth.configs import config_options
 
     m = get_method(method)
-    meanings = option_meanings(m.config_cls)
-    rows = [(f.name, _default_text(f)) for f in dataclasses.fields(m.config_cls) if f.init]
+    rows = [(name, _default_text(default)) for name, default in config_options(m.config_cls)]
+    meanings = _nested_meanings(m.config_cls)
     width = max(len(f"{n} = {d}") for n, d in rows)
     lines = [f"  {f'{n} = {d}'.ljust(width)}  {meanings.get(n, '')}".rstrip() for n, d in rows]
     head = f"options of --method {m.name} ({m.config_cls.__name__}; set with --set NAME=VALUE):"
     return "\n".join([f"{m.name}: {m.description}", "", head, *lines])
 
 
-def _default_text(field: dataclasses.Field) -> str:
-    if field.default is not dataclasses.MISSING:
-        value = field.default
-    elif field.default_factory is not dataclasses.MISSING:
-        value = field.default_factory()
-    else:
+def _nested_meanings(config_cls: type, prefix: str = "") -> dict[str, str]:
+    """:func:`option_meanings` of ``config_cls`` and of the config classes its fields hold,
+    by dotted name."""
+    out = {f"{prefix}{k}": v for k, v in option_meanings(config_cls).items()}
+    for f in dataclasses.fields(config_cls):
+        default = f.default if f.default is not dataclasses.MISSING else None
+        if dataclasses.is_dataclass(default) and not isinstance(default, type):
+            out.update(_nested_meanings(type(default), f"{prefix}{f.name}."))
+    return out
+
+
+def _default_text(value: Any) -> str:
+    if value is dataclasses.MISSING:
         return "(required)"
     try:
         return json.dumps(value)
     except TypeError:
-        return repr(value)
+        return getattr(value, "name", None) or repr(value)
 
 
 def option_meanings(config_cls: type) -> dict[str, str]:
@@ -193,8 +202,9 @@ def option_meanings(config_cls: type) -> dict[str, str]:
 def training_data(args: argparse.Namespace) -> tuple[pd.DataFrame, Schema | SchemaRelease]:
     """The private training table and its public schema (a saved DP schema release is kept
     whole, with its ledger), from the parsed arguments."""
-    from jdp.data.datasets import load_dataset, read_csv
+    from jdp.data.datasets import load_dataset
     from jdp.data.dp_schema import SchemaRelease, load_schema
+    from jdp.data.read import read_csv
 
     if args.dataset:
         if args.data:
@@ -225,16 +235,16 @@ def parse_overrides(items: list[str]) -> dict[str, Any]:
 
 
 def make_config(method: str, overrides: dict[str, Any]) -> Any:
+    """The method's default config with ``overrides`` (dotted names reach nested configs:
+    ``dpsgd.sampling_prob``, ``performance.clipping``; :func:`jdp.synth.configs.apply_overrides`)."""
     from jdp.synth.base import get_method
+    from jdp.synth.configs import apply_overrides
 
     m = get_method(method)
-    names = {f.name for f in dataclasses.fields(m.config_cls)}
-    unknown = sorted(set(overrides) - names)
-    if unknown:
-        raise ValueError(
-            f"unknown option {unknown[0]!r} for method {method!r}; options: {sorted(names)}"
-        )
-    return m.make_config(None, **overrides)
+    try:
+        return apply_overrides(m.make_config(None), overrides)
+    except TypeError as err:  # an unknown option: a usage error of the command line
+        raise ValueError(f"{err} (method {method!r})") from None
 
 
 def check_output_directory(text: str, *, overwrite: bool) -> Path:

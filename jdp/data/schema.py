@@ -53,7 +53,7 @@ read off the data by :func:`infer_schema_nonprivate` (absent: declared), and opt
   state or category); in any other column a missing value is an error naming the column
   (the count only under :func:`jdp.verbosity.show_private_details`);
 * ``"missing_values": ["", "?"]`` -- the CSV tokens read as missing
-  (:func:`jdp.data.datasets.read_csv`; default: only the empty field, so a category named
+  (:func:`jdp.data.read.read_csv`; default: only the empty field, so a category named
   ``"NA"`` stays a category);
 * ``"ignore": ["id"]`` -- data columns to drop before checking (not read from a CSV);
 * ``"constraints": [{"type": "functional_dependency", "determinant": "education",
@@ -81,6 +81,7 @@ import numpy as np
 import pandas as pd
 
 from jdp.data.constraints import FunctionalDependency
+from jdp.mechanisms.quantiles import check_probs
 from jdp.verbosity import private_detail, warn_private
 
 ColumnKind = Literal["continuous", "integer", "categorical"]
@@ -151,7 +152,14 @@ def _is_category_value(value: object) -> bool:
 
 @dataclass(frozen=True, kw_only=True)
 class Column:
-    """One column: its kind and public support (bounds or categories)."""
+    """One column: its kind and public support (bounds or categories).
+
+    ``quantiles`` (numeric columns): ``(p, value)`` knots of the column's values besides its
+    point masses and missing values, ``p`` and ``value`` strictly increasing, ``p`` in
+    ``(0, 1)`` and values within the bounds -- released by
+    :func:`jdp.mechanisms.quantiles.dp_quantiles` or declared. With knots every encoding maps
+    the column through its CDF instead of min-max (:mod:`jdp.data.scales`).
+    """
 
     name: str
     kind: ColumnKind
@@ -160,6 +168,7 @@ class Column:
     categories: tuple[Any, ...] | None = None
     point_masses: tuple[float, ...] = ()
     nullable: bool = False
+    quantiles: tuple[tuple[float, float], ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -175,6 +184,7 @@ class Column:
         else:
             self._check_numeric()
             self._check_point_masses()
+        self._check_quantiles()
 
     def _check_categorical(self) -> None:
         if self.lower is not None or self.upper is not None:
@@ -243,6 +253,30 @@ class Column:
             out.append(m)
         object.__setattr__(self, "point_masses", tuple(out))
 
+    def _check_quantiles(self) -> None:
+        try:
+            knots = tuple((float(p), float(v)) for p, v in self.quantiles)
+        except (TypeError, ValueError):
+            raise TypeError(
+                f"column {self.name!r}: expected quantiles as (p, value) pairs, got "
+                f"{self.quantiles!r}"
+            ) from None
+        if not knots:
+            return
+        if not self.is_numeric:
+            raise ValueError(f"column {self.name!r}: a categorical column takes no quantiles")
+        try:
+            check_probs([p for p, _ in knots])
+        except ValueError as e:
+            raise ValueError(f"column {self.name!r}: quantiles: {e}") from None
+        v = np.array([value for _, value in knots])
+        if not (np.all(np.diff(v) > 0) and self.lower <= v[0] and v[-1] <= self.upper):
+            raise ValueError(
+                f"column {self.name!r}: expected quantile values strictly increasing in "
+                f"[{self.lower:g}, {self.upper:g}]"
+            )
+        object.__setattr__(self, "quantiles", knots)
+
     @property
     def is_numeric(self) -> bool:
         return self.kind != "categorical"
@@ -265,6 +299,8 @@ class Column:
             out["point_masses"] = [int(m) if as_int else m for m in self.point_masses]
         if self.nullable:
             out["nullable"] = True
+        if self.quantiles:
+            out["quantiles"] = [list(k) for k in self.quantiles]
         return out
 
     @classmethod
@@ -272,7 +308,7 @@ class Column:
         if not isinstance(data, dict):
             raise TypeError(f"expected a column object, got {data!r}")
         unknown = set(data) - {
-            "name", "kind", "lower", "upper", "categories", "point_masses", "nullable"
+            "name", "kind", "lower", "upper", "categories", "point_masses", "nullable", "quantiles"
         }  # fmt: skip
         if unknown:
             raise ValueError(f"column {data.get('name')!r}: unknown schema keys {sorted(unknown)}")
@@ -286,6 +322,7 @@ class Column:
             categories=None if cats is None else tuple(cats),
             point_masses=tuple(masses) if isinstance(masses, list) else masses,
             nullable=data.get("nullable", False),
+            quantiles=tuple(tuple(k) for k in data.get("quantiles", ())),
         )
 
 

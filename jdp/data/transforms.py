@@ -52,6 +52,7 @@ import jax
 import numpy as np
 import pandas as pd
 
+from jdp.data.scales import from_unit, to_unit
 from jdp.data.schema import Column, Schema, Table, state_column_name, typed_labels
 
 Activation = Literal["sigmoid", "tanh", "identity", "softmax"]
@@ -120,6 +121,13 @@ def value_cells(column: Column, bins: int) -> int:
     return bins
 
 
+def integer_runs(column: Column, bins: int) -> bool:
+    """Whether an integer column's value cells are runs of whole integers (no knots, or one
+    cell per value); otherwise cells are equal parts of its unit scale (:mod:`jdp.data.scales`)."""
+    r = int(column.upper - column.lower) + 1
+    return column.kind == "integer" and (not column.quantiles or r <= bins)
+
+
 def has_state(column: Column) -> bool:
     """Whether a numeric column gets a state indicator in :class:`TableEncoder` (point
     masses or missing values)."""
@@ -147,14 +155,16 @@ def numeric_state(column: Column, x: np.ndarray, bins: int = 1) -> np.ndarray:
     (``B = value_cells``; an integer column with ``R = upper - lower + 1`` values puts ``x``
     in ``floor((x - lower) B / R)``, so each cell holds a run of whole integers; a continuous
     one in the ``k``-th equal-width cell), ``B + j`` for a value equal to point mass ``j``
-    (a cell of its own, not the value cell around it), the last for missing. A function of
-    each record's own value and the public schema: each record is in exactly one cell."""
+    (a cell of its own, not the value cell around it), the last for missing. A column on its
+    quantile scale puts ``x`` in ``floor(to_unit(x) B)`` (:mod:`jdp.data.scales`; equal-width
+    cells without knots). A function of each record's own value and the public schema: each
+    record is in exactly one cell."""
     b = value_cells(column, bins)
-    if column.kind == "integer":
+    if integer_runs(column, bins):
         r = int(column.upper - column.lower) + 1
         cells = ((x - column.lower) * b) // r
     else:
-        cells = np.floor((x - column.lower) / column.width * b)
+        cells = np.floor(to_unit(column, np.nan_to_num(x, nan=column.lower)) * b)
     cells = np.clip(np.nan_to_num(cells), 0, b - 1).astype(np.int64)
     for j, m in enumerate(column.point_masses):
         cells[x == m] = b + j
@@ -163,16 +173,12 @@ def numeric_state(column: Column, x: np.ndarray, bins: int = 1) -> np.ndarray:
     return cells
 
 
-def cell_bounds(column: Column, cells: np.ndarray, bins: int) -> tuple[np.ndarray, np.ndarray]:
-    """The closed value range ``[first, last]`` of value cells (integers: the run of whole
-    integers of the cell; continuous: the cell's interval)."""
-    b = value_cells(column, bins)
-    if column.kind == "integer":
-        r = int(column.upper - column.lower) + 1
-        first = -((-cells * r) // b)  # ceil(k R / B)
-        stop = -((-(cells + 1) * r) // b)  # ceil((k + 1) R / B)
-        return column.lower + first, column.lower + stop - 1
-    return column.lower + cells / b * column.width, column.lower + (cells + 1) / b * column.width
+def run_bounds(column: Column, cells: np.ndarray, bins: int) -> tuple[np.ndarray, np.ndarray]:
+    """The first and last whole integer of value cells that are integer runs."""
+    b, r = value_cells(column, bins), int(column.upper - column.lower) + 1
+    first = -((-cells * r) // b)  # ceil(k R / B)
+    stop = -((-(cells + 1) * r) // b)  # ceil((k + 1) R / B)
+    return column.lower + first, column.lower + stop - 1
 
 
 def _off_masses(column: Column, mass: float) -> float:
@@ -373,8 +379,10 @@ class TableEncoder:
     def encode(self, data: Table | pd.DataFrame) -> np.ndarray:
         """Encode a table (a DataFrame is first checked and clipped by ``schema.conform``).
 
-        A missing numeric value's value coordinate is the public midpoint of its range (its
-        state says "missing"); a point mass's is the mass itself.
+        A numeric value is mapped by its column's unit scale (:func:`jdp.data.scales.to_unit`:
+        min-max by the bounds, or the CDF through its quantile knots) onto
+        ``continuous_range``. A missing value's coordinate is the scale's middle (its state
+        says "missing"); a point mass's is the mass itself.
         """
         frame = self._table(data).frame
         a, b = self.continuous_range
@@ -383,7 +391,7 @@ class TableEncoder:
         for col, span, state_span in self._layout:
             if col.is_numeric:
                 x = numeric_values(frame[col.name])
-                u = (np.where(np.isnan(x), (col.lower + col.upper) / 2, x) - col.lower) / col.width
+                u = np.where(np.isnan(x), 0.5, to_unit(col, np.nan_to_num(x, nan=col.lower)))
                 out[:, span.start] = a + (b - a) * u
                 if state_span is not None:
                     out[rows, state_span.start + numeric_state(col, x)] = 1.0
@@ -423,7 +431,7 @@ class TableEncoder:
                     if state_span is None
                     else np.argmax(x[:, state_span.start : state_span.stop], axis=1)
                 )
-                decoded[col.name] = numeric_column(col, col.lower + u * col.width, state)
+                decoded[col.name] = numeric_column(col, from_unit(col, u), state)
             else:
                 decoded[col.name] = category_labels(
                     col, np.argmax(x[:, span.start : span.stop], axis=1)
@@ -437,40 +445,3 @@ class TableEncoder:
                 raise ValueError(f"expected {len(x)} target codes, got shape {codes.shape}")
             decoded[target.name] = category_labels(target, codes)
         return pd.DataFrame({name: decoded[name] for name in self.schema.names})
-
-
-# -- discretisation (histogram-based methods) -----------------------------------------------
-
-
-def n_bins(column: Column, bins: int) -> int:
-    """Number of cells of ``column``: its categories (plus one "missing" cell if nullable),
-    or for a numeric column its value cells plus one cell per point mass and one "missing"
-    cell if nullable (:func:`state_categories`). Public: a function of the schema."""
-    if not column.is_numeric:
-        return len(column.categories) + column.nullable
-    return len(state_categories(column, bins))
-
-
-def discretize(column: Column, values: np.ndarray | pd.Series, bins: int) -> np.ndarray:
-    """Cell index (int64) of each value: its category's position, or the numeric cell of
-    :func:`numeric_state` (value cells of the public bounds, then a cell of its own per point
-    mass and for missing values). Each record falls in exactly one cell."""
-    if not column.is_numeric:
-        return category_index(column, values)
-    return numeric_state(column, numeric_values(values), bins)
-
-
-def undiscretize(
-    rng: np.random.Generator, column: Column, cells: np.ndarray, bins: int
-) -> np.ndarray:
-    """Values for cell indices: the category, a uniform draw inside a value cell, the point
-    mass of a mass cell, or missing (array types as :func:`numeric_column`)."""
-    cells = np.asarray(cells, dtype=np.int64)
-    if not column.is_numeric:
-        return category_labels(column, cells)
-    first, last = cell_bounds(column, np.minimum(cells, value_cells(column, bins) - 1), bins)
-    if column.kind == "integer":
-        values = rng.integers(first, last + 1)
-    else:
-        values = first + rng.random(len(cells)) * (last - first)
-    return numeric_column(column, values, cells, bins)

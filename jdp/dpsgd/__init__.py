@@ -13,7 +13,9 @@ fixed-size strategies, their relation and event), :mod:`~jdp.dpsgd.clipping` (pe
 gradients, clip factors, the general path), :mod:`~jdp.dpsgd.ghost_clipping` (the ghost path),
 :mod:`~jdp.dpsgd.noise` (every noise draw; the optax privatizer :func:`dp_aggregate`),
 :mod:`~jdp.dpsgd.clip_schedules`, :mod:`~jdp.dpsgd.parallel`, :mod:`~jdp.dpsgd.step` (path
-choice, :func:`make_dp_step`, :func:`dp_sgd`), :mod:`~jdp.dpsgd.train`.
+choice, :func:`make_dp_step`, :func:`dp_sgd`), :mod:`~jdp.dpsgd.settings` (the privacy
+parameters and the performance flags), :mod:`~jdp.dpsgd.run` (a planned run and the pieces of
+a loop), :mod:`~jdp.dpsgd.train`.
 """
 
 from jdp.dpsgd.batch_selection import (
@@ -26,34 +28,52 @@ from jdp.dpsgd.clip_schedules import AdaptiveClip, clipping_decay
 from jdp.dpsgd.clipping import ClippedSum, StepInfo, per_example_grads, per_layer_clip_norms
 from jdp.dpsgd.noise import dp_aggregate, gaussian_noise
 from jdp.dpsgd.parallel import data_mesh
+from jdp.dpsgd.run import Run, start
+from jdp.dpsgd.settings import (
+    AutoClipping,
+    ClippingPath,
+    DPSGDConfig,
+    GeneralClipping,
+    GhostClipping,
+    Performance,
+    check_template,
+    clipping_path,
+    planned_steps,
+)
 from jdp.dpsgd.step import (
     DPSGDState,
     StepKeys,
-    check_performance_flags,
     choose_method,
     clipped_grad_sum,
     dp_sgd,
     make_clipped_sum_fn,
     make_dp_step,
 )
-from jdp.dpsgd.train import DPSGDConfig, TrainResult, planned_steps, train
+from jdp.dpsgd.train import TrainResult, train
 
 __all__ = [
     "AdaptiveClip",
+    "AutoClipping",
     "BatchSelection",
     "ClippedSum",
+    "ClippingPath",
     "DPSGDConfig",
     "DPSGDState",
     "FixedSizeSampling",
+    "GeneralClipping",
+    "GhostClipping",
+    "Performance",
     "PoissonSampling",
+    "Run",
     "StepInfo",
     "StepKeys",
     "TrainResult",
     "as_batch_selection",
-    "check_performance_flags",
+    "check_template",
     "choose_method",
     "clipped_grad_sum",
     "clipping_decay",
+    "clipping_path",
     "data_mesh",
     "dp_aggregate",
     "dp_sgd",
@@ -63,5 +83,6 @@ __all__ = [
     "per_example_grads",
     "per_layer_clip_norms",
     "planned_steps",
+    "start",
     "train",
 ]

@@ -17,8 +17,9 @@ caller. A ``mesh`` shards either path over devices (:mod:`jdp.dpsgd.parallel`).
     state = sgd.step(state, [(batch, mask), ...])     # the chunks of one logical batch
 
 It evaluates the clip rule (a constant, a schedule, or DPGM's noisy histogram), accumulates
-the clipped sums of the chunks, adds the noise ONCE (the chain's :func:`jdp.dpsgd.noise.dp_aggregate`)
-and updates the non-private model state.
+the clipped sums of the chunks and adds the noise ONCE (the chain's
+:func:`jdp.dpsgd.noise.dp_aggregate`); a public model state the loss reads is carried along
+and changed only by the loop that owns it (:mod:`jdp.dpsgd.run`).
 
 Privacy:
     One step releases ``S + N(0, (z Δ)^2 I)`` (divided by a declared constant): the Gaussian
@@ -44,7 +45,6 @@ import numpy as np
 import optax
 from jax.sharding import Mesh
 
-from accounting.validation import check_count
 from jdp.dpsgd.clip_schedules import AdaptiveClip, dpnorm
 from jdp.dpsgd.clipping import (
     ClippedSum,
@@ -65,19 +65,6 @@ ClipRule = Any  # a bound C, a pytree of per-leaf bounds, a ClipSchedule or an A
 
 
 # -- the path choice -------------------------------------------------------------------------
-#: The clipping paths a config may name (``"auto"`` resolves to one of the others).
-METHODS: tuple[str, ...] = ("auto", "general", "ghost")
-
-
-def check_performance_flags(*, microbatch_size: int | None, method: str) -> None:
-    """Validate the DP-SGD performance flags a method config carries (micro-batch size,
-    clipping path): the one check every config calls."""
-    if microbatch_size is not None:
-        check_count("microbatch_size", microbatch_size, minimum=1)
-    if method not in METHODS:
-        raise ValueError(f"expected dpsgd_method in {METHODS}, got {method!r}")
-
-
 def choose_method(
     loss_fn: LossFn,
     params: Params,
@@ -240,12 +227,10 @@ class StepKeys(NamedTuple):
     Attributes:
         example: step ``t``, chunk ``j`` uses ``fold_in(fold_in(example, t), j)``, split into
             one key per example.
-        model_state: ``fold_in(model_state, t)`` for ``state_update_fn`` after step ``t``.
         clip: ``fold_in(clip, t)`` for DPGM's noisy norm histogram at step ``t``.
     """
 
     example: jax.Array
-    model_state: jax.Array
     clip: jax.Array
 
 
@@ -255,7 +240,8 @@ class DPSGDState(NamedTuple):
     Attributes:
         params: the current parameters.
         opt_state: the optimiser chain's state (its ``dp_aggregate`` holds the noise key).
-        model_state: non-private model state (``None`` when not used).
+        model_state: public model state the loss reads (``None`` when not used); the loop
+            that owns it changes it between steps (:mod:`jdp.dpsgd.run`).
         count: the number of logical steps taken (a host integer: schedules read it).
         num_nonfinite: how many sampled examples had a non-finite gradient and were dropped,
             summed on the device (derived from private data: not released).
@@ -285,7 +271,6 @@ def dp_sgd(
     method: Method = "general",
     microbatch_size: int | None = None,
     mesh: Mesh | None = None,
-    state_update_fn: Callable | None = None,
 ) -> DPSGD:
     """DP-SGD's logical step as ``init(params, model_state=None)`` and
     ``step(state, chunks) -> state``.
@@ -301,8 +286,6 @@ def dp_sgd(
             noisy histogram, then the batch is clipped to its choice).
         has_aux, method, microbatch_size, mesh: the clipping path (:func:`make_clipped_sum_fn`;
             ``method`` already resolved by :func:`choose_method`).
-        state_update_fn: ``(key, params, model_state) -> model_state``, run after every step on
-            parameters only (post-processing).
 
     ``step``'s ``chunks`` are the padded ``(batch, mask)`` chunks of one logical batch; their
     clipped sums are added before the one noise draw (gradient accumulation).
@@ -312,7 +295,6 @@ def dp_sgd(
         loss_fn, has_aux=has_aux, microbatch_size=microbatch_size, method=method, mesh=mesh
     )
     apply_fn = jax.jit(apply_update(optimizer))
-    update_state = None if state_update_fn is None else jax.jit(state_update_fn)
     hist_fn = jax.jit(dpnorm, static_argnums=3)
 
     def init(params: Params, model_state: Any = None) -> DPSGDState:
@@ -338,11 +320,6 @@ def dp_sgd(
             total = part if total is None else add_clipped_sums(total, part)
             nonfinite = nonfinite + info.num_nonfinite
         params, opt_state = apply_fn(state.params, state.opt_state, total)
-        model_state = state.model_state
-        if update_state is not None:
-            model_state = update_state(
-                jax.random.fold_in(keys.model_state, state.count), params, model_state
-            )
-        return DPSGDState(params, opt_state, model_state, state.count + 1, nonfinite)
+        return DPSGDState(params, opt_state, state.model_state, state.count + 1, nonfinite)
 
     return DPSGD(init, step)

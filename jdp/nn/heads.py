@@ -46,7 +46,10 @@ head after the encoder's min-max scaling to ``[0, 1]`` or ``[-1, 1]``, or a line
 column is a ``bernoulli`` head or a two-way ``categorical`` one. :func:`heads_for_spans`
 reads the layout off a :class:`~jdp.data.transforms.TableEncoder`'s spans (P3GM Sec. IV-C:
 "a Bernoulli or Gaussian MLP depending on the type of data"; dp-GAN, Frigerio et al. 2019,
-Sec. 3.1: softmax per categorical, sigmoid/tanh per numeric column).
+Sec. 3.1: softmax per categorical, sigmoid/tanh per numeric column); :func:`heads_for_encoder`
+is the policy that gives numeric columns histogram heads instead (``"binned"``, gated by their
+``"state"`` heads) when the output layer allows, and :func:`into_heads` clips a data-space
+vector into what each head models (a target for :func:`log_likelihood`).
 
 Everything here is a pure function of raw outputs, jit-able with the layout static, and
 works on one example or any leading batch shape.
@@ -55,11 +58,12 @@ works on one example or any leading batch shape.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection, Iterable, Sequence
-from typing import Literal, Protocol
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from typing import Any, Literal, Protocol
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 HeadKind = Literal["bernoulli", "tanh", "gaussian", "categorical", "binned", "state"]
 HeadLayout = tuple[tuple[HeadKind, int], ...]
@@ -76,11 +80,38 @@ SPAN_HEADS: dict[str, HeadKind] = {
 }
 
 
+#: The likelihoods a numeric column's head may take (:func:`heads_for_encoder`).
+NUMERIC_HEADS: tuple[str, ...] = ("auto", "binned", "bernoulli")
+
+
 class _Span(Protocol):
     activation: str
 
     @property
     def size(self) -> int: ...
+
+
+class _Column(Protocol):
+    name: str
+    kind: str
+    lower: float | None
+    upper: float | None
+
+    @property
+    def is_numeric(self) -> bool: ...
+
+
+class _Encoder(Protocol):
+    """What :func:`heads_for_encoder` reads of a :class:`~jdp.data.transforms.TableEncoder`."""
+
+    @property
+    def source_columns(self) -> Sequence[_Column]: ...
+
+    @property
+    def columns(self) -> Sequence[_Column]: ...
+
+    @property
+    def spans(self) -> Sequence[_Span]: ...
 
 
 def check_layout(layout: Sequence[tuple[str, int]]) -> HeadLayout:
@@ -130,6 +161,60 @@ def heads_for_spans(spans: Iterable[_Span], *, merge: bool = False) -> HeadLayou
         else:
             layout.append((kind, span.size))
     return tuple(layout)
+
+
+def numeric_cells(column: _Column, max_cells: int) -> int:
+    """Cells of a numeric column's ``"binned"`` head: one per value of an integer column with
+    at most ``max_cells`` values (``upper - lower + 1``), else ``max_cells`` (the count of
+    :func:`jdp.data.transforms.value_cells`, restated here: ``jdp.nn`` and ``jdp.data`` are
+    one layer and do not import each other)."""
+    if column.kind == "integer" and column.upper - column.lower + 1 <= max_cells:
+        return int(column.upper - column.lower) + 1
+    return max_cells
+
+
+def heads_for_encoder(
+    encoder: _Encoder,
+    *,
+    numeric_head: str = "auto",
+    numeric_bins: int = 32,
+    max_raw_width: int | None = None,
+) -> HeadLayout:
+    """The head layout of a :class:`~jdp.data.transforms.TableEncoder`, numeric columns by
+    ``numeric_head`` (one of :data:`NUMERIC_HEADS`); public: a function of the schema.
+
+    * ``"bernoulli"``: :func:`heads_for_spans` ``(spans, merge=True)`` -- one cross-entropy
+      head over each run of ``[0, 1]`` coordinates, decoded at its mean (right for pixels);
+    * ``"binned"``: one ``"binned"`` head per numeric column (:func:`numeric_cells` cells of
+      ``numeric_bins`` at most: a histogram, sampled at generation, so a column keeps its
+      spread and shape), a ``"state"`` head per state indicator (an encoded column that is not
+      a source column: :attr:`TableEncoder.columns`), a ``"categorical"`` head per category
+      block; the numeric coordinates must be scaled to ``[0, 1]``;
+    * ``"auto"``: the binned layout when its :func:`raw_width` is at most ``max_raw_width``
+      (e.g. the decoder's hidden width: a few numeric columns), the bernoulli one otherwise.
+    """
+    if numeric_head not in NUMERIC_HEADS:
+        raise ValueError(f"expected numeric_head in {NUMERIC_HEADS}, got {numeric_head!r}")
+    bernoulli = heads_for_spans(encoder.spans, merge=True)
+    if numeric_head == "bernoulli":
+        return bernoulli
+    if numeric_head == "auto" and max_raw_width is None:
+        raise ValueError("expected max_raw_width with numeric_head='auto'")
+    sources = {c.name for c in encoder.source_columns}
+    binned: list[tuple[HeadKind, int]] = []
+    for col, span in zip(encoder.columns, encoder.spans, strict=True):
+        if col.is_numeric and span.activation != "sigmoid":
+            raise ValueError(
+                f"expected numeric columns scaled to [0, 1] for binned heads, got "
+                f"{span.activation!r} ({col.name})"
+            )
+        if col.is_numeric:
+            binned.append(("binned", numeric_cells(col, numeric_bins)))
+        else:
+            binned.append(("categorical" if col.name in sources else "state", span.size))
+    if numeric_head == "auto" and raw_width(tuple(binned)) > max_raw_width:
+        return bernoulli
+    return tuple(binned)
 
 
 def _segments(
@@ -247,3 +332,31 @@ def decode_sample(
             mean = mean + jax.random.normal(sub, r.shape, raw.dtype)
         parts.append(mean)
     return jnp.concatenate(parts, axis=-1)
+
+
+def into_heads(x: jax.Array, layout: HeadLayout) -> jax.Array:
+    """Clip a data-space vector (any leading batch shape) to what each head models:
+    ``[0, 1]`` (bernoulli, binned), ``[-1, 1]`` (tanh), a probability vector (categorical,
+    state: clipped at 0, renormalised; uniform when nothing is left), unchanged (gaussian).
+    The result is a valid ``x`` for :func:`log_likelihood`."""
+    parts = []
+    for kind, width, v in _segments(x, layout, data=True):
+        if kind in ("bernoulli", "binned"):
+            v = jnp.clip(v, 0.0, 1.0)
+        elif kind == "tanh":
+            v = jnp.clip(v, -1.0, 1.0)
+        elif kind in BLOCK_KINDS:
+            v = jnp.maximum(v, 0.0)
+            total = jnp.sum(v, axis=-1, keepdims=True)
+            v = jnp.where(total > 0, v / jnp.where(total > 0, total, 1.0), 1.0 / width)
+        parts.append(v)
+    return jnp.concatenate(parts, axis=-1)
+
+
+def uniform_binned_heads(dense: Mapping[str, Any], layout: HeadLayout) -> dict[str, Any]:
+    """An output layer's parameters ``{"kernel", "bias"}`` (raw width :func:`raw_width`)
+    with zero weights and biases on its binned heads' logits, so each histogram starts
+    uniform over its cells whatever the input (a random output layer would start it peaked
+    at arbitrary cells)."""
+    keep = jnp.asarray(np.concatenate([np.full(w, kind != "binned") for kind, w in layout]))
+    return {**dense, "kernel": dense["kernel"] * keep, "bias": dense["bias"] * keep}

@@ -1,59 +1,61 @@
-"""The synthesizer protocol: the fitted model, the registry, and ``fit_model``/``sample_model``.
+"""The synthesizer protocol: a method on arrays, one table adapter, the registry, and
+``fit_model``/``sample_model``.
 
 How a method plugs in
 =====================
 
-A method lives in the module ``jdp/synth/<name>.py`` or the package ``jdp/synth/<name>/``
-(the registry name with ``-`` written ``_``: the method ``"pca-gauss"`` lives in
-``jdp/synth/pca_gauss/``) and registers itself when that module is imported::
+A method works on arrays; the library turns tables into its arrays and back, once, here. It
+gives three things and registers them::
 
     @dataclass(frozen=True, kw_only=True)
     class MyConfig:                    # JSON-serialisable fields, ALL with defaults,
         bins: int = 32                 # validated in __post_init__
         ...
 
-    def fit(key: jax.Array, data: Table, budget: PrivacyBudget, config: MyConfig) -> FittedModel:
-        ...
-    def sample(key: jax.Array, model: FittedModel, n: int) -> pd.DataFrame:
-        ...
+    class MyCodec:                     # the public encoding: built from schema + config only
+        def encode(self, data: Table) -> Any: ...                       # what fit_arrays reads
+        def decode(self, key: jax.Array, rows: Any) -> pd.DataFrame: ...  # post-processing
 
-    register(Method(name="my-method", config_cls=MyConfig, fit=fit, sample=sample,
+    def fit_arrays(key, encoded, codec, budget, config) -> tuple[Params, PrivacyLedger]: ...
+    def sample_arrays(key, params, codec, config, n) -> Any: ...        # rows codec decodes
+
+    register(Method(name="my-method", config_cls=MyConfig,
+                    codec=lambda schema, config: MyCodec(...),
+                    fit_arrays=fit_arrays, sample_arrays=sample_arrays,
                     description="one line for `jdp fit --help`"))
 
-    class MyMethod(Synthesizer):       # jdp.synth.estimator's scikit-learn-style class; export
-        method = "my-method"           # it by adding "MyMethod": "jdp.synth.my_method" to
-                                       # jdp._EXPORTS
+    class MyMethod(Synthesizer):       # jdp.synth.estimator's scikit-learn-style class
+        method = "my-method"
 
-A module may register several names (variants: ``jdp.synth.p3gm`` registers ``p3gm``,
-``p3gm-ae``, ``dp-vae`` and ``pgm``); :func:`get_method` finds them by importing every
-method module of ``jdp.synth`` when the name is not that of a module.
+A method the library ships adds one line to :data:`jdp.synth.registry.METHODS` (name ->
+module, class), which :func:`get_method` imports on first use and ``jdp`` exports from; a
+user's own method registers from its own module. One module may register several names
+(variants: ``jdp.synth.p3gm`` registers ``p3gm``, ``p3gm-ae``, ``dp-vae`` and ``pgm``).
+:meth:`Method.fit` and :meth:`Method.sample` are the one table adapter: encode with the
+codec, fit on arrays, keep the released parameters with the public inputs; draw arrays,
+decode.
 
-What ``fit`` receives
----------------------
+What ``fit_arrays`` receives
+----------------------------
 * ``key`` -- a JAX PRNG key (typed ``jax.random.key`` or legacy ``PRNGKey``). numpy methods
   turn it into a generator with :func:`jdp.random.numpy_rng`.
-* ``data`` -- a :class:`jdp.data.schema.Table`: ``data.frame`` is a pandas DataFrame whose
-  columns are exactly ``data.schema.names`` in schema order, already checked (no NaN/inf,
-  no unseen category) and clipped to the public bounds; numeric columns are float64
-  (continuous) or int64 (integer), categorical columns hold the schema's category labels.
-  ``data.schema`` says which columns are continuous / integer / categorical and which one is
-  the target (``data.schema.target``, may be ``None``). To get arrays, build an encoder from
-  the schema alone -- e.g. ``TableEncoder(data.schema, continuous_range=(-1, 1))`` in
-  :mod:`jdp.data.transforms` (min-max to bounds, one-hot categoricals, column spans,
-  unit-norm rows) -- so no encoder state is read off the data.
+* ``encoded`` -- ``codec.encode(data)``, where ``data`` is a :class:`jdp.data.schema.Table`:
+  its frame's columns are exactly ``data.schema.names`` in schema order, already checked (no
+  NaN/inf, no unseen category) and clipped to the public bounds. A codec is built from the
+  schema and config alone -- e.g. on a :class:`jdp.data.transforms.TableEncoder` (min-max to
+  bounds, one-hot categoricals, column spans, unit-norm rows) -- so no encoder state is read
+  off the data.
+* ``codec`` -- the same codec (its public layout: spans, heads, bounds).
 * ``budget`` -- the :class:`accounting.PrivacyBudget` to meet; ``fit_model`` checks after the
-  fit that the model's ledger does not exceed it.
+  fit that the ledger does not exceed it.
 * ``config`` -- an instance of the method's ``config_cls``.
 
-``len(data)`` (the row count) is private under add/remove neighbours: a method may use it
-inside a mechanism whose analysis covers it, never copy it into the model.
-
-What ``fit`` returns: a :class:`FittedModel` whose ``params`` is a nested ``dict`` of numpy
-(or JAX) arrays -- only values released by mechanisms, or computed from them and from public
-inputs -- whose ``ledger`` records every event spent, and whose ``schema``, ``config`` and
-``budget`` are the public inputs. ``sample`` is post-processing: it may read only the model
-and must return a DataFrame with the schema's columns, decoded to the user's labels
-(``TableEncoder.decode`` does this).
+The row count is private under add/remove neighbours: a method may use it inside a mechanism
+whose analysis covers it, never copy it into the parameters. ``fit_arrays`` returns the
+parameters -- a nested ``dict`` of numpy (or JAX) arrays, only values released by mechanisms
+or computed from them and from public inputs -- and the ledger of every event spent.
+``sample_arrays`` and ``codec.decode`` are post-processing: they read only the parameters,
+the config and the public schema; the decoded table has the schema's columns and labels.
 
 Saving and loading live in :mod:`jdp.synth.io` (``params.npz`` + ``model.json``, nothing
 executable stored); the scikit-learn-style classes in :mod:`jdp.synth.estimator`.
@@ -66,7 +68,7 @@ import importlib
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import jax
 import pandas as pd
@@ -76,13 +78,30 @@ from accounting.compose import pure_spend
 from accounting.validation import check_count
 from jdp.data.constraints import enforce
 from jdp.data.dp_schema import SchemaRelease
+from jdp.data.quantile_scale import MIN_MAX, needs_knots, release_scales
 from jdp.data.schema import NONPRIVATE_SCHEMA_CLAIM, Schema, Table, UnaccountedSchemaWarning
+from jdp.synth.registry import METHODS
 from jdp.synth.signal import check_signal
 from jdp.verbosity import warn_private
 
 Params = Mapping[str, Any]  # nested dict of arrays
-FitFn = Callable[[jax.Array, Table, PrivacyBudget, Any], "FittedModel"]
-SampleFn = Callable[[jax.Array, "FittedModel", int], pd.DataFrame]
+
+
+@runtime_checkable
+class Codec(Protocol):
+    """A method's public encoding of a table, built from the schema and config alone."""
+
+    def encode(self, data: Table) -> Any:
+        """The arrays ``fit_arrays`` reads (private: they are the records)."""
+        ...
+
+    def decode(self, key: jax.Array, rows: Any) -> pd.DataFrame:
+        """Drawn arrays -> a table with the schema's columns (post-processing)."""
+        ...
+
+
+ArrayFit = Callable[[jax.Array, Any, Any, PrivacyBudget, Any], tuple[Params, PrivacyLedger]]
+ArraySample = Callable[[jax.Array, Params, Any, Any, int], Any]
 
 
 class DeltaWarning(UserWarning):
@@ -126,17 +145,28 @@ class FittedModel:
 
 @dataclass(frozen=True)
 class Method:
-    """A registered synthesizer: its name, config class and pure ``fit``/``sample``."""
+    """A registered synthesizer: its name, config class, codec and pure array functions.
+
+    Attributes:
+        codec: ``codec(schema, config)`` -> the method's :class:`Codec`.
+        fit_arrays: ``fit_arrays(key, encoded, codec, budget, config) -> (params, ledger)``.
+        sample_arrays: ``sample_arrays(key, params, codec, config, n)`` -> rows the codec
+            decodes (post-processing).
+        description: one line for ``jdp fit --help``.
+        private: ``False`` for a non-private reference (e.g. ``pgm``): ``jdp fit`` refuses it
+            up front.
+        noisy_rows: the model's released noisy row count (post-processing of released
+            values), when the method releases one: ``jdp sample``'s default ``-n``
+            (:func:`noisy_row_count`).
+    """
 
     name: str
     config_cls: type
-    fit: FitFn
-    sample: SampleFn
+    codec: Callable[[Schema, Any], Codec]
+    fit_arrays: ArrayFit
+    sample_arrays: ArraySample
     description: str = ""
-    #: ``False`` for a non-private reference (e.g. ``pgm``): ``jdp fit`` refuses it up front.
     private: bool = True
-    #: The model's released noisy row count (post-processing of released values), when the
-    #: method releases one: ``jdp sample``'s default ``-n`` (:func:`noisy_row_count`).
     noisy_rows: Callable[[FittedModel], int] | None = None
 
     def __post_init__(self) -> None:
@@ -144,7 +174,11 @@ class Method:
             raise TypeError(f"method {self.name!r}: config_cls must be a dataclass")
 
     def make_config(self, config: Any = None, **overrides: Any) -> Any:
-        """``config`` (or the default config) with ``overrides`` replaced."""
+        """``config`` (or the default config) with ``overrides`` replaced; a nested config
+        (``dpsgd``, ``performance``) takes a config or a dict of the fields to change
+        (:func:`jdp.synth.configs.apply_overrides`)."""
+        from jdp.synth.configs import apply_overrides
+
         if config is None:
             config = self.config_cls()
         if not isinstance(config, self.config_cls):
@@ -152,62 +186,58 @@ class Method:
                 f"method {self.name!r} expects a {self.config_cls.__name__}, "
                 f"got {type(config).__name__}"
             )
-        return dataclasses.replace(config, **overrides) if overrides else config
+        return apply_overrides(config, overrides) if overrides else config
+
+    def fit(self, key: jax.Array, data: Table, budget: PrivacyBudget, config: Any) -> FittedModel:
+        """The table adapter: release the numeric columns' quantile knots when the config's
+        ``scale`` asks for them (:func:`jdp.data.quantile_scale.release_scales`, from its own
+        key and share of ``budget``), encode ``data`` with the public codec of the schema
+        with knots, fit on the arrays, keep the released parameters with the public inputs
+        (no checks: :func:`fit_model`)."""
+        scale = getattr(config, "scale", MIN_MAX)  # a user's method may have none
+        spent, rest = PrivacyLedger(), budget
+        if scale.quantiles and any(needs_knots(c) for c in data.schema.columns):
+            scale_key, key = jax.random.split(key)
+            data, spent, rest = release_scales(scale_key, data, budget, scale)
+        codec = self.codec(data.schema, config)
+        params, ledger = self.fit_arrays(key, codec.encode(data), codec, rest, config)
+        return FittedModel(self.name, params, data.schema, config, budget, spent + ledger)
+
+    def sample(self, key: jax.Array, model: FittedModel, n: int) -> pd.DataFrame:
+        """The table adapter's inverse: ``n`` rows drawn on arrays and decoded, from one key
+        split into the draw's and the decoding's (post-processing)."""
+        codec = self.codec(model.schema, model.config)
+        draw_key, decode_key = jax.random.split(key)
+        rows = self.sample_arrays(draw_key, model.params, codec, model.config, n)
+        return codec.decode(decode_key, rows)
 
 
 _REGISTRY: dict[str, Method] = {}
 
 
 def register(method: Method) -> Method:
-    """Add ``method`` to the registry (re-registering the same name replaces it)."""
+    """Add ``method`` to the registry (re-registering the same name replaces it). A method
+    the library ships is also listed in :data:`jdp.synth.registry.METHODS`, which a contract
+    test checks."""
     _REGISTRY[method.name] = method
     return method
 
 
-#: Modules of ``jdp.synth`` that are infrastructure, not methods.
-_NOT_METHODS = frozenset({"base", "io", "estimator"})
-
-
 def get_method(name: str) -> Method:
-    """The registered method ``name``, importing its home on first use.
-
-    Its home is the module or package ``jdp.synth.<name>`` (``-`` written ``_``) when one
-    exists; a package may register several names (``jdp.synth.p3gm`` registers ``p3gm``,
-    ``p3gm-ae``, ``dp-vae`` and ``pgm``), so a name without a home of its own is looked up
-    after importing every method module (:func:`available_methods`). Errors raised while
-    importing a method's module propagate.
-    """
+    """The registered method ``name``, importing the module the table of shipped methods
+    names (:data:`jdp.synth.registry.METHODS`) on first use. Errors raised while importing a
+    method's module propagate."""
+    if name not in _REGISTRY and name in METHODS:
+        importlib.import_module(METHODS[name][0])
     if name not in _REGISTRY:
-        home = _home_module(name)
-        if home is not None:
-            importlib.import_module(home)
-    if name not in _REGISTRY and name not in available_methods():
         raise ValueError(f"unknown synthesizer {name!r}; available: {available_methods()}")
     return _REGISTRY[name]
 
 
-def _home_module(name: str) -> str | None:
-    """``jdp.synth.<name>`` if that module or package exists (found without importing it)."""
-    import importlib.util
-
-    stem = name.replace("-", "_") if isinstance(name, str) else ""
-    if not stem.isidentifier() or stem in _NOT_METHODS:
-        return None
-    module = f"jdp.synth.{stem}"
-    return module if importlib.util.find_spec(module) is not None else None
-
-
 def available_methods() -> list[str]:
-    """Names of all methods shipped in ``jdp.synth`` (imports each method module or package
-    once; a package may register several names)."""
-    import pkgutil
-
-    import jdp.synth
-
-    for info in pkgutil.iter_modules(jdp.synth.__path__):
-        if not info.name.startswith("_") and info.name not in _NOT_METHODS:
-            importlib.import_module(f"jdp.synth.{info.name}")
-    return sorted(_REGISTRY)
+    """Names of every shipped method (:data:`jdp.synth.registry.METHODS`) and of any
+    registered by the user."""
+    return sorted({*METHODS, *_REGISTRY})
 
 
 # -- the pure core, wrapped with checks ------------------------------------------------------

@@ -33,7 +33,6 @@ can recompute it, so it does not protect a model against a deliberate forger.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import fcntl
 import hashlib
 import io
@@ -51,6 +50,7 @@ import numpy as np
 from accounting import PrivacyBudget, PrivacyLedger
 from jdp.data.schema import Schema
 from jdp.synth.base import FittedModel, Params, get_method
+from jdp.synth.configs import config_from_dict, config_to_dict
 
 __all__ = [
     "FORMAT_CHANGES",
@@ -71,6 +71,7 @@ FORMAT_CHANGES = {
     2: "adds integrity digests",
     3: "P3GM's binned and state decoder heads, ClustMix's unclipped stored mixtures"
     "; DPGM's and dp-GAN's state_counts (noisy state counts sampling matches)",
+    4: "configs nest their DP-SGD settings and performance flags (dpsgd, performance)",
 }
 FORMAT_VERSION = max(FORMAT_CHANGES)
 PARAMS_FILE = "params.npz"
@@ -109,18 +110,6 @@ def unflatten_params(flat: Mapping[str, np.ndarray]) -> dict[str, Any]:
     return params
 
 
-def _config_to_dict(config: Any) -> dict[str, Any]:
-    return {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
-
-
-def _config_from_dict(cls: type, data: Mapping[str, Any]) -> Any:
-    fields = {f.name for f in dataclasses.fields(cls)}
-    unknown = set(data) - fields
-    if unknown:
-        raise ValueError(f"unknown {cls.__name__} fields in saved model: {sorted(unknown)}")
-    return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
-
-
 def _digest(doc: Mapping[str, Any]) -> str:
     """SHA-256 of the canonical JSON of ``doc`` without its ``digest`` field."""
     body = {k: v for k, v in doc.items() if k != "digest"}
@@ -155,7 +144,7 @@ def save(model: FittedModel, directory: str | Path, *, overwrite: bool = True) -
     doc = {
         "format_version": FORMAT_VERSION,
         "method": model.method,
-        "config": _config_to_dict(model.config),
+        "config": config_to_dict(model.config),
         "schema": model.schema.to_dict(),
         "budget": {"epsilon": model.budget.epsilon, "delta": model.budget.delta},
         "ledger": model.ledger.to_dict(),
@@ -267,7 +256,7 @@ def load(directory: str | Path) -> FittedModel:
         method=method.name,
         params=unflatten_params(flat),
         schema=Schema.from_dict(doc["schema"]),
-        config=_config_from_dict(method.config_cls, doc["config"]),
+        config=config_from_dict(method.config_cls, doc["config"]),
         budget=PrivacyBudget(**doc["budget"]),
         ledger=PrivacyLedger.from_dict(doc["ledger"]),
     )

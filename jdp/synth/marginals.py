@@ -3,7 +3,7 @@
 The baseline every DP synthesizer should beat on joint structure and that is hard to beat on
 per-column fidelity. It releases every column's histogram (categories as they are; numeric
 columns in equal-width cells of their public bounds, plus a cell of its own for each declared
-point mass and for missing values, :func:`jdp.data.transforms.discretize`) with one
+point mass and for missing values, :func:`jdp.data.cells.discretize`) with one
 mechanism, and samples each column independently (a mass cell gives back the mass exactly).
 
 With a target column and ``condition_on_target=True`` (the default) each feature's histogram
@@ -39,17 +39,17 @@ from typing import Literal
 
 import jax
 import numpy as np
-import pandas as pd
 
 from accounting import PrivacyBudget, PrivacyLedger
 from accounting import events as ev
 from accounting.calibrate import calibrate
 from accounting.validation import check_count
-from jdp.data.schema import Column, Schema, Table
-from jdp.data.transforms import discretize, n_bins, undiscretize
+from jdp.data.cells import CellCodec, n_bins
+from jdp.data.quantile_scale import MIN_MAX, NumericScale
+from jdp.data.schema import Column, Schema
 from jdp.mechanisms.noise import gaussian_event, gaussian_mechanism, laplace_mechanism
 from jdp.random import numpy_rng
-from jdp.synth.base import FittedModel, Method, register
+from jdp.synth.base import FittedModel, Method, Params, register
 from jdp.synth.estimator import Synthesizer
 
 LABEL = "marginals"
@@ -67,12 +67,15 @@ class MarginalsConfig:
       secure_noise: Gaussian: a clamp-and-round mitigation without proof (see
         :mod:`jdp.mechanisms.noise`). Laplace noise is always Mironov's (2012) snapping
         mechanism (proved; its cost is absorbed in the noise scale).
+      scale: numeric columns on released quantile knots, or min-max by the declared
+        bounds (:class:`jdp.data.quantile_scale.NumericScale`; default: min-max).
     """
 
     bins: int = 32
     noise: Noise = "auto"
     condition_on_target: bool = True
     secure_noise: bool = False
+    scale: NumericScale = MIN_MAX
 
     def __post_init__(self) -> None:
         check_count("bins", self.bins, minimum=2)
@@ -112,26 +115,37 @@ def histogram_shapes(schema: Schema, config: MarginalsConfig) -> list[tuple[int,
     return shapes
 
 
-def cell_counts(data: Table, config: MarginalsConfig) -> list[np.ndarray]:
+def cell_counts(cells: np.ndarray, schema: Schema, config: MarginalsConfig) -> list[np.ndarray]:
     """The exact (private) histogram of each column, in schema order, shaped as
-    :func:`histogram_shapes`."""
-    target = conditioning(data.schema, config)
-    classes = None if target is None else discretize(target, data.frame[target.name], config.bins)
+    :func:`histogram_shapes`, from the records' cells (:class:`~jdp.data.cells.CellCodec`)."""
+    target = conditioning(schema, config)
+    classes = None if target is None else cells[:, schema.names.index(target.name)]
     out = []
-    for col, shape in zip(data.schema.columns, histogram_shapes(data.schema, config)):
-        cells = discretize(col, data.frame[col.name], config.bins)
-        flat = cells if len(shape) == 1 else classes * shape[1] + cells
+    for j, shape in enumerate(histogram_shapes(schema, config)):
+        flat = cells[:, j] if len(shape) == 1 else classes * shape[1] + cells[:, j]
         out.append(
             np.bincount(flat, minlength=int(np.prod(shape))).astype(np.float64).reshape(shape)
         )
     return out
 
 
-def fit(key: jax.Array, data: Table, budget: PrivacyBudget, config: MarginalsConfig) -> FittedModel:
+def codec(schema: Schema, config: MarginalsConfig) -> CellCodec:
+    """The public encoding: one cell per column (``config.bins`` cells of a numeric column)."""
+    return CellCodec(schema, config.bins)
+
+
+def fit_arrays(
+    key: jax.Array,
+    cells: np.ndarray,
+    codec: CellCodec,
+    budget: PrivacyBudget,
+    config: MarginalsConfig,
+) -> tuple[dict[str, np.ndarray], PrivacyLedger]:
     """Release all column histograms with one Laplace or Gaussian mechanism (see module)."""
     rng = numpy_rng(key)
-    counts = np.concatenate([c.ravel() for c in cell_counts(data, config)])
-    d = len(data.schema)
+    schema = codec.schema
+    counts = np.concatenate([c.ravel() for c in cell_counts(cells, schema, config)])
+    d = len(schema)
     noise = (
         config.noise if config.noise != "auto" else ("gaussian" if budget.delta > 0 else "laplace")
     )
@@ -149,36 +163,31 @@ def fit(key: jax.Array, data: Table, budget: PrivacyBudget, config: MarginalsCon
     else:
         z = noise_multiplier("laplace", budget.epsilon, budget.delta)
         noisy, event = laplace_mechanism(rng, counts, l1_sensitivity=float(d), epsilon=1.0 / z)
-    kind = "class-conditional " if conditioning(data.schema, config) else ""
+    kind = "class-conditional " if conditioning(schema, config) else ""
     ledger = PrivacyLedger().record(
         LABEL, event, note=f"{d} {kind}column histograms, {counts.size} cells"
     )
-    return FittedModel(
-        method=LABEL,
-        params={"noisy_counts": noisy},
-        schema=data.schema,
-        config=config,
-        budget=budget,
-        ledger=ledger,
-    )
+    return {"noisy_counts": noisy}, ledger
 
 
-def noisy_histograms(model: FittedModel) -> list[np.ndarray]:
+def noisy_histograms(params: Params, schema: Schema, config: MarginalsConfig) -> list[np.ndarray]:
     """The released noisy counts split and shaped per column (:func:`histogram_shapes`)."""
-    shapes = histogram_shapes(model.schema, model.config)
+    shapes = histogram_shapes(schema, config)
     sizes = [int(np.prod(s)) for s in shapes]
-    noisy = np.asarray(model.params["noisy_counts"], dtype=np.float64)
+    noisy = np.asarray(params["noisy_counts"], dtype=np.float64)
     if noisy.shape != (sum(sizes),):
         raise ValueError(f"expected {sum(sizes)} noisy counts for this schema, got {noisy.shape}")
     return [p.reshape(s) for p, s in zip(np.split(noisy, np.cumsum(sizes)[:-1]), shapes)]
 
 
-def column_probabilities(model: FittedModel) -> list[np.ndarray]:
+def column_probabilities(
+    params: Params, schema: Schema, config: MarginalsConfig
+) -> list[np.ndarray]:
     """Each column's sampling distribution (per class for a conditioned feature: one row per
     class): noisy counts clipped at 0 and normalised, uniform where every noisy count is
     <= 0. Post-processing."""
     probs = []
-    for h in noisy_histograms(model):
+    for h in noisy_histograms(params, schema, config):
         p = np.maximum(h, 0.0)
         total = p.sum(axis=-1, keepdims=True)
         probs.append(np.where(total > 0, p / np.where(total > 0, total, 1.0), 1.0 / h.shape[-1]))
@@ -192,39 +201,42 @@ def noisy_row_count(model: FittedModel) -> int:
     noise. Post-processing of the released counts: no further privacy cost (and no exact
     ``n``, which is private under add/remove neighbours). At least 1.
     """
-    return max(1, round(float(np.mean([h.sum() for h in noisy_histograms(model)]))))
+    totals = [h.sum() for h in noisy_histograms(model.params, model.schema, model.config)]
+    return max(1, round(float(np.mean(totals))))
 
 
-def sample(key: jax.Array, model: FittedModel, n: int) -> pd.DataFrame:
-    """``n`` rows: the label (if conditioned) from its noisy marginal, then each column
-    independently from its noisy (class-conditional) marginal."""
+def sample_arrays(
+    key: jax.Array, params: Params, codec: CellCodec, config: MarginalsConfig, n: int
+) -> np.ndarray:
+    """``n`` rows of cells: the label (if conditioned) from its noisy marginal, then each
+    column independently from its noisy (class-conditional) marginal."""
     rng = numpy_rng(key)
-    bins = model.config.bins
-    probs = dict(zip(model.schema.names, column_probabilities(model)))
-    target = conditioning(model.schema, model.config)
+    schema = codec.schema
+    probs = column_probabilities(params, schema, config)
+    target = conditioning(schema, config)
     classes = None
     if target is not None:
-        classes = rng.choice(len(target.categories), size=n, p=probs[target.name])
-    out = {}
-    for col in model.schema.columns:
-        p = probs[col.name]
+        classes = rng.choice(
+            len(target.categories), size=n, p=probs[schema.names.index(target.name)]
+        )
+    cells = np.empty((n, len(schema)), dtype=np.int64)
+    for j, (col, p) in enumerate(zip(schema.columns, probs)):
         if p.ndim == 1:
-            cells = classes if col is target else rng.choice(len(p), size=n, p=p)
+            cells[:, j] = classes if col is target else rng.choice(len(p), size=n, p=p)
         else:
-            cells = np.empty(n, dtype=np.int64)
             for k in range(p.shape[0]):
                 rows = np.flatnonzero(classes == k)
-                cells[rows] = rng.choice(p.shape[1], size=len(rows), p=p[k])
-        out[col.name] = undiscretize(rng, col, cells, bins)
-    return pd.DataFrame(out)
+                cells[rows, j] = rng.choice(p.shape[1], size=len(rows), p=p[k])
+    return cells
 
 
 register(
     Method(
         name=LABEL,
         config_cls=MarginalsConfig,
-        fit=fit,
-        sample=sample,
+        codec=codec,
+        fit_arrays=fit_arrays,
+        sample_arrays=sample_arrays,
         description="DP marginals: noisy histogram per column, per class of the target (baseline)",
         noisy_rows=noisy_row_count,
     )

@@ -3,7 +3,7 @@ NIPS 2012), the counting-query baseline of DPGM Sec. 6.3.
 
 The data is a histogram ``B`` over a finite domain of ``N`` cells (every combination of the
 columns' cells: categories, integer values, or equal-width bins of the public bounds,
-:func:`jdp.data.transforms.discretize`); a counting query is a 0/1 vector ``q`` over the cells,
+:func:`jdp.data.cells.discretize`); a counting query is a 0/1 vector ``q`` over the cells,
 its answer ``q . B``. MWEM keeps a distribution ``p`` over the cells (uniform at first) scaled
 by a noisy row count ``n~`` and, for ``t = 1..T``:
 
@@ -41,32 +41,33 @@ from dataclasses import dataclass
 
 import jax
 import numpy as np
-import pandas as pd
 
 from accounting import PrivacyBudget, PrivacyLedger
 from accounting import events as ev
 from accounting.calibrate import calibrate
 from accounting.validation import check_count, check_open_unit, check_positive
-from jdp.data.schema import Schema, Table
-from jdp.data.transforms import discretize, n_bins, undiscretize
+from jdp.data.cells import CellCodec, n_bins
+from jdp.data.quantile_scale import MIN_MAX, NumericScale
+from jdp.data.schema import Schema
 from jdp.mechanisms.noise import laplace_mechanism
 from jdp.mechanisms.selection import gumbel_max
 from jdp.random import numpy_rng
-from jdp.synth.base import FittedModel, Method, register
+from jdp.synth.base import Method, Params, register
 from jdp.synth.estimator import Synthesizer
 
 __all__ = [
     "MWEM",
     "MWEMConfig",
     "cell_index",
+    "codec",
     "domain_cells",
     "domain_shape",
-    "fit",
+    "fit_arrays",
     "mwem",
     "mwem_event",
     "pure_epsilon_for",
     "random_workload",
-    "sample",
+    "sample_arrays",
 ]
 
 LABEL = "mwem"
@@ -84,6 +85,8 @@ class MWEMConfig:
       size_share: the share of epsilon spent on the noisy row count.
       replays: multiplicative-weights passes over the measured queries per round.
       max_domain: the largest number of domain cells accepted (memory: workload x cells).
+      scale: numeric columns on released quantile knots, or min-max by the declared
+        bounds (:class:`jdp.data.quantile_scale.NumericScale`; default: min-max).
     """
 
     iterations: int = 30
@@ -93,6 +96,7 @@ class MWEMConfig:
     size_share: float = 0.05
     replays: int = 10
     max_domain: int = 1 << 16
+    scale: NumericScale = MIN_MAX
 
     def __post_init__(self) -> None:
         check_count("iterations", self.iterations, minimum=1)
@@ -105,7 +109,7 @@ class MWEMConfig:
 
 
 def domain_shape(schema: Schema, bins: int) -> tuple[int, ...]:
-    """Cells per column (:func:`jdp.data.transforms.n_bins`), in schema order (public)."""
+    """Cells per column (:func:`jdp.data.cells.n_bins`), in schema order (public)."""
     return tuple(n_bins(col, bins) for col in schema.columns)
 
 
@@ -236,23 +240,30 @@ def mwem(
     return average, n, ledger
 
 
-def cell_index(data: Table, bins: int) -> np.ndarray:
-    """Each record's domain cell index (private; row-major as :func:`domain_cells`)."""
-    shape = domain_shape(data.schema, bins)
-    idx = np.zeros(len(data), dtype=np.int64)
-    for col, size in zip(data.schema.columns, shape):
-        idx = idx * size + discretize(col, data.frame[col.name], bins)
+def cell_index(cells: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """Each record's domain cell index from its per-column cells
+    (:class:`~jdp.data.cells.CellCodec`; row-major as :func:`domain_cells`; private)."""
+    idx = np.zeros(len(cells), dtype=np.int64)
+    for j, size in enumerate(shape):
+        idx = idx * size + cells[:, j]
     return idx
 
 
-def fit(key: jax.Array, data: Table, budget: PrivacyBudget, config: MWEMConfig) -> FittedModel:
-    """The registry ``fit``: histogram over the schema's domain, a workload drawn from the
-    schema and the key, :func:`mwem` with the budget's epsilon."""
-    shape = domain_shape(data.schema, config.bins)
+def codec(schema: Schema, config: MWEMConfig) -> CellCodec:
+    """The public encoding: one cell per column, ``config.bins`` cells of a numeric column."""
+    return CellCodec(schema, config.bins)
+
+
+def fit_arrays(
+    key: jax.Array, cells: np.ndarray, codec: CellCodec, budget: PrivacyBudget, config: MWEMConfig
+) -> tuple[dict[str, np.ndarray], PrivacyLedger]:
+    """Histogram over the schema's domain, a workload drawn from the schema and the key,
+    :func:`mwem` with the budget's epsilon."""
+    shape = domain_shape(codec.schema, config.bins)
     size = _check_domain(shape, config.max_domain)
     rng = numpy_rng(key)
     workload = random_workload(rng, shape, config.n_queries, config.max_atoms)
-    histogram = np.bincount(cell_index(data, config.bins), minlength=size).astype(np.float64)
+    histogram = np.bincount(cell_index(cells, shape), minlength=size).astype(np.float64)
     dist, n, ledger = mwem(
         rng,
         histogram,
@@ -262,36 +273,25 @@ def fit(key: jax.Array, data: Table, budget: PrivacyBudget, config: MWEMConfig) 
         size_share=config.size_share,
         replays=config.replays,
     )
-    return FittedModel(
-        method=LABEL,
-        params={"distribution": dist, "noisy_size": np.array([n])},
-        schema=data.schema,
-        config=config,
-        budget=budget,
-        ledger=ledger,
-    )
+    return {"distribution": dist, "noisy_size": np.array([n])}, ledger
 
 
-def sample(key: jax.Array, model: FittedModel, n: int) -> pd.DataFrame:
-    """``n`` rows: cells drawn from the released distribution, decoded per column."""
-    rng = numpy_rng(key)
-    shape = domain_shape(model.schema, model.config.bins)
-    p = np.asarray(model.params["distribution"], dtype=np.float64)
-    cells = domain_cells(shape)[rng.choice(p.shape[0], size=n, p=p / p.sum())]
-    return pd.DataFrame(
-        {
-            col.name: undiscretize(rng, col, cells[:, c], model.config.bins)
-            for c, col in enumerate(model.schema.columns)
-        }
-    )
+def sample_arrays(
+    key: jax.Array, params: Params, codec: CellCodec, config: MWEMConfig, n: int
+) -> np.ndarray:
+    """``n`` rows of cells drawn from the released distribution (post-processing)."""
+    shape = domain_shape(codec.schema, config.bins)
+    p = np.asarray(params["distribution"], dtype=np.float64)
+    return domain_cells(shape)[numpy_rng(key).choice(p.shape[0], size=n, p=p / p.sum())]
 
 
 register(
     Method(
         name=LABEL,
         config_cls=MWEMConfig,
-        fit=fit,
-        sample=sample,
+        codec=codec,
+        fit_arrays=fit_arrays,
+        sample_arrays=sample_arrays,
         description="MWEM: multiplicative weights + exponential mechanism (Hardt et al. 2012)",
         noisy_rows=lambda model: round(float(model.params["noisy_size"][0])),
     )

@@ -125,3 +125,20 @@ def test_best_calibration_is_the_smallest_scale_over_the_accountants():
     s = calibrate(plan, target_epsilon=1.0, target_delta=1e-5)
     assert min(scales.values()) * (1 - 2e-3) <= s <= min(scales.values()) * (1 + 2e-3)
     assert s < scales["rdp"]  # PLD is the tighter one here, so the noise is lower
+
+
+def test_an_event_too_wide_for_pld_is_answered_by_the_others():
+    """Seven DP-quantile releases (levels of 1, 2 and 2 parallel nodes each) beside a Gaussian
+    have too many parallel cases for the PLD accountant: PLD declines them as unsupported and
+    the ledger's best bound comes from the accountants that analyse them, never an error."""
+    from accounting.accountants.pld import PldAccountant
+
+    level = ev.PureDpEvent(epsilon=0.05)
+    quantiles = ev.ComposedDpEvent([ev.ParallelComposedDpEvent([level] * k) for k in (1, 2, 2)])
+    event = ev.ComposedDpEvent(
+        [quantiles] * 7 + [ev.PoissonSampledDpEvent(0.01, ev.GaussianDpEvent(1.0))]
+    )
+    with pytest.raises(UnsupportedEventError, match="too many parallel"):
+        PldAccountant().epsilon(event, 1e-5)
+    bound = best_epsilon(event, 1e-5)
+    assert "pld" not in bound.by_accountant and 7 * 0.15 <= bound.value < math.inf

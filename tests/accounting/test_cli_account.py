@@ -131,7 +131,6 @@ def _tiny_train(sampling: str, **noise):
         optax.sgd(0.1),
         {"x": x},
         _config(sampling, **noise),
-        progress=False,
     )
 
 

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from accounting import PrivacyBudget
-from jdp.audit.attacks import density_ratio_attack, density_ratio_scores
+from jdp.audit.density_attack import density_ratio_attack, density_ratio_scores
 from jdp.audit.mia import MIA_NOTE, mia_section, mia_split, synthetic_data_mia
 from jdp.data.schema import Column, Schema
 from jdp.random import key_from_seed

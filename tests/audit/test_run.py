@@ -42,6 +42,7 @@ CI_TRIALS = {
     "dpnorm": 3_000,
     "pca-gauss": 1_500,
     "dp-marginals": 200,  # a whole fit per trial (~25 ms)
+    "dp-quantiles": 2_000,
 }
 SLOW_TRIALS = {"dp-marginals": 1_000, "pca-gauss": 5_000}
 

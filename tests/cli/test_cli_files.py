@@ -205,7 +205,7 @@ def test_sample_defaults_to_the_noisy_row_count(capsys, files, tmp_path):
     noisy = base.noisy_row_count(model)
     # post-processing of the released counts (the mean of the columns' noisy totals), never
     # the private n: the released histograms decide it
-    totals = [h.sum() for h in marginals.noisy_histograms(model)]
+    totals = [h.sum() for h in marginals.noisy_histograms(model.params, model.schema, model.config)]
     assert noisy == max(1, round(float(np.mean(totals))))
     for extra in ((), ("-n", "noisy")):
         code, out, err = run(capsys, "sample", "--model", files / "m", "--out",

@@ -10,15 +10,9 @@ import pytest
 
 from jdp.cli import main
 from jdp.cli._args import command_key
-from jdp.data.datasets import load_adult
 
 N = 137  # a distinctive private row count (1/137 = 0.0073)
 CLIPPED = 29  # a distinctive private count of clipped values
-
-
-@pytest.fixture(scope="module")
-def adult():
-    return load_adult()
 
 
 def run(capsys, *argv: object) -> tuple[int, str, str]:

@@ -10,13 +10,9 @@ import pytest
 
 from jdp.cli import main
 from jdp.data import datasets
-from jdp.data.datasets import Dataset, load_adult
+from jdp.data.datasets import Dataset
+from jdp.data.read import read_csv
 from jdp.data.schema import Schema
-
-
-@pytest.fixture(scope="module")
-def adult():
-    return load_adult()
 
 
 @pytest.fixture()
@@ -55,7 +51,7 @@ def test_datasets_list_schema_and_export(capsys, tmp_path, monkeypatch, adult):
         "dir": str(tmp_path / "a"),
     }
     assert Schema.load(tmp_path / "a" / "schema.json") == adult.schema
-    exported = datasets.read_csv(tmp_path / "a" / "test.csv", adult.schema)
+    exported = read_csv(tmp_path / "a" / "test.csv", adult.schema)
     pd.testing.assert_frame_equal(exported, adult.test.iloc[:2000], check_dtype=False)
 
 
@@ -90,7 +86,7 @@ def test_fit_then_sample_on_embedded_adult(capsys, tmp_path, adult):
         2,
     )
     assert code == 0 and "wrote 50 synthetic rows" in out
-    synth = datasets.read_csv(tmp_path / "s.csv", adult.schema)
+    synth = read_csv(tmp_path / "s.csv", adult.schema)
     assert len(adult.schema.conform(synth)) == 50 and list(synth.columns) == adult.schema.names
     run(
         capsys,
@@ -330,7 +326,7 @@ def test_demo_json(capsys, tmp_path, monkeypatch, adult):
     assert all(
         set(r) == {"classifier", "metric", "real", "synthetic", "diverged"} for r in doc["tstr"]
     )
-    synth = datasets.read_csv(tmp_path / "synthetic.csv", adult.schema)
+    synth = read_csv(tmp_path / "synthetic.csv", adult.schema)
     assert len(synth) == doc["rows"] and abs(doc["rows"] - 3000) < 200  # a noisy count, not n
     first = (tmp_path / "synthetic.csv").read_text()
     code, out, _ = run(

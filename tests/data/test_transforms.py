@@ -8,14 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from jdp.data.cells import discretize, n_bins, undiscretize
 from jdp.data.datasets import load_adult
 from jdp.data.schema import ClipWarning, Column, Schema
-from jdp.data.transforms import (
-    TableEncoder,
-    discretize,
-    n_bins,
-    undiscretize,
-)
+from jdp.data.transforms import TableEncoder
 from jdp.nn.heads import activate, heads_for_spans
 from jdp.verbosity import show_private_details
 
@@ -388,66 +384,3 @@ def test_a_value_state_never_decodes_to_a_point_mass():
     assert out["gain"].tolist() == [1, 99_998, 0, 99_999]
     assert out["x"].iloc[0] == np.nextafter(0.5, 3.0) and out["x"].iloc[2] == 0.5
     assert np.isnan(out["x"].iloc[3])
-
-
-def _contract_module():
-    """tests/contracts/test_synthesizers.py (its TINY configs: one copy), loaded by path."""
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).parents[1] / "contracts" / "test_synthesizers.py"
-    spec = importlib.util.spec_from_file_location("_synth_contract", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-MIXED_SCHEMA = Schema(
-    columns=(
-        Column(name="g", kind="integer", lower=0, upper=50, point_masses=(0,)),
-        Column(name="x", kind="continuous", lower=0.0, upper=1.0, nullable=True),
-        Column(name="c", kind="categorical", categories=("NA", "b"), nullable=True),
-        Column(name="y", kind="categorical", categories=("no", "yes")),
-    ),
-    target="y",
-)
-
-
-@pytest.mark.slow  # fits every registered method (~100 s on 2 shared cores)
-@pytest.mark.filterwarnings("ignore:.*budget is too small for any signal")
-def test_every_method_fits_and_samples_masses_and_missing_values():
-    """Every registered synthesizer consumes the state indicators through the encoder (or
-    the mass/missing cells through discretize): a fit on a table with a point mass and
-    missing values samples rows whose values are in bounds, masses exact, missing values
-    only in the nullable columns."""
-    from accounting import PrivacyBudget
-    from jdp.synth.base import available_methods, fit_model, get_method, sample_model
-
-    contract = _contract_module()
-    rng = np.random.default_rng(12)
-    n = contract.N
-    x = rng.uniform(0, 1, n)
-    x[rng.random(n) < 0.3] = np.nan
-    frame = pd.DataFrame(
-        {
-            "g": np.where(rng.random(n) < 0.7, 0, rng.integers(1, 51, n)),
-            "x": x,
-            "c": rng.choice(np.array(["NA", "b", None], dtype=object), n),
-            "y": rng.choice(["no", "yes"], n).astype(object),
-        }
-    )
-    budget = PrivacyBudget(epsilon=1.0, delta=1e-5)
-    for method in available_methods():
-        m = get_method(method)
-        config = m.make_config(None, **contract.TINY[method])
-        key = jax.random.key(3)
-        if method in contract.NON_PRIVATE:
-            model = m.fit(key, MIXED_SCHEMA.conform(frame), budget, config)
-        else:
-            model = fit_model(key, method, frame, budget, config, schema=MIXED_SCHEMA)
-        out = sample_model(jax.random.key(4), model, 50)
-        assert list(out.columns) == MIXED_SCHEMA.names, method
-        assert out["g"].dtype == np.int64 and out["g"].between(0, 50).all(), method
-        assert out["x"].dropna().between(0, 1).all(), method
-        assert set(out["c"].dropna()) <= {"NA", "b"} and set(out["y"]) <= {"no", "yes"}, method
-        assert not out[["g", "y"]].isna().any().any(), method

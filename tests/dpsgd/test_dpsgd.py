@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -235,3 +237,23 @@ def test_secure_noise_without_noise_is_the_plain_mean():
     )
     out, _ = agg.update(clipping.ClippedSum(tree, jnp.float32(1.0)), agg.init(tree))
     np.testing.assert_allclose(out["w"], 6.1 / 4.0, rtol=1e-7)
+
+
+def test_a_method_template_is_checked_by_one_rule():
+    """``check_template`` is what every method config with DP-SGD calls: a template has no
+    noise of its own, Poisson sampling, and the performance flags are an object."""
+    from jdp.dpsgd import DPSGDConfig, Performance, check_template
+
+    ok = DPSGDConfig(l2_clip_norm=1.0, sampling_prob=0.1, expected_batch_size=5.0, steps=3)
+    why = {"calibrated_by": "M", "poisson_because": "add/remove"}
+    check_template(ok, Performance(), **why)
+    check_template(ok, **why)  # a config without performance flags
+    with pytest.raises(TypeError, match="expected dpsgd to be a DPSGDConfig"):
+        check_template({"l2_clip_norm": 1.0}, **why)
+    with pytest.raises(ValueError, match="expected kip without noise_multiplier.*M calibrates"):
+        check_template(ok.with_noise(1.0), field="kip", **why)
+    with pytest.raises(ValueError, match=r"expected dpsgd.sampling='poisson' \(add/remove\)"):
+        check_template(dataclasses.replace(ok,
+                                   sampling="without_replacement"), **why)  # fmt: skip
+    with pytest.raises(TypeError, match="expected performance to be a Performance"):
+        check_template(ok, "ghost", **why)

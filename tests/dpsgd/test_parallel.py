@@ -17,7 +17,7 @@ import json, sys
 import jax, jax.numpy as jnp, numpy as np, optax
 sys.path.insert(0, sys.argv[1])
 from dpsgd_problems import mlp_problem
-from jdp.dpsgd import DPSGDConfig, data_mesh, dp_aggregate, make_dp_step, train
+from jdp.dpsgd import DPSGDConfig, Performance, data_mesh, dp_aggregate, make_dp_step, train
 
 assert jax.device_count() == 4, jax.devices()
 loss_fn, params, data = mlp_problem(8)
@@ -39,9 +39,10 @@ for method in ("general", "ghost"):
 
 host = jax.tree.map(np.asarray, data)
 config = DPSGDConfig(l2_clip_norm=0.4, sampling_prob=0.5, expected_batch_size=4.0, steps=3, noise_multiplier=1.3)
-kw = dict(method="general", progress=False)
-r1 = train(jax.random.key(3), loss_fn, params, optax.sgd(0.5), host, config, **kw)
-r4 = train(jax.random.key(3), loss_fn, params, optax.sgd(0.5), host, config, mesh=mesh, **kw)
+one = Performance(clipping="general")
+four = Performance(clipping="general", mesh=mesh)
+r1 = train(jax.random.key(3), loss_fn, params, optax.sgd(0.5), host, config, performance=one)
+r4 = train(jax.random.key(3), loss_fn, params, optax.sgd(0.5), host, config, performance=four)
 diff = max(float(jnp.max(jnp.abs(a - b))) for a, b in zip(jax.tree.leaves(r1.params), jax.tree.leaves(r4.params)))
 moved = max(float(jnp.max(jnp.abs(a - b))) for a, b in zip(jax.tree.leaves(r1.params), jax.tree.leaves(params)))
 out["train"] = {"diff": diff, "moved": moved}

@@ -11,7 +11,15 @@ from scipy import stats
 
 from accounting import events as ev
 from accounting.builders import dpsgd_event
-from jdp.dpsgd import DPSGDConfig, FixedSizeSampling, PoissonSampling, train
+from jdp.dpsgd import (
+    DPSGDConfig,
+    FixedSizeSampling,
+    GhostClipping,
+    Performance,
+    PoissonSampling,
+    start,
+    train,
+)
 from jdp.dpsgd import clip_schedules as cs
 from jdp.dpsgd.noise import noise_cut
 from jdp.nn.mlp import MLP
@@ -44,17 +52,18 @@ def _config(**overrides) -> DPSGDConfig:
     return DPSGDConfig(**args)
 
 
-def _train(seed: int, config: DPSGDConfig, optimizer=None, loss_fn=None, **flags):
-    """:func:`train` on :func:`_problem` (its loss has aux), SGD(0.1) unless given."""
+def _train(seed: int, config: DPSGDConfig, optimizer=None, loss_fn=None, **performance):
+    """:func:`train` on :func:`_problem`'s loss (its value without the aux), SGD(0.1) unless
+    given; ``performance`` are :class:`Performance` fields."""
     problem_loss, params, data, _ = _problem()
     return train(
         jax.random.key(seed),
-        problem_loss if loss_fn is None else loss_fn,
+        (lambda p, ex, k: problem_loss(p, ex, k)[0]) if loss_fn is None else loss_fn,
         params,
         optax.sgd(0.1) if optimizer is None else optimizer,
         data,
         config,
-        **({"has_aux": loss_fn is None, "progress": False} | flags),
+        performance=Performance(**performance),
     )
 
 
@@ -93,12 +102,13 @@ def test_target_epsilon_is_met():
     assert out.ledger.epsilon(1e-5) <= eps
 
 
-def test_model_state_is_threaded_and_never_sees_data():
-    """An RBM-like loss whose negative phase uses a persistent, data-independent state."""
+def test_a_loop_of_its_own_threads_a_public_model_state():
+    """An RBM-like loss whose negative phase reads a persistent, data-independent state that
+    the loop changes between steps (:mod:`jdp.dpsgd.run`); the run refuses a step beyond its
+    plan (it would spend more than its ledger says)."""
     data = {"x": np.ones((16, 3), np.float32)}
     params = {"w": jnp.zeros(3)}
     loss_fn = lambda p, ex, key, state: -jnp.dot(p["w"], ex["x"]) + jnp.dot(p["w"], state)
-    update = lambda key, p, state: state + 1.0
     config = _config(
         l2_clip_norm=np.inf,
         sampling_prob=1.0,
@@ -106,21 +116,19 @@ def test_model_state_is_threaded_and_never_sees_data():
         steps=3,
         noise_multiplier=0.0,
     )
-    out = train(
-        jax.random.key(0),
-        loss_fn,
-        params,
-        optax.sgd(1.0),
-        data,
-        config,
-        model_state=jnp.zeros(3),
-        state_update_fn=update,
-        progress=False,
-    )
-    np.testing.assert_allclose(out.model_state, 3.0)
+    state0 = jnp.zeros(3)
+    run = start(jax.random.key(0), loss_fn, params, optax.sgd(1.0), data, config,
+                model_state=state0)  # fmt: skip
+    state = run.init(params, state0)
+    for chunks in run.batches():
+        state = run.step(state, chunks)
+        state = state._replace(model_state=state.model_state + 1.0)
+    np.testing.assert_allclose(state.model_state, 3.0)
     # per-example gradient x - state = 1, 0, -1 at steps 0, 1, 2; mean over the 16 rows
-    np.testing.assert_allclose(out.params["w"], 0.0, atol=1e-6)
-    assert isinstance(out.ledger.entries[0].event, ev.NonPrivateDpEvent)
+    np.testing.assert_allclose(state.params["w"], 0.0, atol=1e-6)
+    assert isinstance(run.ledger().entries[0].event, ev.NonPrivateDpEvent)
+    with pytest.raises(RuntimeError, match="planned and accounted for 3 steps"):
+        run.step(state, chunks)
 
 
 def test_clipping_decay_keeps_the_noise_multiplier():
@@ -192,7 +200,7 @@ def test_config_stores_the_batch_selection_strategy():
         ({"l2_clip_norm": -1.0}, "expected l2_clip_norm > 0, got -1"),
         ({"noise_multiplier": -1.0}, "expected noise_multiplier >= 0, got -1"),
         ({"epochs": 1.0}, "exactly one of steps or epochs"),
-        ({"noise_multiplier": None}, "exactly one of noise_multiplier or target_epsilon"),
+        ({"target_epsilon": 1.0, "target_delta": 1e-5}, "at most one of noise_multiplier"),
         ({"sampling": "bernoulli"}, r"expected sampling in \('poisson', 'without_replacement'\)"),
     ],
 )
@@ -201,19 +209,28 @@ def test_invalid_settings_raise(kwargs, message):
         _config(expected_batch_size=12.8, **kwargs)
 
 
+def test_a_template_without_noise_cannot_train():
+    """A method's template leaves the noise to its calibration; a run needs it said."""
+    template = _config(noise_multiplier=None)
+    assert template.with_noise(1.5).noise_multiplier == 1.5
+    assert template.with_noise(1.5).without_noise() == template
+    with pytest.raises(ValueError, match="exactly one of noise_multiplier or target_epsilon"):
+        _train(0, template)
+
+
 def test_forcing_ghost_on_a_loss_it_cannot_handle_raises():
     loss_fn, _, _, _ = _problem()
     penalised = lambda p, ex, k: (
         loss_fn(p, ex, k)[0] + sum(jnp.sum(w**2) for w in jax.tree_util.tree_leaves(p))
     )
     with pytest.raises(ValueError, match="method='ghost' is not exact"):
-        _train(0, _config(steps=1), loss_fn=penalised, method="ghost")
+        _train(0, _config(steps=1), loss_fn=penalised, clipping=GhostClipping())
 
 
 def test_gradient_accumulation_over_small_chunks_equals_one_chunk():
     config = _config(l2_clip_norm=0.5, sampling_prob=0.3, steps=3)
-    whole = _train(6, config, optax.sgd(0.5), method="general")
-    chunked = _train(6, config, optax.sgd(0.5), method="general", chunk_size=8)
+    whole = _train(6, config, optax.sgd(0.5), clipping="general")
+    chunked = _train(6, config, optax.sgd(0.5), clipping="general", chunk_size=8)
     # ~38 records per step in chunks of 8: same Poisson batches, same single noise draw
     for a, b in zip(
         jax.tree_util.tree_leaves(whole.params),
@@ -239,8 +256,7 @@ def _zero_gradient_update(seed: int, rows: int, size: int, **config) -> np.ndarr
         optax.sgd(1.0),
         data,
         config,
-        method="general",
-        progress=False,
+        performance=Performance(clipping="general"),
     )
     return np.asarray(out.params["w"], np.float64)
 
@@ -292,7 +308,7 @@ def test_non_finite_record_is_dropped_by_train_with_a_warning_that_counts_nothin
     config = DPSGDConfig(
         l2_clip_norm=0.5, sampling_prob=1.0, steps=2, noise_multiplier=1.0, expected_batch_size=16.0
     )
-    kwargs = {"method": method, "progress": False}
+    kwargs = {"performance": Performance(clipping=method)}
     with show_private_details(), pytest.warns(RuntimeWarning, match="non-finite") as record:
         bad = train(
             jax.random.key(2), loss_fn, params, optax.sgd(0.1), {"x": x, "w": w}, config, **kwargs
@@ -354,9 +370,7 @@ def test_progress_epsilon_after_the_last_step_is_the_ledgers(sampling):
     def loss(p, x, key):
         return jnp.sum((p - x) ** 2)
 
-    result = train(
-        jax.random.key(0), loss, jnp.zeros(3), optax.sgd(0.1), data, config, progress=False
-    )
+    result = train(jax.random.key(0), loss, jnp.zeros(3), optax.sgd(0.1), data, config)
     z, cut = result.noise_multiplier, noise_cut(jnp.zeros(3))
     last = config.epsilon_after(12, z, 50, noise_cut=cut)
     assert last == pytest.approx(result.ledger.epsilon(1e-5), rel=1e-12)
@@ -379,8 +393,7 @@ def test_on_step_sees_every_iterate_and_the_last_is_the_result():
         optax.sgd(0.1),
         np.ones((20, 2), np.float32),
         config,
-        progress=False,
-        on_step=lambda t, p, s: seen.append((t, np.asarray(p))),
+        on_step=lambda t, p: seen.append((t, np.asarray(p))),
     )
     assert [t for t, _ in seen] == [1, 2, 3, 4, 5]
     np.testing.assert_array_equal(seen[-1][1], np.asarray(result.params))

@@ -16,10 +16,14 @@ from jdp.nn.heads import (
     binned_cell,
     check_layout,
     decode_sample,
+    heads_for_encoder,
     heads_for_spans,
+    into_heads,
     layout_width,
     log_likelihood,
+    numeric_cells,
     raw_width,
+    uniform_binned_heads,
 )
 
 LAYOUT = (("bernoulli", 2), ("tanh", 1), ("gaussian", 2), ("categorical", 3))
@@ -94,6 +98,60 @@ def test_heads_for_spans_and_layout_checks():
         check_layout([("beta", 2)])
     with pytest.raises(ValueError, match="expected head width >= 1, got 0"):
         check_layout([("bernoulli", 0)])
+
+
+def test_heads_for_encoder_bins_numeric_columns_when_the_output_layer_allows():
+    """The table -> layout policy: a binned head per numeric column (one cell per integer up
+    to ``numeric_bins``), a state head after a column with point masses, a categorical head
+    per category block; ``"auto"`` falls back to the merged bernoulli layout when the binned
+    output layer is wider than ``max_raw_width``."""
+    schema = Schema(
+        columns=(
+            Column(name="a", kind="continuous", lower=0, upper=1),
+            Column(name="b", kind="integer", lower=0, upper=5, point_masses=(0,)),
+            Column(name="c", kind="categorical", categories=("x", "y", "z")),
+            Column(name="k", kind="integer", lower=0, upper=99),
+        )
+    )
+    encoder = TableEncoder(schema, continuous_range=(0.0, 1.0))
+    binned = (("binned", 8), ("binned", 6), ("state", 2), ("categorical", 3), ("binned", 8))
+    assert heads_for_encoder(encoder, numeric_head="binned", numeric_bins=8) == binned
+    assert [numeric_cells(c, 8) for c in schema.columns if c.is_numeric] == [8, 6, 8]
+    bernoulli = heads_for_spans(encoder.spans, merge=True)
+    assert heads_for_encoder(encoder, numeric_head="bernoulli") == bernoulli
+    wide = raw_width(binned)
+    auto = {"numeric_head": "auto", "numeric_bins": 8}
+    assert heads_for_encoder(encoder, **auto, max_raw_width=wide) == binned
+    assert heads_for_encoder(encoder, **auto, max_raw_width=wide - 1) == bernoulli
+    with pytest.raises(ValueError, match="expected max_raw_width with numeric_head='auto'"):
+        heads_for_encoder(encoder)
+    with pytest.raises(ValueError, match="expected numeric_head in"):
+        heads_for_encoder(encoder, numeric_head="gaussian")
+    signed = TableEncoder(schema, continuous_range=(-1.0, 1.0))
+    with pytest.raises(ValueError, match=r"expected numeric columns scaled to \[0, 1\]"):
+        heads_for_encoder(signed, numeric_head="binned")
+
+
+def test_into_heads_gives_each_head_a_valid_target():
+    layout = (("bernoulli", 3), ("categorical", 3), ("gaussian", 1), ("categorical", 2))
+    x = jnp.array([[-0.5, 0.4, 1.7, 0.6, -0.2, 0.2, 5.0, -1.0, -3.0]])
+    t = np.asarray(into_heads(x, layout))[0]
+    np.testing.assert_allclose(t[:3], [0.0, 0.4, 1.0])
+    np.testing.assert_allclose(t[3:6], [0.75, 0.0, 0.25])  # clipped at 0, renormalised
+    assert t[6] == 5.0
+    np.testing.assert_allclose(t[7:], [0.5, 0.5])  # nothing left: uniform
+
+
+def test_uniform_binned_heads_zero_only_the_histogram_logits():
+    layout = (("bernoulli", 2), ("binned", 3), ("categorical", 2))
+    dense = {"kernel": jnp.ones((4, raw_width(layout))), "bias": jnp.ones(raw_width(layout))}
+    out = uniform_binned_heads(dense, layout)
+    keep = np.array([1, 1, 0, 0, 0, 1, 1], dtype=float)
+    np.testing.assert_array_equal(out["bias"], keep)
+    np.testing.assert_array_equal(out["kernel"], np.tile(keep, (4, 1)))
+    # whatever the input, the binned head's softmax is uniform over its cells
+    raw = jnp.ones(4) @ out["kernel"] + out["bias"]
+    np.testing.assert_allclose(jax.nn.softmax(raw[2:5]), np.full(3, 1 / 3), rtol=1e-6)
 
 
 # -- binned and state heads: draws from the model, not its mean --------------------------------

@@ -1,6 +1,7 @@
 """ClustMix (jdp.synth.clustmix): strict mode's ledger holds every phase and equals its
 data-free plan; paper mode is labelled "paper's claimed guarantee, not proven"; bad input
-gives one-line errors and writes nothing; fit/sample/save/load through the API and the CLI."""
+gives one-line errors and writes nothing; the codec and the CLI's paper-mode report (the
+save/load round trip is tests/contracts/test_synthesizers.py's)."""
 
 from __future__ import annotations
 
@@ -16,9 +17,9 @@ from accounting import PrivacyBudget, PrivacyLedger, compute_epsilon
 from accounting.ledger import PAPER_CLAIM
 from jdp.data.schema import Column, Schema
 from jdp.mechanisms.mixing import paper_noise_std
-from jdp.synth import io
 from jdp.synth.base import fit_model, sample_model
-from jdp.synth.clustmix import ClustMix, ClustMixConfig, fit_arrays, strict_plan
+from jdp.synth.clustmix import ClustMix, ClustMixCodec, ClustMixConfig, fit, strict_plan
+from jdp.synth.configs import apply_overrides
 
 EPS, DELTA = 1.0, 1e-5
 X_WIDTH = 4  # the columns of _arrays (a public shape the plan's DP-KIP phase reads)
@@ -53,20 +54,34 @@ def _frame(n: int = 300, seed: int = 0) -> pd.DataFrame:
     )
 
 
-CONFIG = ClustMixConfig(n_clusters=3, mixture_size=20, cluster_steps=3, kip_steps=0)
+CONFIG = ClustMixConfig(n_clusters=3, mixture_size=20, cluster_steps=3, adapt=False)
+PAPER = dataclasses.replace(CONFIG, mode="paper")
+
+
+def _kip(config: ClustMixConfig, **kip_dpsgd) -> ClustMixConfig:
+    """``config`` with Adapt on and these ``kip_dpsgd`` fields."""
+    return apply_overrides(config, {"adapt": True, "kip_dpsgd": kip_dpsgd})
 
 
 def _fit(config: ClustMixConfig, x=None, y=None, key: int = 0):
     if x is None:
         x, y = _arrays()
-    return fit_arrays(
-        jax.random.key(key), x, y, n_classes=2, epsilon=EPS, delta=DELTA, config=config
-    )
+    return fit(jax.random.key(key), x, y, n_classes=2, epsilon=EPS, delta=DELTA, config=config)
+
+
+@pytest.fixture(scope="module")
+def strict_release():
+    return _fit(CONFIG)
+
+
+@pytest.fixture(scope="module")
+def paper_release():
+    return _fit(PAPER)
 
 
 # -- strict mode ------------------------------------------------------------------------------
-def test_strict_ledger_holds_every_phase_and_equals_the_data_free_plan():
-    release = _fit(CONFIG)
+def test_strict_ledger_holds_every_phase_and_equals_the_data_free_plan(strict_release):
+    release = strict_release
     ledger = release.ledger
     assert ledger.labels == ["clustmix/dp-clustering", "clustmix/cluster-sizes", "clustmix/mixing"]
     assert not ledger.has_paper_mode
@@ -90,7 +105,7 @@ def test_strict_ledger_holds_every_phase_and_equals_the_data_free_plan():
 
 
 def test_strict_ledger_with_dp_kip_holds_the_adapt_phase():
-    config = dataclasses.replace(CONFIG, kip_steps=2, kip_sampling_prob=0.1)
+    config = _kip(CONFIG, steps=2, sampling_prob=0.1)
     x, y = _arrays(n=600)
     release = _fit(config, x, y)
     ledger = release.ledger
@@ -106,13 +121,13 @@ def test_strict_ledger_with_dp_kip_holds_the_adapt_phase():
     )
     assert 0.99 * EPS <= ledger.epsilon(DELTA) <= min(EPS, ledger.epsilon(DELTA, accountant="rdp"))
     # Adapt moved the mixtures: same key without DP-KIP gives other features
-    plain = _fit(dataclasses.replace(config, kip_steps=0), x, y)
+    plain = _fit(dataclasses.replace(config, adapt=False), x, y)
     assert release.features.shape[1] == plain.features.shape[1]
     assert not np.allclose(release.features.mean(axis=0), plain.features.mean(axis=0))
 
 
-def test_strict_mixtures_follow_the_classes():
-    release = _fit(CONFIG)
+def test_strict_mixtures_follow_the_classes(strict_release):
+    release = strict_release
     means = [release.features[release.labels == c].mean(axis=0) for c in (0, 1)]
     # class means are 0.3 and 0.7; mixture noise std about 0.2 per coordinate over ~50 mixtures
     assert np.all(np.abs(means[0] - 0.3) < 0.15) and np.all(np.abs(means[1] - 0.7) < 0.15)
@@ -123,15 +138,14 @@ def test_strict_em_clustering_and_budget_too_small():
     assert release.ledger.epsilon(DELTA) <= EPS
     x, y = _arrays(n=200)
     with pytest.raises(ValueError, match="budget too small"):  # data-free refusal
-        fit_arrays(jax.random.key(0), x, y, n_classes=2, epsilon=0.01, delta=DELTA, config=CONFIG)
+        fit(jax.random.key(0), x, y, n_classes=2, epsilon=0.01, delta=DELTA, config=CONFIG)
     with pytest.raises(ValueError, match="no cluster can supply a mixture"):  # l too large
         _fit(dataclasses.replace(CONFIG, mixture_size=5000), x, y)
 
 
 # -- paper mode -------------------------------------------------------------------------------
-def test_paper_mode_is_labelled_and_uses_eq8():
-    config = dataclasses.replace(CONFIG, mode="paper")
-    release = _fit(config)
+def test_paper_mode_is_labelled_and_uses_eq8(paper_release):
+    release = paper_release
     ledger = release.ledger
     assert ledger.labels == ["clustmix/approximate", "clustmix/anonymise"]
     assert all(e.mode == "paper" and e.note.startswith(PAPER_CLAIM) for e in ledger.entries)
@@ -145,16 +159,15 @@ def test_paper_mode_is_labelled_and_uses_eq8():
     assert 2 * 3 <= release.info["groups"] <= 2000 // 20
 
 
-def test_paper_mode_with_kip_adapt_records_the_adapt_phase():
-    config = dataclasses.replace(CONFIG, mode="paper", kip_steps=3, kip_target_batch_size=200)
+def test_paper_mode_with_kip_adapt_records_the_adapt_phase(paper_release):
+    config = _kip(dataclasses.replace(PAPER, kip_target_batch_size=200), steps=3)
     release = _fit(config)
     assert release.ledger.labels == [
         "clustmix/approximate",
         "clustmix/adapt",
         "clustmix/anonymise",
     ]
-    plain = _fit(dataclasses.replace(config, kip_steps=0))
-    assert not np.allclose(release.features, plain.features)
+    assert not np.allclose(release.features, paper_release.features)  # same key, no Adapt
 
 
 # -- bad input --------------------------------------------------------------------------------
@@ -165,13 +178,17 @@ def test_bad_input_gives_one_line_errors():
     with pytest.raises(ValueError, match="mixture_size >= 1"):
         ClustMixConfig(mixture_size=0)
     with pytest.raises(ValueError, match="impossible"):
-        _fit(dataclasses.replace(CONFIG, mode="paper", mixture_size=30), x, y)
+        _fit(dataclasses.replace(PAPER, mixture_size=30), x, y)
     with pytest.raises(TypeError, match="public encoding"):
         _fit(CONFIG, x.astype(object), y)
     with pytest.raises(ValueError, match="public box"):
         _fit(CONFIG, x * 5, y)
     with pytest.raises(ValueError, match="delta in"):
-        fit_arrays(jax.random.key(0), x, y, n_classes=2, epsilon=1, delta=0.0, config=CONFIG)
+        fit(jax.random.key(0), x, y, n_classes=2, epsilon=1, delta=0.0, config=CONFIG)
+    with pytest.raises(ValueError, match="kip_dpsgd without noise_multiplier"):
+        _kip(CONFIG, noise_multiplier=1.0)
+    with pytest.raises(ValueError, match="kip_dpsgd.sampling='poisson'"):
+        _kip(CONFIG, sampling="without_replacement")
     with pytest.raises(ValueError, match="categorical target"):
         fit_model(
             jax.random.key(0), "clustmix", _frame(), PrivacyBudget(epsilon=1, delta=1e-5),
@@ -179,23 +196,7 @@ def test_bad_input_gives_one_line_errors():
         )  # fmt: skip
 
 
-# -- the common API and the CLI ---------------------------------------------------------------
-def test_estimator_fit_sample_save_load(tmp_path):
-    model = ClustMix(
-        epsilon=1.0, delta=1e-5, schema=SCHEMA, seed=0, n_clusters=2, mixture_size=10, kip_steps=0
-    )
-    rows = model.fit(_frame()).sample(50)
-    assert list(rows.columns) == SCHEMA.names and len(rows) == 50
-    assert set(rows["c"]) <= {"u", "v", "w"} and set(rows["y"]) <= {"no", "yes"}
-    assert rows["a"].between(0, 10).all() and rows["b"].dtype == np.int64
-    path = model.save(tmp_path / "m")
-    loaded = io.load(path)
-    key = jax.random.key(4)
-    pd.testing.assert_frame_equal(
-        sample_model(key, loaded, 30), sample_model(key, model.model_, 30)
-    )
-
-
+# -- the CLI ----------------------------------------------------------------------------------
 def test_cli_fit_paper_mode_shows_the_label_and_bad_options_write_nothing(tmp_path, capsys):
     from jdp.cli import main
 
@@ -203,7 +204,7 @@ def test_cli_fit_paper_mode_shows_the_label_and_bad_options_write_nothing(tmp_pa
     SCHEMA.save(tmp_path / "s.json")
     base = ["fit", "--method", "clustmix", "--data", str(tmp_path / "d.csv"), "--schema",
             str(tmp_path / "s.json"), "--epsilon", "1", "--delta", "1e-5", "--seed", "0",
-            "--set", "kip_steps=0"]  # fmt: skip
+            "--set", "adapt=false"]  # fmt: skip
     code = main(base + ["--out", str(tmp_path / "m"), "--set", "mode=paper",
                         "--set", "n_clusters=2", "--set", "mixture_size=10"])  # fmt: skip
     out, err = capsys.readouterr()
@@ -219,20 +220,18 @@ def test_cli_fit_paper_mode_shows_the_label_and_bad_options_write_nothing(tmp_pa
 
 
 def test_ordinal_encoding_is_one_feature_per_column_and_decodes_exactly():
-    from jdp.synth.clustmix.table import encode_features, one_hot_columns, table_encoder
-
     frame = _frame()
-    o = encode_features(SCHEMA, frame, "ordinal")
+    codec = ClustMixCodec.of(SCHEMA, "ordinal")
+    o, y = codec.encode(frame)
     assert o.shape == (len(frame), 3) and o.min() >= 0 and o.max() <= 1
-    encoder = table_encoder(SCHEMA)
-    back = encoder.decode(one_hot_columns(encoder, o), encoder.encode_target(frame))
+    back = codec.decode(jax.random.key(0), (o, y))
     pd.testing.assert_frame_equal(
         back[["b", "c", "y"]], frame[["b", "c", "y"]].astype(back[["b", "c", "y"]].dtypes)
     )
     assert np.allclose(back["a"], frame["a"])
     model = ClustMix(
         epsilon=1.0, delta=1e-5, schema=SCHEMA, seed=0, n_clusters=2, mixture_size=10,
-        kip_steps=0, categorical_encoding="ordinal",
+        adapt=False, categorical_encoding="ordinal",
     )  # fmt: skip
     rows = model.fit(frame).sample(40)
     assert set(rows["c"]) <= {"u", "v", "w"} and rows["b"].between(0, 4).all()
@@ -246,7 +245,7 @@ def test_strict_groups_change_only_for_the_added_or_removed_record():
     duplicate of a record, one exactly between two centres -- or any record removed leaves
     every other record in its group, so exactly one group sum changes."""
     from jdp.mechanisms.mixing import group_sums, mixing_sensitivity
-    from jdp.synth.clustmix.model import assign_clusters, mixing_groups
+    from jdp.synth.clustmix.phases import assign_clusters, mixing_groups
 
     x, y = _arrays(n=400)
     centres = [np.array([[0.2] * 4, [0.4] * 4]), np.array([[0.6] * 4, [0.8] * 4])]
@@ -306,8 +305,8 @@ MASS_SCHEMA = Schema(
 )
 
 
-@pytest.mark.parametrize("kip_steps", [0, 3])
-def test_table_state_blocks_are_drawn_from_the_denoised_unshifted_mixtures(kip_steps):
+@pytest.mark.parametrize("adapt", [False, True])
+def test_table_state_blocks_are_drawn_from_the_denoised_unshifted_mixtures(adapt):
     """Issue 15 section 3: the zero state of ``g`` is drawn with the probabilities of the
     denoised mixtures without the Adapt shift. ``n`` is a multiple of the number of released
     mixtures, so every mixture is drawn ``r`` times and the expected zero count is ``r`` times
@@ -327,7 +326,8 @@ def test_table_state_blocks_are_drawn_from_the_denoised_unshifted_mixtures(kip_s
             "y": np.where(y == 1, "yes", "no").astype(object),
         }
     )
-    config = ClustMixConfig(n_clusters=3, mixture_size=20, cluster_steps=3, kip_steps=kip_steps)
+    config = _kip(ClustMixConfig(n_clusters=3, mixture_size=20, cluster_steps=3), steps=3)
+    config = dataclasses.replace(config, adapt=adapt)
     budget = PrivacyBudget(epsilon=2.0, delta=1e-5)
     model = fit_model(jax.random.key(0), "clustmix", frame, budget, config, schema=MASS_SCHEMA)
     p = model.params
@@ -339,7 +339,7 @@ def test_table_state_blocks_are_drawn_from_the_denoised_unshifted_mixtures(kip_s
     expected, sd = r * p_zero.sum(), np.sqrt(r * np.sum(p_zero * (1 - p_zero)))
     observed = int((out["g"] == 0).sum())
     assert abs(observed - expected) < 5 * sd, (observed, expected, sd)
-    if kip_steps == 0:  # the old decoding: argmax of the shifted (here: zero shift), clipped block
+    if not adapt:  # the old decoding: argmax of the shifted (here: zero shift), clipped block
         shifted = np.clip(p["mixtures"] + p["shift"], 0.0, 1.0)[:, 2:4]
         argmax = r * int((shifted.argmax(axis=1) == 1).sum())
         assert abs(argmax - expected) > 5 * sd, (argmax, expected, sd)
@@ -352,7 +352,7 @@ def test_strict_fit_does_not_depend_on_a_class_size():
     ``fit_model`` with the same ledger (the old code refused ``k - 1`` with "too few rows for
     k=..." and 0 with "at least one row")."""
     k = 2
-    config = ClustMixConfig(n_clusters=k, mixture_size=10, cluster_steps=2, kip_steps=0)
+    config = ClustMixConfig(n_clusters=k, mixture_size=10, cluster_steps=2, adapt=False)
     budget = PrivacyBudget(epsilon=2.0, delta=1e-5)
     frame = _frame(n=80, seed=1)
     no, yes = frame[frame["y"] == "no"], frame[frame["y"] == "yes"]

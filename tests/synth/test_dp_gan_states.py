@@ -4,6 +4,8 @@ frequencies (a binomial bound)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import numpy as np
 import pandas as pd
@@ -15,15 +17,8 @@ from jdp.data.schema import Column, Schema
 from jdp.dpsgd.noise import noise_cut
 from jdp.mechanisms.noise import gaussian_event
 from jdp.synth.base import fit_model, sample_model
-from jdp.synth.dp_gan.model import (
-    calibrate_noise,
-    critic_config,
-    fit_arrays,
-    head_layout,
-    init_state,
-    table_encoder,
-)
-from jdp.synth.states import state_blocks, state_counts
+from jdp.synth.dp_gan.model import calibrate_noise, codec, fit_arrays, init_state
+from jdp.synth.states import state_counts
 
 from .test_dp_gan import CONFIG
 
@@ -36,6 +31,7 @@ SCHEMA = Schema(
     ),
     target="y",
 )
+CODEC = codec(SCHEMA, CONFIG)
 ALPHA = 1e-3
 
 
@@ -50,48 +46,46 @@ def _frame(n: int, seed: int = 0) -> pd.DataFrame:
     )
 
 
-def test_state_counts_and_dpsgd_share_the_budget():
+@pytest.fixture(scope="module")
+def model():
+    """One fit through the method on a table with a point-mass column, shared."""
+    return fit_model(jax.random.key(0), "dp-gan", SCHEMA.conform(_frame(50)), BUDGET, CONFIG)
+
+
+def test_state_counts_and_dpsgd_share_the_budget(model):
     """With a point-mass column the ledger is ``dp-sgd`` then ``dp-gan-state-counts`` (the
     counts' Gaussian at the jointly calibrated multiplier) and meets the budget (not far
     below it); the DP-SGD run gets more noise than it would alone; without state blocks the
-    ledger is DP-SGD alone, as before."""
-    encoder = table_encoder(SCHEMA)
-    blocks = state_blocks(encoder)
-    x = encoder.encode(_frame(50))
-    params, ledger = fit_arrays(
-        jax.random.key(0), x, head_layout(encoder), BUDGET, CONFIG, state_blocks=blocks
-    )
-    assert ledger.labels == ["dp-sgd", "dp-gan-state-counts"]
-    critic, _ = init_state(jax.random.split(jax.random.key(0))[0], CONFIG, head_layout(encoder))
-    z = calibrate_noise(
-        CONFIG, BUDGET, critic_config(CONFIG, BUDGET), len(x), noise_cut=noise_cut(critic)
-    )
-    assert ledger.entries[1].event == gaussian_event(z["states"])
-    eps = ledger.epsilon(BUDGET.delta)
+    ledger is DP-SGD alone (``test_dp_gan.py::test_fit_meets_the_budget_and_names_the_path``)."""
+    x = CODEC.encode(_frame(50))
+    assert CODEC.state_blocks and model.ledger.labels == ["dp-sgd", "dp-gan-state-counts"]
+    init_key = jax.random.split(jax.random.key(0), 4)[0]  # fit_arrays' first key
+    critic, _ = init_state(init_key, CONFIG, CODEC.layout)
+    cut, dp = noise_cut(critic), CONFIG.dpsgd
+    z = calibrate_noise(dp, BUDGET, noise_cut=cut, state_share=CONFIG.state_share)
+    assert model.ledger.entries[0].event == dp.event(z.sgd, len(x), noise_cut=cut)
+    assert model.ledger.entries[1].event == gaussian_event(z.states)
+    eps = model.ledger.epsilon(BUDGET.delta)
     assert BUDGET.epsilon * 0.99 <= eps <= BUDGET.epsilon * (1 + 1e-9)
-    alone = critic_config(CONFIG, BUDGET).calibrated_noise_multiplier(len(x))
-    assert z["sgd"] > alone
-    assert params["state_counts"].shape == (1, 2)
+    alone = calibrate_noise(dp, BUDGET, noise_cut=cut, state_share=None)
+    assert z.sgd > alone.sgd and alone.states is None
+    assert model.params["state_counts"].shape == (1, 2)
     # non-private limit: the exact counts, no noise
-    params, _ = fit_arrays(
-        jax.random.key(0), x, head_layout(encoder), None, CONFIG, state_blocks=blocks
-    )
+    params, _ = fit_arrays(jax.random.key(0), x, CODEC, None, CONFIG)
     np.testing.assert_array_equal(
-        params["state_counts"], state_counts(np.zeros(len(x), int), 1, x, blocks)
+        params["state_counts"], state_counts(np.zeros(len(x), int), 1, x, CODEC.state_blocks)
     )
-    params, ledger = fit_arrays(jax.random.key(0), x, head_layout(encoder), BUDGET, CONFIG)
-    assert ledger.labels == ["dp-sgd"] and params["state_counts"].shape == (1, 0)
 
 
 @pytest.mark.parametrize("share", [0.3, 0.8])
-def test_sampled_zero_share_is_the_released_one(share):
+def test_sampled_zero_share_is_the_released_one(model, share):
     """End to end (fit, set released counts, sample, decode): the number of exact zeros is
     within the binomial z-bound at ALPHA of ``n * share``, whatever the (barely trained)
     generator makes; without the matching the generator's own share is far off (0.3 and
     0.8 cannot both be near it; checked by removing the ``match_state_counts`` call)."""
-    model = fit_model(jax.random.key(0), "dp-gan", SCHEMA.conform(_frame(50)), BUDGET, CONFIG)
-    model.params["state_counts"] = np.array([[1000.0 * (1 - share), 1000.0 * share]])
+    counts = np.array([[1000.0 * (1 - share), 1000.0 * share]])
+    released = dataclasses.replace(model, params={**model.params, "state_counts": counts})
     n = 3000
-    zeros = int((sample_model(jax.random.key(3), model, n)["gain"] == 0).sum())
+    zeros = int((sample_model(jax.random.key(3), released, n)["gain"] == 0).sum())
     bound = stats.norm.ppf(1 - ALPHA / 2) * np.sqrt(n * share * (1 - share))
     assert abs(zeros - n * share) <= bound

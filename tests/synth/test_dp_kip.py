@@ -3,7 +3,6 @@ no-privacy limit equals non-private KIP, the ledger entry and its epsilon."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import jax
@@ -11,15 +10,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jdp.dpsgd import clipped_grad_sum
-from jdp.synth.clustmix.dp_kip import (
-    dp_kip,
-    dp_kip_displacement,
-    dp_kip_dpsgd_config,
-    dp_kip_event,
-    dp_kip_loss_fn,
-    support_noise_cut,
-)
+from accounting.builders import dpsgd_event
+from jdp.dpsgd import DPSGDConfig, clipped_grad_sum
+from jdp.synth.clustmix.dp_kip import dp_kip, dp_kip_displacement, dp_kip_loss_fn, support_noise_cut
 from kip import KIPConfig, centred_one_hot, fit_support
 
 REG = 1e-3
@@ -93,8 +86,8 @@ def test_no_privacy_limit_is_non_private_kip(problem, alpha):
     xs, ys, xt, yt = problem
     n = len(xt)
     config = KIPConfig(steps=4, reg=REG, target_batch_size=n, alpha=alpha, learning_rate=0.05)
-    dpsgd = dp_kip_dpsgd_config(
-        config, l2_clip_norm=math.inf, sampling_prob=1.0, expected_batch_size=n,
+    dpsgd = DPSGDConfig(
+        l2_clip_norm=math.inf, sampling_prob=1.0, expected_batch_size=n, steps=4,
         noise_multiplier=0.0,
     )  # fmt: skip
     private, ledger = dp_kip(jax.random.key(1), xs, ys, xt, yt, config, dpsgd)
@@ -107,8 +100,8 @@ def test_no_privacy_limit_is_non_private_kip(problem, alpha):
 def test_ledger_epsilon_within_budget_and_event_matches(problem):
     xs, ys, xt, yt = problem
     config = KIPConfig(steps=3, reg=REG)
-    dpsgd = dp_kip_dpsgd_config(
-        config, l2_clip_norm=1.0, sampling_prob=0.2, expected_batch_size=6.0,
+    dpsgd = DPSGDConfig(
+        l2_clip_norm=1.0, sampling_prob=0.2, expected_batch_size=6.0, steps=3,
         target_epsilon=1.0, target_delta=1e-5,
     )  # fmt: skip
     result, ledger = dp_kip(jax.random.key(3), xs, ys, xt, yt, config, dpsgd)
@@ -120,16 +113,17 @@ def test_ledger_epsilon_within_budget_and_event_matches(problem):
     # the run's sampler cut is on its parameters: the support (and its labels if learned)
     cut = support_noise_cut(*xs.shape, ys.shape[1] if config.learn_labels else None)
     z = dpsgd.calibrated_noise_multiplier(len(xt), cut)
-    assert ledger.entries[0].event == dp_kip_event(z, sampling_prob=0.2, steps=3, noise_cut=cut)
+    assert ledger.entries[0].event == dpsgd_event(z, 0.2, 3, noise_cut=cut)
 
 
 def test_noise_moves_the_support(problem):
     """Same key -> same release; different key -> different noise."""
     xs, ys, xt, yt = problem
     config = KIPConfig(steps=2, reg=REG)
-    dpsgd = dp_kip_dpsgd_config(
-        config, l2_clip_norm=1.0, sampling_prob=0.5, expected_batch_size=15.0, noise_multiplier=2.0
-    )
+    dpsgd = DPSGDConfig(
+        l2_clip_norm=1.0, sampling_prob=0.5, expected_batch_size=15.0, steps=2,
+        noise_multiplier=2.0,
+    )  # fmt: skip
     a, _ = dp_kip(jax.random.key(4), xs, ys, xt, yt, config, dpsgd)
     b, _ = dp_kip(jax.random.key(4), xs, ys, xt, yt, config, dpsgd)
     c, _ = dp_kip(jax.random.key(5), xs, ys, xt, yt, config, dpsgd)
@@ -140,10 +134,10 @@ def test_noise_moves_the_support(problem):
 def test_bad_input(problem):
     xs, ys, xt, yt = problem
     config = KIPConfig(steps=3, reg=REG)
-    other = dataclasses.replace(config, steps=4)
-    dpsgd = dp_kip_dpsgd_config(
-        other, l2_clip_norm=1.0, sampling_prob=0.5, expected_batch_size=15.0, noise_multiplier=1.0
-    )
+    dpsgd = DPSGDConfig(
+        l2_clip_norm=1.0, sampling_prob=0.5, expected_batch_size=15.0, steps=4,
+        noise_multiplier=1.0,
+    )  # fmt: skip
     with pytest.raises(ValueError, match="run length to equal config.steps = 3, got 4"):
         dp_kip(jax.random.key(0), xs, ys, xt, yt, config, dpsgd)
     with pytest.raises(TypeError, match="expected dpsgd_config to be a DPSGDConfig"):
@@ -151,14 +145,17 @@ def test_bad_input(problem):
 
 
 def test_displacement_for_clustmix(problem):
-    """The strict ClustMix glue: features in [0, 1], a public size, one labelled entry."""
+    """The strict ClustMix glue: features in [0, 1], a public size, one labelled entry; the
+    config's DP-SGD template with the given noise."""
+    from jdp.dpsgd import DPSGDConfig
     from jdp.synth.clustmix.config import ClustMixConfig
 
     rng = np.random.default_rng(6)
     x = rng.uniform(size=(40, 4))
     y = rng.integers(0, 2, size=40)
     centres = rng.uniform(size=(4, 4))
-    config = ClustMixConfig(kip_steps=2, kip_sampling_prob=0.5, kip_l2_clip_norm=1.0)
+    template = DPSGDConfig(l2_clip_norm=1.0, sampling_prob=0.5, expected_batch_size=1.0, steps=2)
+    config = ClustMixConfig(kip_dpsgd=template)
     shift, ledger = dp_kip_displacement(
         jax.random.key(0), centres, np.array([0, 0, 1, 1]), x, y, n_classes=2, config=config,
         noise_multiplier=1.0, public_size=40.0,
@@ -167,4 +164,4 @@ def test_displacement_for_clustmix(problem):
     assert ledger.labels == ["clustmix/dp-kip"]
     labels = 2 if config.kip_config().learn_labels else None
     cut = support_noise_cut(*centres.shape, labels)
-    assert ledger.entries[0].event == dp_kip_event(1.0, sampling_prob=0.5, steps=2, noise_cut=cut)
+    assert ledger.entries[0].event == dpsgd_event(1.0, 0.5, 2, noise_cut=cut)

@@ -4,6 +4,8 @@ each cluster's states with the released frequencies (chi-square / binomial bound
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import numpy as np
 import pandas as pd
@@ -15,20 +17,17 @@ from accounting import events as ev
 from jdp.data.schema import Column, Schema
 from jdp.encoding.kmeans import dp_kernel_kmeans
 from jdp.mechanisms.noise import gaussian_event
-from jdp.nn.heads import heads_for_spans
 from jdp.synth.base import fit_model, sample_model
-from jdp.synth.dpgm import (
-    DPGMConfig,
+from jdp.synth.dpgm import DPGMConfig, codec, fit_arrays, model
+from jdp.synth.dpgm.model import (
     calibrate_noise,
-    fit_arrays,
     generator_noise_cut,
     partition_by_released_centres,
     plan_events,
 )
-from jdp.synth.dpgm.model import table_encoder
 from jdp.synth.states import match_state_counts, release_state_counts, state_blocks, state_counts
 
-from .test_dpgm import BUDGET, TINY
+from .test_dpgm import BUDGET, FIXED_Z, TINY
 
 SCHEMA = Schema(
     columns=(
@@ -51,6 +50,30 @@ def _frame(n: int, seed: int = 0, zero_share: float = 0.9) -> pd.DataFrame:
             "job": rng.choice(["a", "b", "c"], n),
         }
     )
+
+
+def table_encoder(schema: Schema):
+    """DPGM's public encoder of ``schema`` (its codec's)."""
+    return codec(schema, DPGMConfig()).encoder
+
+
+@pytest.fixture(scope="module")
+def vae_fit():
+    """The VAE fitted through the registry on a table with two state blocks, with the
+    multipliers its calibration gave (recorded by a spy around :func:`calibrate_noise`)."""
+    calls = []
+
+    def spy(*args, **kwargs):
+        calls.append(calibrate_noise(*args, **kwargs))
+        return calls[-1]
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(model, "calibrate_noise", spy)
+        fitted = fit_model(
+            jax.random.key(0), "dpgm", SCHEMA.conform(_frame(80)), BUDGET, DPGMConfig(**TINY)
+        )
+    (z,) = calls
+    return fitted, z
 
 
 def _partition(x: np.ndarray):
@@ -96,22 +119,18 @@ def test_state_counts_change_by_sqrt_m_under_a_neighbour(extra):
         assert np.linalg.norm(neighbour - base) <= np.sqrt(len(blocks)) * (1 + 1e-12)
 
 
-def test_fit_releases_state_counts_within_the_budget():
+def test_fit_releases_state_counts_within_the_budget(vae_fit, monkeypatch):
     """The counts are one Gaussian entry at the k-means multiplier between the sizes and the
     DP-SGD runs; the whole ledger still meets the budget (and is not far below it)."""
-    encoder = table_encoder(SCHEMA)
-    blocks = state_blocks(encoder)
-    layout = heads_for_spans(encoder.spans, merge=True)
-    config = DPGMConfig(**TINY)
-    x = encoder.encode(_frame(60))
-    params, ledger = fit_arrays(jax.random.key(0), x, layout, BUDGET, config, state_blocks=blocks)
+    fitted, z = vae_fit
+    config, ledger = fitted.config, fitted.ledger
+    blocks = state_blocks(table_encoder(SCHEMA))
     assert ledger.labels == ["dp-kmeans"] * 2 + [
         "dpgm-cluster-sizes",
         "dpgm-state-counts",
         "dp-sgd",
     ]
-    cut = generator_noise_cut(config, x.shape[1])
-    z = calibrate_noise(config, BUDGET, noise_cut=cut, state_counts=True)
+    cut = generator_noise_cut(config, table_encoder(SCHEMA).width)
     assert ledger.entries[3].event == gaussian_event(z["kmeans"])
     planned = ev.ComposedDpEvent(
         [e for _, e in plan_events(config, z["kmeans"], z["sgd"], noise_cut=cut, state_counts=True)]
@@ -121,18 +140,17 @@ def test_fit_releases_state_counts_within_the_budget():
     assert BUDGET.epsilon * 0.99 <= eps <= BUDGET.epsilon * (1 + 1e-9)
     # the extra release is paid for with more noise elsewhere, not with more epsilon
     assert z["kmeans"] > calibrate_noise(config, BUDGET, noise_cut=cut)["kmeans"]
-    assert params["state_counts"].shape == (2, sum(b - a for a, b in blocks))
-    # no state blocks: no entry, an empty (k, 0) array
+    assert fitted.params["state_counts"].shape == (2, sum(b - a for a, b in blocks))
+    # no state blocks: no entry, an empty (k, 0) array (fixed multipliers and one cluster:
+    # the labels and shapes do not depend on them)
+    monkeypatch.setattr(model, "calibrate_noise", lambda *a, **k: FIXED_Z)
     plain = Schema(columns=SCHEMA.columns[2:])
-    enc = table_encoder(plain)
+    plain_codec = codec(plain, config)
     params, ledger = fit_arrays(
-        jax.random.key(0),
-        enc.encode(_frame(60)[["age", "job"]]),
-        heads_for_spans(enc.spans, merge=True),
-        BUDGET,
-        config,
-    )
-    assert "dpgm-state-counts" not in ledger.labels and params["state_counts"].shape == (2, 0)
+        jax.random.key(0), plain_codec.encode(plain.conform(_frame(60)[["age", "job"]])),
+        plain_codec, BUDGET, dataclasses.replace(config, n_clusters=1),
+    )  # fmt: skip
+    assert "dpgm-state-counts" not in ledger.labels and params["state_counts"].shape == (1, 0)
 
 
 def test_released_counts_carry_the_calibrated_noise():
@@ -202,19 +220,17 @@ def test_matched_blocks_draw_each_clusters_released_frequencies():
     np.testing.assert_array_equal(matched[clusters == 2, start:stop], x[clusters == 2, start:stop])
 
 
-def test_sampled_table_has_the_released_zero_share():
+def test_sampled_table_has_the_released_zero_share(vae_fit):
     """End to end through ``sample_model`` and decoding: with released state counts set to
     chosen values, the share of exact zeros of each point-mass column is binomial around the
     weighted mix of the clusters' released shares (a z-bound at ALPHA; the within-cluster
     draws are Poisson-binomial, so the binomial variance bounds it)."""
-    model = fit_model(
-        jax.random.key(0), "dpgm", SCHEMA.conform(_frame(80)), BUDGET, DPGMConfig(**TINY)
-    )
+    fitted, _ = vae_fit
     counts = np.array([[300.0, 700.0, 800.0, 200.0], [900.0, 100.0, 990.0, 10.0]])
-    model.params["state_counts"] = counts
-    w = np.asarray(model.params["cluster_weights"])
+    fitted = dataclasses.replace(fitted, params={**fitted.params, "state_counts": counts})
+    w = np.asarray(fitted.params["cluster_weights"])
     n = 4000
-    rows = sample_model(jax.random.key(5), model, n)
+    rows = sample_model(jax.random.key(5), fitted, n)
     z_crit = stats.norm.ppf(1 - ALPHA / 2)
     for col, offset in (("gain", 0), ("loss", 2)):
         share = counts[:, offset + 1] / counts[:, offset : offset + 2].sum(axis=1)

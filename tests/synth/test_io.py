@@ -37,7 +37,7 @@ def models():
 def test_round_trip_stores_both_digests(tmp_path, models):
     path = io.save(models[0], tmp_path / "m")
     doc = json.loads((path / io.MODEL_FILE).read_text())
-    assert doc["format_version"] == io.FORMAT_VERSION == 3
+    assert doc["format_version"] == io.FORMAT_VERSION == 4
     assert len(doc["params_sha256"]) == len(doc["digest"]) == 64
     loaded = io.load(path)
     np.testing.assert_array_equal(loaded.params["noisy_counts"], models[0].params["noisy_counts"])
@@ -95,18 +95,18 @@ def test_truncated_params_and_corrupt_json_name_the_file(tmp_path, models):
     assert str(path / io.MODEL_FILE) in str(info.value)
 
 
-@pytest.mark.parametrize("version", [1, 2])
+@pytest.mark.parametrize("version", [1, 2, 3])
 def test_older_format_models_are_refused_with_what_changed(tmp_path, models, version):
-    # format 2 models load but P3GM's and ClustMix's parameters changed meaning in 3
+    # format 3 models would load but their configs lost the nested DP-SGD settings in 4
     path = io.save(models[0], tmp_path / "m")
     doc = json.loads((path / io.MODEL_FILE).read_text())
     doc["format_version"] = version
     (path / io.MODEL_FILE).write_text(json.dumps(doc))
     with pytest.raises(
-        ValueError, match=f"format version {version}, this jdp reads version 3"
+        ValueError, match=f"format version {version}, this jdp reads version 4"
     ) as e:
         io.load(path)
-    assert "P3GM" in str(e.value) and "refit the model" in str(e.value)
+    assert "dpsgd" in str(e.value) and "refit the model" in str(e.value)
 
 
 def test_empty_path_and_non_empty_target_without_overwrite(tmp_path, models):

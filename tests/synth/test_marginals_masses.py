@@ -6,21 +6,14 @@ import dataclasses
 
 import numpy as np
 import pandas as pd
-import pytest
 
 from accounting import PrivacyBudget
-from jdp.data.datasets import load_adult
 from jdp.data.schema import Column, Schema
 from jdp.random import key_from_seed
 from jdp.synth import base
-from jdp.synth.marginals import MarginalsConfig, cell_counts
+from jdp.synth.marginals import MarginalsConfig, cell_counts, codec
 
 HIGH = PrivacyBudget(epsilon=1e4, delta=1e-5)  # negligible noise: sampling error dominates
-
-
-@pytest.fixture(scope="module")
-def adult():
-    return load_adult()
 
 
 def zero_share_bound(p: float, n_real: int, n_synth: int) -> float:
@@ -71,7 +64,8 @@ def test_missing_values_are_a_cell_and_come_back_missing():
     x[rng.random(n) < 0.3] = np.nan
     c = rng.choice(np.array(["NA", "b", None], dtype=object), size=n, p=[0.5, 0.3, 0.2])
     data = pd.DataFrame({"x": x, "c": c, "y": rng.integers(0, 2, size=n)})
-    counts = cell_counts(schema.conform(data), MarginalsConfig())
+    config = MarginalsConfig()
+    counts = cell_counts(codec(schema, config).encode(schema.conform(data)), schema, config)
     assert [h.sum() for h in counts] == [n] * 3
     model = base.fit_model(key_from_seed(4), "marginals", data, HIGH, schema=schema)
     synth = base.sample_model(key_from_seed(5), model, 20_000)

@@ -16,13 +16,13 @@ from jdp.synth.dp_gan import paper
 def test_adult_settings_are_public_constants(quick):
     config = paper.adult_config(quick)  # no data argument
     rows = paper.ADULT_QUICK_ROWS if quick else PUBLIC_SIZES["adult"].train
-    assert config.expected_batch_size == pytest.approx(config.sampling_prob * rows)
+    assert config.dpsgd.expected_batch_size == pytest.approx(config.dpsgd.sampling_prob * rows)
     assert PUBLIC_SIZES["adult"].train == 32_561  # UCI adult.data, documented
 
 
 def test_clipping_decay_ends_at_the_declared_fraction():
     config = paper.with_decay(paper.adult_config(True))
-    generator_steps = config.num_steps // config.n_critic
+    generator_steps = config.dpsgd.num_steps // config.n_critic
     assert config.clipping_decay**generator_steps == pytest.approx(paper.DECAY_FINAL_FRACTION)
 
 

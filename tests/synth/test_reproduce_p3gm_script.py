@@ -8,8 +8,8 @@ import jax
 import pytest
 
 from jdp.eval.utility import mean_over_keys
-from jdp.synth.p3gm import model as P
-from jdp.synth.p3gm import paper
+from jdp.synth.p3gm import paper, phases
+from jdp.synth.p3gm.privacy import calibrate_noise, single_phase_events
 
 
 def test_sampling_rate_is_the_public_batch_over_the_documented_size():
@@ -19,29 +19,29 @@ def test_sampling_rate_is_the_public_batch_over_the_documented_size():
     for name, quick in [("adult", False), ("adult", True), ("credit", False), ("mnist", True)]:
         config = paper.config_for(name, quick)  # no data-derived argument
         batch = (paper.QUICK if quick else paper.SETTINGS)[name]["batch"]
-        assert config.sampling_prob == batch / paper.public_train_rows(name, quick)
+        assert config.dpsgd.sampling_prob == batch / paper.public_train_rows(name, quick)
 
 
 @pytest.mark.parametrize("quick", [False, True])
 def test_learning_curve_loop_runs_exactly_the_accounted_steps(monkeypatch, quick):
     config = paper.config_for("adult", quick)
     # the steps the ledger charges (the sampler's cut, left out here, changes no count)
-    ((label, event),) = P.single_phase_events(config, "sgd", 1.0, noise_cut=0.0)
-    assert label == "dp-sgd" and event.count == config.steps
+    ((label, event),) = single_phase_events(config, "sgd", 1.0, noise_cut=0.0)
+    assert label == "dp-sgd" and event.count == config.dpsgd.num_steps
     calls = []
 
     def fake_decoding_phase(key, x, fixed, layout, cfg, variant, z, *, trainable, steps):
         calls.append(steps)
         return {"step": len(calls)}, None
 
-    monkeypatch.setattr(P, "decoding_phase", fake_decoding_phase)
+    monkeypatch.setattr(phases, "decoding_phase", fake_decoding_phase)
     seen = []
     paper.train_by_epoch(
         jax.random.key(0), None, {}, None, config, "p3gm", 1.0, lambda e, t: seen.append(e)
     )
-    assert sum(calls) == event.count and len(calls) == round(config.epochs) == len(seen)
+    assert sum(calls) == event.count and len(calls) == round(config.dpsgd.epochs) == len(seen)
     assert max(calls) - min(calls) <= 1
-    assert sum(paper.epoch_steps(config)) == config.steps
+    assert sum(paper.epoch_steps(config)) == config.dpsgd.num_steps
 
 
 def test_credit_is_the_papers_subsample_with_a_public_size():
@@ -59,7 +59,7 @@ def test_credit_is_the_papers_subsample_with_a_public_size():
     assert "Time" not in train.columns and first.schema.names == list(train.columns)
     again = datasets.load_dataset("creditcard-paper")  # the draw is seeded: one dataset
     assert again.train.equals(train) and again.test.equals(test)
-    assert paper.config_for("credit", False).sampling_prob == 100 / 9_443
+    assert paper.config_for("credit", False).dpsgd.sampling_prob == 100 / 9_443
 
 
 @pytest.mark.slow
@@ -77,9 +77,9 @@ def test_mnist_split_is_the_smallest_pca_share_the_public_rule_allows():
     assert sgd_share == pytest.approx(0.7) and pca_share + em_share == pytest.approx(0.3)
     d = 784 if config.latent_excludes_target else 785 + 9  # the coordinates DP-PCA reads
     limit = paper.pca_noise_limit(paper.PUBLIC_TRAIN_ROWS["mnist"], d, config.latent_dim)
-    assert P.calibrate_noise(config, "p3gm", budget, noise_cut=0.0)["pca"] <= limit
+    assert calibrate_noise(config, "p3gm", budget, noise_cut=0.0)["pca"] <= limit
     less = dataclasses.replace(config, budget_split=(pca_share - 0.05, em_share + 0.05, sgd_share))
-    assert P.calibrate_noise(less, "p3gm", budget, noise_cut=0.0)["pca"] > limit
+    assert calibrate_noise(less, "p3gm", budget, noise_cut=0.0)["pca"] > limit
 
 
 def test_mean_over_keys_reports_mean_spread_and_the_largest_epsilon():

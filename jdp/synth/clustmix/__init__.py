@@ -4,54 +4,49 @@
    :func:`jdp.encoding.constrained_gmm.constrained_gmm`) or DP k-means / DP-EM with records
    assigned to the released centres (strict mode).
 2. **Adapt**: KIP (Nguyen, Chen & Lee 2021) on the cluster representatives with the 3A loss
-   (Eq. 6, trade-off ``alpha``); DP-KIP in strict mode; skipped when ``kip_steps = 0``.
+   (Eq. 6, trade-off ``alpha``); DP-KIP in strict mode; skipped when ``adapt=False``.
 3. **Anonymise**: each synthetic record is the mean of about ``l`` records of one cluster plus
    Gaussian noise (:mod:`jdp.mechanisms.mixing`).
 
 ``mode="strict"`` (default) is DP as a whole (docs/privacy.md, "ClustMix"); ``mode="paper"``
 is the published algorithm, whose privacy argument has gaps (docs/errata.md): its ledger
-entries and report say "paper's claimed guarantee, not proven".
+entries and report say "paper's claimed guarantee, not proven". Modules: :mod:`.config`,
+:mod:`.phases` (the two modes), :mod:`.dp_kip`, :mod:`.model` (the codec, fit and sample).
 """
 
 from __future__ import annotations
 
 from jdp.synth.base import Method, register
-from jdp.synth.clustmix.config import CLUSTERINGS, MODES, ClustMixConfig
+from jdp.synth.clustmix.config import ClustMixConfig
 from jdp.synth.clustmix.model import (
-    PAPER_NOTE,
-    ClustMixRelease,
+    MODES,
+    ClustMixCodec,
+    codec,
+    fit,
     fit_arrays,
-    fit_paper,
-    fit_strict,
-    sample_rows,
-    strict_plan,
+    sample_arrays,
 )
-from jdp.synth.clustmix.table import fit_table, sample_table, table_encoder
+from jdp.synth.clustmix.phases import PAPER_NOTE, ClustMixRelease, strict_plan
 from jdp.synth.estimator import Synthesizer
 
 __all__ = [
-    "CLUSTERINGS",
     "MODES",
     "PAPER_NOTE",
     "ClustMix",
+    "ClustMixCodec",
     "ClustMixConfig",
     "ClustMixRelease",
-    "fit_arrays",
-    "fit_paper",
-    "fit_strict",
-    "fit_table",
-    "sample_rows",
-    "sample_table",
+    "fit",
     "strict_plan",
-    "table_encoder",
 ]
 
 register(
     Method(
         name="clustmix",
         config_cls=ClustMixConfig,
-        fit=fit_table,
-        sample=sample_table,
+        codec=codec,
+        fit_arrays=fit_arrays,
+        sample_arrays=sample_arrays,
         description="3A ClustMix: cluster, KIP-adapt, mix with Gaussian noise (strict DP or paper mode)",
     )
 )

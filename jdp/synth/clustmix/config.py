@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
-from accounting.validation import check_count, check_positive, check_probability
+from accounting.validation import check_count, check_positive
+from jdp.data.quantile_scale import MIN_MAX, NumericScale
+from jdp.dpsgd import DPSGDConfig, check_template
 from kip.kip import KIPConfig
 
 Mode = Literal["strict", "paper"]
-MODES: tuple[str, ...] = ("strict", "paper")
 CLUSTERINGS: tuple[str, ...] = ("kmeans", "em")
 ENCODINGS: tuple[str, ...] = ("one-hot", "ordinal")
+#: DP-KIP's default run: Poisson batches of target records at rate 0.05, 20 steps, clip 1 per
+#: target record. A template: the fit sets its noise multiplier and its normaliser.
+KIP_DPSGD = DPSGDConfig(l2_clip_norm=1.0, sampling_prob=0.05, expected_batch_size=1.0, steps=20)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -26,7 +30,7 @@ class ClustMixConfig:
       mode: ``"strict"`` (DP as a whole, the default: DP clustering, noisy cluster sizes,
         per-record mixing groups, DP-KIP, every phase in the ledger) or ``"paper"`` (the
         published algorithm; its ledger and report say "paper's claimed guarantee, not
-        proven").
+        proven"). Each names one fit function (:data:`jdp.synth.clustmix.model.MODES`).
       n_clusters: clusters per class (ClustMix is class-conditional: each class's records are
         clustered separately and its mixtures carry that class's label).
       mixture_size: ``l``, records per mixture. Paper mode: also the size constraint
@@ -35,8 +39,16 @@ class ClustMixConfig:
         gets ``floor(s / l)`` groups; a cluster below ``l`` releases nothing).
       alpha: the Eq. 6 trade-off in ``[0, 1]``: weight of the distance to the Approximate
         step's representatives (1: stay at them; 0: plain KIP loss).
-      kip_steps: Adam steps of the Adapt step (KIP in paper mode, DP-KIP in strict mode);
-        0 skips Adapt.
+      adapt: run the Adapt step (KIP in paper mode, DP-KIP in strict mode); ``False`` skips
+        it (strict mode then gives its share to the mixing).
+      kip_dpsgd: the Adapt step's run. Strict mode: DP-KIP's DP-SGD privacy parameters, a
+        template without noise (:class:`jdp.dpsgd.DPSGDConfig`; Poisson sampling of target
+        records at ``sampling_prob``, clip ``l2_clip_norm`` per target record, run length
+        ``steps`` or ``epochs``): the plan calibrates its noise multiplier with the other
+        phases, and its ``expected_batch_size`` is not read -- the update is normalised by
+        ``sampling_prob`` times the sum of the released noisy cluster sizes (public). Its
+        ``secure_noise`` or the method's turns on DP-KIP's mitigation. Paper mode reads only
+        its run length (``num_steps``: the Adam steps of its non-private KIP).
       kip_learning_rate, kip_reg, kip_depth: KIP's Adam step size, ridge (relative to
         ``tr(K)/n``) and the depth of the FC ReLU NTK.
       kip_target_batch_size: paper mode: target records per KIP step.
@@ -48,21 +60,23 @@ class ClustMixConfig:
       cluster_share, size_share, kip_share: strict mode: shares of the privacy loss (in
         ``mu^2`` units: a Gaussian's share ``w`` gets noise multiplier ``s / sqrt(w)``, one
         scale ``s`` calibrated for the whole plan) of the DP clustering, the noisy cluster
-        sizes and DP-KIP; the mixing gets the rest (and DP-KIP's share when it is skipped).
-      kip_sampling_prob: strict mode: DP-KIP's Poisson rate over target records.
-      kip_l2_clip_norm: strict mode: DP-KIP's per-target-record gradient clip norm.
+        sizes and DP-KIP; the mixing gets the rest (and DP-KIP's share without Adapt).
       categorical_encoding: tables: ``"one-hot"`` (``K`` features per categorical column) or
         ``"ordinal"`` (one feature, the category index over ``K - 1``; the paper counts Adult's
         14 columns as 14 features). Both are public (schema only); the mixing noise grows
         with ``sqrt(D)``, so ordinal is far cheaper for many-category columns.
-      secure_noise: the clamp-and-round mitigation of :mod:`jdp.mechanisms.noise`.
+      secure_noise: the clamp-and-round mitigation of :mod:`jdp.mechanisms.noise` for every
+        Gaussian mechanism of a strict fit (DP-KIP's included).
+      scale: numeric columns on released quantile knots, or min-max by the declared
+        bounds (:class:`jdp.data.quantile_scale.NumericScale`; default: min-max).
     """
 
     mode: Mode = "strict"
     n_clusters: int = 10
     mixture_size: int = 50
     alpha: float = 0.5
-    kip_steps: int = 20
+    adapt: bool = True
+    kip_dpsgd: DPSGDConfig = KIP_DPSGD
     kip_learning_rate: float = 4e-2
     kip_reg: float = 1e-6
     kip_depth: int = 1
@@ -74,23 +88,30 @@ class ClustMixConfig:
     cluster_share: float = 0.2
     size_share: float = 0.05
     kip_share: float = 0.25
-    kip_sampling_prob: float = 0.05
-    kip_l2_clip_norm: float = 1.0
     categorical_encoding: str = "one-hot"
     secure_noise: bool = False
+    scale: NumericScale = MIN_MAX
 
     def __post_init__(self) -> None:
-        if self.mode not in MODES:
-            raise ValueError(f"expected mode in {MODES}, got {self.mode!r}")
+        if self.mode not in get_args(Mode):
+            raise ValueError(f"expected mode in {get_args(Mode)}, got {self.mode!r}")
         if self.categorical_encoding not in ENCODINGS:
             raise ValueError(
                 f"expected categorical_encoding in {ENCODINGS}, got {self.categorical_encoding!r}"
             )
         if self.clustering not in CLUSTERINGS:
             raise ValueError(f"expected clustering in {CLUSTERINGS}, got {self.clustering!r}")
+        for name in ("adapt", "secure_noise"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"expected {name} to be a bool, got {getattr(self, name)!r}")
+        check_template(
+            self.kip_dpsgd,
+            field="kip_dpsgd",
+            calibrated_by="strict mode (DP-KIP with its other phases)",
+            poisson_because="add/remove-one",
+        )
         check_count("n_clusters", self.n_clusters, minimum=1)
         check_count("mixture_size", self.mixture_size, minimum=1)
-        check_count("kip_steps", self.kip_steps)
         check_count("kip_depth", self.kip_depth, minimum=1)
         check_count("kip_target_batch_size", self.kip_target_batch_size, minimum=1)
         check_count("gmm_steps", self.gmm_steps, minimum=1)
@@ -111,13 +132,6 @@ class ClustMixConfig:
                 "expected cluster_share + size_share + kip_share < 1 (the mixing needs a share), "
                 f"got {self.cluster_share + self.size_share + self.kip_share}"
             )
-        check_probability("kip_sampling_prob", self.kip_sampling_prob)
-        check_positive("kip_l2_clip_norm", self.kip_l2_clip_norm)
-
-    @property
-    def adapt(self) -> bool:
-        """Whether the Adapt step (KIP / DP-KIP) runs."""
-        return self.kip_steps > 0
 
     @property
     def mixing_share(self) -> float:
@@ -125,10 +139,11 @@ class ClustMixConfig:
         return 1.0 - self.cluster_share - self.size_share - (self.kip_share if self.adapt else 0.0)
 
     def kip_config(self) -> KIPConfig:
-        """The Adapt step's :class:`kip.kip.KIPConfig` (both modes; strict mode's DP-KIP
-        samples its own Poisson target batches and ignores ``target_batch_size``)."""
+        """The Adapt step's :class:`kip.kip.KIPConfig` (both modes; ``kip_dpsgd.num_steps``
+        Adam steps; strict mode's DP-KIP samples its own Poisson target batches and ignores
+        ``target_batch_size``)."""
         return KIPConfig(
-            steps=self.kip_steps,
+            steps=self.kip_dpsgd.num_steps,
             learning_rate=self.kip_learning_rate,
             target_batch_size=self.kip_target_batch_size,
             reg=self.kip_reg,

@@ -15,10 +15,11 @@ ClustMix: the DP-released centres) it is post-processing of ``ĝ``.
 Privacy:
     Add/remove-one target record (Poisson sampling). The clipped sum has L2 sensitivity ``C``
     whatever the record (docs/privacy.md, "DP-KIP"); the run is one
-    ``dpsgd_event(z, q, T)`` (:func:`dp_kip_event`, the same event :func:`jdp.dpsgd.train`
-    records), one ledger entry labelled ``"dp-kip"``. Not covered: the support's
-    *initialisation* and the anchor, which must be public or released by their own mechanism
-    (the caller's ledger), and the per-step training losses, which are not computed.
+    ``dpsgd_event(z, q, T)`` (:meth:`jdp.dpsgd.DPSGDConfig.event`, with the sampler's cut on
+    the support: :func:`support_noise_cut`), one ledger entry labelled ``"dp-kip"``. Not
+    covered: the support's *initialisation* and the anchor, which must be public or released
+    by their own mechanism (the caller's ledger), and the per-step training losses, which are
+    not computed.
 
 References:
     Vinaroz, M. & Park, M. (2023). Differentially private kernel inducing points using
@@ -31,6 +32,7 @@ References:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -39,10 +41,10 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from accounting.events import DpEvent
 from accounting.ledger import PrivacyLedger
-from jdp.dpsgd import DPSGDConfig, train
+from jdp.dpsgd import DPSGDConfig, GeneralClipping, Performance, train
 from jdp.dpsgd.noise import noise_cut
+from jdp.synth.clustmix.config import ClustMixConfig
 from kip.kip import (
     KIPConfig,
     KIPResult,
@@ -54,62 +56,18 @@ from kip.kip import (
 )
 
 __all__ = [
+    "PERFORMANCE",
     "centred_problem",
     "dp_kip",
     "dp_kip_displacement",
-    "dp_kip_dpsgd_config",
-    "dp_kip_event",
     "dp_kip_loss_fn",
     "support_noise_cut",
 ]
 
 
-def dp_kip_dpsgd_config(
-    config: KIPConfig,
-    *,
-    l2_clip_norm: float,
-    sampling_prob: float,
-    expected_batch_size: float,
-    noise_multiplier: float | None = None,
-    target_epsilon: float | None = None,
-    target_delta: float | None = None,
-    secure_noise: bool = False,
-) -> DPSGDConfig:
-    """DP-KIP's DP-SGD privacy parameters: Poisson target batches at rate ``sampling_prob``
-    for ``config.steps`` steps, clip ``C = l2_clip_norm`` per target record, and a noise
-    multiplier or an ``(target_epsilon, target_delta)`` to calibrate it for.
-
-    ``expected_batch_size`` is the declared public ``B̄ = q N`` (``N`` a public or DP-released
-    count of target records), never ``q len(target_x)``."""
-    return DPSGDConfig(
-        l2_clip_norm=l2_clip_norm,
-        sampling_prob=sampling_prob,
-        expected_batch_size=expected_batch_size,
-        steps=config.steps,
-        noise_multiplier=noise_multiplier,
-        target_epsilon=target_epsilon,
-        target_delta=target_delta,
-        sampling="poisson",
-        secure_noise=secure_noise,
-    )
-
-
-def dp_kip_event(
-    noise_multiplier: float, *, sampling_prob: float, steps: int, noise_cut: float
-) -> DpEvent:
-    """What DP-KIP spends, data-free: :meth:`jdp.dpsgd.DPSGDConfig.event` of its Poisson
-    DP-SGD run (``dpsgd_event(z, q, T)``; ``NonPrivateDpEvent`` at ``z = 0``), with the
-    sampler's cut per step on the support (:func:`support_noise_cut`)."""
-    config = DPSGDConfig(
-        l2_clip_norm=1.0,  # the event is in units of C
-        sampling_prob=sampling_prob,
-        expected_batch_size=1.0,
-        steps=steps,
-        noise_multiplier=noise_multiplier,
-        sampling="poisson",
-    )
-    # n is read by fixed-size sampling only
-    return config.event(noise_multiplier, dataset_size=0, noise_cut=noise_cut)
+#: DP-KIP's compute flags: the general clipping path (per-target gradients by ``vmap``), 128
+#: target records at a time (memory only).
+PERFORMANCE = Performance(clipping=GeneralClipping(microbatch_size=128))
 
 
 def support_noise_cut(support_size: int, n_features: int, n_labels: int | None) -> float:
@@ -169,10 +127,8 @@ def dp_kip(
     *,
     anchor: Any = None,
     kernel_fn: Callable | None = None,
-    microbatch_size: int | None = 128,
-    ledger: PrivacyLedger | None = None,
+    performance: Performance = PERFORMANCE,
     label: str = "dp-kip",
-    progress: bool = False,
 ) -> tuple[KIPResult, PrivacyLedger]:
     """DP-KIP: Adam on the support set with DP-SGD over the target records.
 
@@ -184,14 +140,15 @@ def dp_kip(
         config: :class:`kip.kip.KIPConfig` (``steps``, ``learning_rate``, ``reg``,
             ``learn_labels``, ``alpha``, kernel); ``target_batch_size`` is not used (Poisson
             batches at ``dpsgd_config.sampling_prob`` instead).
-        dpsgd_config: the privacy parameters, e.g. :func:`dp_kip_dpsgd_config`; its run
-            length must equal ``config.steps``.
+        dpsgd_config: the privacy parameters (:class:`jdp.dpsgd.DPSGDConfig`: Poisson
+            sampling of target records, their clip norm ``C``, a noise multiplier or a target,
+            and the declared public ``B̄ = q N``, never ``q len(target_x)``); its run length
+            must equal ``config.steps``.
         anchor: Eq. 6's ``X̃_s`` when ``config.alpha`` is set (default: ``support_x``); must be
             public.
         kernel_fn: overrides the config's FC NTK.
-        microbatch_size: per-target gradients held at once (memory only).
-        ledger: an existing ledger to extend; label: the entry's label.
-        progress: show a progress bar.
+        performance: DP-SGD's compute flags (default :data:`PERFORMANCE`).
+        label: the ledger entry's label.
 
     Returns:
         ``(KIPResult, ledger)``; ``KIPResult.losses`` is empty (a loss on private records
@@ -229,11 +186,8 @@ def dp_kip(
             optimizer,
             {"x": tx.astype(dtype), "y": ty.astype(dtype)},
             dpsgd_config,
-            method="general",
-            microbatch_size=microbatch_size,
-            ledger=ledger,
+            performance=performance,
             label=label,
-            progress=progress,
         )
         x, y = _support(result.params, sy_j, learn)
         out = KIPResult(np.asarray(x), np.asarray(y), np.zeros(0))
@@ -248,10 +202,9 @@ def dp_kip_displacement(
     y: np.ndarray,
     *,
     n_classes: int,
-    config: Any,
+    config: ClustMixConfig,
     noise_multiplier: float,
     public_size: float,
-    progress: bool | None = False,
 ) -> tuple[np.ndarray, PrivacyLedger]:
     """Strict ClustMix's Adapt step: DP-KIP with the 3A loss on the released centres.
 
@@ -265,32 +218,26 @@ def dp_kip_displacement(
         centre_labels: ``(K,)`` their classes (public).
         x, y: the private records ``(n, d)`` in ``[0, 1]`` and their class codes.
         n_classes: ``C``.
-        config: a ``ClustMixConfig`` (``kip_steps``, ``kip_learning_rate``, ``kip_reg``,
-            ``kip_depth``, ``alpha``, ``kip_sampling_prob``, ``kip_l2_clip_norm``,
-            ``secure_noise``).
+        config: the :class:`ClustMixConfig`: its KIP settings (:meth:`~ClustMixConfig.kip_config`)
+            and its ``kip_dpsgd`` template (``secure_noise`` of either turns the mitigation on).
         noise_multiplier: ``z`` of the DP-SGD run (calibrated by the caller's plan).
         public_size: a public or DP-released record count ``N`` (e.g. the sum of the noisy
             cluster sizes); the update is normalised by ``B̄ = q N``, never by ``q len(x)``.
-        progress: show a progress bar.
     """
     if not float(public_size) > 0:
         raise ValueError(f"expected public_size > 0, got {public_size}")
-    kip_config = config.kip_config()
-    dpsgd_config = dp_kip_dpsgd_config(
-        kip_config,
-        l2_clip_norm=config.kip_l2_clip_norm,
-        sampling_prob=config.kip_sampling_prob,
-        expected_batch_size=config.kip_sampling_prob * float(public_size),
-        noise_multiplier=noise_multiplier,
-        secure_noise=config.secure_noise,
-    )
+    template = config.kip_dpsgd
+    dpsgd_config = dataclasses.replace(
+        template,
+        expected_batch_size=template.sampling_prob * float(public_size),
+        secure_noise=template.secure_noise or config.secure_noise,
+    ).with_noise(noise_multiplier)
     result, ledger = dp_kip(
         key,
         *centred_problem(centres, centre_labels, x, y, n_classes),
-        kip_config,
+        config.kip_config(),
         dpsgd_config,
         label="clustmix/dp-kip",
-        progress=bool(progress),
     )
     return result.support_x + 0.5 - centres, ledger
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from numbers import Real
 
 from accounting.validation import (
     check_count,
@@ -11,10 +12,18 @@ from accounting.validation import (
     check_positive,
     check_probability,
 )
-from jdp.dpsgd import check_performance_flags, planned_steps
+from jdp.data.quantile_scale import MIN_MAX, NumericScale
+from jdp.dpsgd import DPSGDConfig, Performance, check_template
 
 GENERATORS: tuple[str, ...] = ("mlp", "lstm")
 CRITICS: tuple[str, ...] = ("mlp", "lstm")
+#: ``DPGANConfig.dpsgd``'s default: ``C_0 = 1``, ``q = 0.01``, ``B̄ = 64``, 5 epochs; the
+#: noise unset (calibrated to the fit's budget with the state counts).
+DPSGD_TEMPLATE = DPSGDConfig(
+    l2_clip_norm=1.0, sampling_prob=0.01, expected_batch_size=64.0, epochs=5.0
+)
+#: ``DPGANConfig.performance``'s default: the automatic clipping path.
+PERFORMANCE = Performance()
 
 
 def _widths(name: str, value) -> tuple[int, ...]:
@@ -24,20 +33,39 @@ def _widths(name: str, value) -> tuple[int, ...]:
     return tuple(int(w) for w in widths)
 
 
+def _check_clip_start(clip: object) -> None:
+    """The critic's clip bound is a plain number ``C_0`` (its schedule is ``clipping_decay``)."""
+    if isinstance(clip, bool) or not isinstance(clip, Real):
+        raise TypeError(
+            "expected dpsgd.l2_clip_norm to be a number (the start value C_0; the schedule is "
+            f"clipping_decay), got {type(clip).__name__}"
+        )
+    check_positive("dpsgd.l2_clip_norm", clip)
+
+
 @dataclass(frozen=True, kw_only=True)
 class DPGANConfig:
     """Configuration of dp-GAN: a WGAN-GP whose critic is trained by DP-SGD.
 
-    Privacy parameters (all public, fixed before training):
-      l2_clip_norm: per-example clip bound ``C`` of the critic's gradient (Alg. 1).
-      clipping_decay: dp-GAN's ``C_decay`` in ``(0, 1]``, applied once per generator step
-        (every ``n_critic`` critic steps, :func:`jdp.dpsgd.clipping_decay`); ``None``: off.
-      sampling_prob: Poisson rate ``q`` of the critic's batches.
-      expected_batch_size: the public constant ``B̄`` the noisy sum is divided by (``q N``
-        for a declared public ``N``); never computed from the private row count.
-      steps, epochs: the critic's DP-SGD run length (exactly one; ``epochs`` means
-        ``ceil(epochs / q)`` steps). The noise multiplier is calibrated so that this many
-        steps meet the fit's budget; the run stops there.
+    Privacy (public, fixed before training):
+      dpsgd: the critic's DP-SGD run as a template with the noise unset
+        (:class:`jdp.dpsgd.DPSGDConfig`): Poisson rate ``sampling_prob``, the declared
+        ``expected_batch_size`` ``B̄`` (``q N`` for a public ``N``, never the private row
+        count), the run length (``steps`` or ``epochs``, ``ceil(epochs / q)`` steps), and
+        ``l2_clip_norm``, the per-example clip bound ``C_0`` of the critic's gradient (a
+        number). The fit calibrates the noise multiplier ``z`` so that the planned steps and
+        the state counts meet its budget (:func:`jdp.synth.dp_gan.model.calibrate_noise`).
+        Poisson sampling only (add/remove-one neighbours).
+      clipping_decay: dp-GAN's ``C_decay = d`` in ``(0, 1]`` (Sec. 4.1): critic step ``t``
+        (from 0) clips at ``C_t = C_0 d^floor(t / n_critic)``, ``C_0 = dpsgd.l2_clip_norm``,
+        i.e. the bound decays once per generator step (:func:`jdp.dpsgd.clipping_decay`,
+        built at fit time; the config keeps the number so it stays JSON). ``None``: the
+        constant bound ``C_0``. A public schedule: it changes ``C_t``, never ``z``.
+      state_share: for a table with state indicators (numeric columns with public point
+        masses or missing values): the share of epsilon their noisy counts
+        (:func:`jdp.synth.states.release_state_counts`) are first calibrated to; a common
+        factor then makes the whole ledger meet the budget (public rule). Sampling matches
+        the generator's states to these counts. Unused without state indicators.
 
     Model and training:
       latent_dim: width of the generator's input noise.
@@ -57,15 +85,14 @@ class DPGANConfig:
         generator's parameters over its steps with this decay in ``[0, 1)`` (0: the last
         iterate). Averaging GAN iterates damps the oscillation of adversarial training
         (Yazici et al., ICLR 2019); it is post-processing of the released critics, free.
-      microbatch_size: per-example gradients held at once (performance only).
-      state_share: for a table with state indicators (numeric columns with public point
-        masses or missing values): the share of epsilon their noisy counts
-        (:func:`jdp.synth.states.release_state_counts`) are first calibrated to; a common
-        factor then makes the whole ledger meet the budget (public rule). Sampling matches
-        the generator's states to these counts. Unused without state indicators.
-      dpsgd_method: DP-SGD clipping path (performance only). ``"auto"`` probes the ghost
-        path and falls back to the general one (the gradient penalty's double backward is
-        not exact on the ghost path); the ledger note names the path that ran.
+
+    Performance:
+      performance: the critic's DP-SGD compute flags (:class:`jdp.dpsgd.Performance`). The
+        default automatic clipping path probes the ghost path and falls back to the general
+        one (the gradient penalty's double backward is not exact on the ghost path); the
+        ledger note names the path that ran.
+      scale: numeric columns on released quantile knots, or min-max by the declared
+        bounds (:class:`jdp.data.quantile_scale.NumericScale`; default: min-max).
     """
 
     latent_dim: int = 32
@@ -80,15 +107,11 @@ class DPGANConfig:
     generator_learning_rate: float = 1e-3
     generator_batch_size: int = 64
     generator_ema: float = 0.0
-    l2_clip_norm: float = 1.0
     clipping_decay: float | None = None
-    sampling_prob: float = 0.01
-    expected_batch_size: float = 64.0
-    steps: int | None = None
-    epochs: float | None = 5.0
-    microbatch_size: int | None = None
     state_share: float = 0.05
-    dpsgd_method: str = "auto"
+    dpsgd: DPSGDConfig = DPSGD_TEMPLATE
+    performance: Performance = PERFORMANCE
+    scale: NumericScale = MIN_MAX
 
     def __post_init__(self) -> None:
         check_count("latent_dim", self.latent_dim, minimum=1)
@@ -114,17 +137,15 @@ class DPGANConfig:
         check_nonnegative("generator_ema", self.generator_ema)
         if not self.generator_ema < 1:
             raise ValueError(f"expected generator_ema in [0, 1), got {self.generator_ema}")
-        check_positive("l2_clip_norm", self.l2_clip_norm)
         if self.clipping_decay is not None:
             check_probability("clipping_decay", self.clipping_decay)
             if not self.clipping_decay > 0:
                 raise ValueError(f"expected clipping_decay > 0, got {self.clipping_decay}")
-        check_positive("expected_batch_size", self.expected_batch_size)
-        planned_steps(steps=self.steps, epochs=self.epochs, sampling_prob=self.sampling_prob)
         check_open_unit("state_share", self.state_share)
-        check_performance_flags(microbatch_size=self.microbatch_size, method=self.dpsgd_method)
-
-    @property
-    def num_steps(self) -> int:
-        """Critic (DP-SGD) steps: :func:`jdp.dpsgd.train.planned_steps` of this config."""
-        return planned_steps(steps=self.steps, epochs=self.epochs, sampling_prob=self.sampling_prob)
+        check_template(
+            self.dpsgd,
+            self.performance,
+            calibrated_by="dp-GAN",
+            poisson_because="dp-GAN is analysed under add/remove-one neighbours",
+        )
+        _check_clip_start(self.dpsgd.l2_clip_norm)

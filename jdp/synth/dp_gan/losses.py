@@ -1,10 +1,10 @@
 """dp-GAN's losses: the per-example WGAN-GP critic loss (clipped by DP-SGD) and the
-generator's loss and update (post-processing of the critic: no data).
+generator's step (post-processing of the critic: no data).
 
 Every term that touches a real record -- ``-D(x)`` and the gradient penalty at
 ``u x + (1 - u) G(z)`` -- is inside the ONE-example critic loss, so DP-SGD's per-example
 clipping bounds the whole contribution of the record to a critic step. The generator's
-update reads only the critic's parameters, the generator state and a key.
+step reads only the critic's parameters, the generator state and a key.
 
 References:
     Frigerio et al. 2019, Alg. 1; Gulrajani et al. 2017, Alg. 1 (WGAN-GP).
@@ -22,19 +22,18 @@ from jdp.nn.gan import Critic, Generator, SequenceCritic, SequenceGenerator
 
 
 class GeneratorState(NamedTuple):
-    """The generator, carried through DP-SGD as non-private ``model_state``.
+    """The generator: the public ``model_state`` the critic's loss reads, changed by dp-GAN's
+    loop between critic steps (:func:`jdp.synth.dp_gan.model.alternate`).
 
     Attributes:
         params: generator parameters.
         opt_state: its Adam state.
-        count: critic steps seen so far (int32 array); the generator steps every ``n_critic``.
         average: the exponential moving average of ``params`` over generator steps (the
             released generator when ``generator_ema`` is set; Yazici et al. 2019).
     """
 
     params: Any
     opt_state: Any
-    count: jax.Array
     average: Any
 
 
@@ -76,20 +75,18 @@ def make_critic_loss(
     return loss_fn
 
 
-def make_generator_update(
+def make_generator_step(
     generator: Generator | SequenceGenerator,
     critic: Critic | SequenceCritic,
     optimizer: optax.GradientTransformation,
     *,
     latent_dim: int,
     batch_size: int,
-    n_critic: int,
     ema: float = 0.0,
 ):
-    """``state_update_fn(key, critic_params, gen_state) -> gen_state``: counts critic steps
-    and, every ``n_critic`` of them, takes one optimizer step on
+    """``generator_step(key, critic_params, gen_state) -> gen_state``: one optimizer step on
     ``mean_i -D(G(z_i))`` over ``batch_size`` fresh latent draws (Alg. 1's generator step),
-    then moves the average ``a <- ema a + (1 - ema) params`` (``ema = 0``: the average is the
+    then the average moves, ``a <- ema a + (1 - ema) params`` (``ema = 0``: the average is the
     current generator).
 
     Privacy:
@@ -101,20 +98,12 @@ def make_generator_update(
         fake = generator.apply(gen_params, z, method="output")
         return -jnp.mean(critic.apply(critic_params, fake))
 
-    def update(key: jax.Array, critic_params: Any, state: GeneratorState) -> GeneratorState:
-        count = state.count + 1
+    def step(key: jax.Array, critic_params: Any, state: GeneratorState) -> GeneratorState:
+        z = draw_latent(key, (batch_size, latent_dim))
+        grads = jax.grad(gen_loss)(state.params, critic_params, z)
+        updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
+        params = optax.apply_updates(state.params, updates)
+        average = optax.incremental_update(params, state.average, step_size=1.0 - ema)
+        return GeneratorState(params, opt_state, average)
 
-        def step(s: GeneratorState) -> GeneratorState:
-            z = draw_latent(key, (batch_size, latent_dim))
-            grads = jax.grad(gen_loss)(s.params, critic_params, z)
-            updates, opt_state = optimizer.update(grads, s.opt_state, s.params)
-            params = optax.apply_updates(s.params, updates)
-            average = optax.incremental_update(params, s.average, step_size=1.0 - ema)
-            return GeneratorState(params, opt_state, count, average)
-
-        def skip(s: GeneratorState) -> GeneratorState:
-            return s._replace(count=count)
-
-        return jax.lax.cond(count % n_critic == 0, step, skip, state)
-
-    return update
+    return step

@@ -1,23 +1,21 @@
-"""dp-GAN's training and sampling on encoded arrays, and the table glue.
+"""dp-GAN on arrays: its public codec, the networks, the training loop and sampling.
 
-Training (Alg. 1): the critic is trained by :func:`jdp.dpsgd.train` on the per-example
-WGAN-GP loss (:func:`~jdp.synth.dp_gan.losses.make_critic_loss`), Poisson batches, the noise
-multiplier calibrated to the fit's budget for the planned number of critic steps, the clip
-bound optionally decayed once per generator step (:func:`jdp.dpsgd.clipping_decay`, a public
-schedule). The generator rides along as DP-SGD's non-private ``model_state``: its Adam step
-every ``n_critic`` critic steps reads the critic's parameters and fresh noise only.
+Training (Alg. 1): the critic takes DP-SGD steps (:func:`jdp.dpsgd.run.start`) on the
+per-example WGAN-GP loss (:func:`~jdp.synth.dp_gan.losses.make_critic_loss`), Poisson
+batches, the noise multiplier calibrated to the fit's budget for the planned number of critic
+steps, the clip bound optionally decayed once per generator step
+(:func:`jdp.dpsgd.clipping_decay`, a public schedule). Between critic steps, every
+``n_critic`` of them, the generator takes one Adam step that reads the critic's released
+parameters and fresh latent noise only (:func:`alternate`); it is the public ``model_state``
+the next critic losses read.
 
 A table with state indicators (numeric columns with public point masses, e.g. Adult's
-capital-gain, 92% zeros) also releases the counts of each state
-(``"dp-gan-state-counts"``, :func:`jdp.synth.states.release_state_counts`), calibrated
-together with DP-SGD (:func:`calibrate_noise`); sampling matches the generator's state
-probabilities to them (:func:`jdp.synth.states.match_state_counts`). Measured on Adult at
-epsilon = 1 (``jdp fit --dataset adult --method dp-gan --epsilon 1 --seed S``, 32,561 rows;
-real zeros 0.917 capital-gain / 0.953 capital-loss): before, seed 0 0.948 / 0.969, seed 1
-0.850 / 0.970; after, seed 0 0.914 / 0.950, seed 1 0.912 / 0.950. TSTR AUROC (LR,
-AdaBoost, GB, XGBoost) of the same fitted models with the matching / without it: seed 0
-0.771 0.838 0.814 0.799 / 0.771 0.839 0.824 0.805; seed 1 0.844 0.839 0.847 0.799 / 0.837
-0.847 0.845 0.779.
+capital-gain) also releases the counts of each state (``"dp-gan-state-counts"``,
+:func:`jdp.synth.states.release_state_counts`), calibrated together with DP-SGD
+(:func:`calibrate_noise`); sampling matches the generator's state probabilities to them
+(:func:`jdp.synth.states.match_state_counts`), since DP-SGD's noise pulls a softmax head
+towards uniform. Its effect on Adult is measured by ``scripts/reproduce_dpgan.py`` (part
+``adult``, the point masses' shares; docs/results/reproduce_dpgan.md).
 
 Privacy:
     Add/remove-one neighbours. Each critic step is the subsampled Gaussian mechanism on a
@@ -35,60 +33,102 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 import pandas as pd
+from tqdm.auto import tqdm
 
 from accounting import PrivacyBudget, PrivacyLedger
 from accounting import events as ev
 from accounting.calibrate import calibrate
 from jdp.data.schema import Schema, Table
 from jdp.data.transforms import TableEncoder
-from jdp.dpsgd import DPSGDConfig, clipping_decay, train
+from jdp.dpsgd import DPSGDConfig, DPSGDState, Run, clipping_decay, start
 from jdp.dpsgd.noise import noise_cut
 from jdp.mechanisms.noise import gaussian_event
 from jdp.mechanisms.release import record_release
 from jdp.nn.gan import Critic, Generator, SequenceCritic, SequenceGenerator
-from jdp.nn.heads import HeadLayout, activate, decode_sample, heads_for_spans, layout_width
+from jdp.nn.heads import HeadLayout, heads_for_spans, layout_width
 from jdp.random import numpy_rng
 from jdp.synth import states
-from jdp.synth.base import FittedModel
+from jdp.synth.base import Params
 from jdp.synth.dp_gan.config import DPGANConfig
 from jdp.synth.dp_gan.losses import (
     GeneratorState,
     draw_latent,
     generator_optimizer,
     make_critic_loss,
-    make_generator_update,
+    make_generator_step,
 )
 from jdp.verbosity import progress_on_terminal
 
 __all__ = [
+    "GANCodec",
+    "NoiseMultipliers",
+    "alternate",
     "calibrate_noise",
-    "critic_config",
+    "codec",
+    "critic_dpsgd",
     "fit_arrays",
-    "fit_table",
-    "head_layout",
+    "init_state",
     "networks",
     "sample_arrays",
-    "sample_table",
-    "table_encoder",
+    "series_shape",
 ]
 
-
-def table_encoder(schema: Schema) -> TableEncoder:
-    """The public encoder: numeric columns min-max to [-1, 1] (tanh heads), one-hot
-    categoricals (softmax heads); built from the schema alone."""
-    return TableEncoder(schema, continuous_range=(-1.0, 1.0))
+LABEL = "dp-sgd"
+STATES_LABEL = "dp-gan-state-counts"
 
 
-def head_layout(encoder: TableEncoder) -> HeadLayout:
-    """Generator heads from the encoder's spans: tanh runs, one softmax per categorical."""
-    return heads_for_spans(encoder.spans, merge=True)
+# -- the public encoding -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GANCodec:
+    """dp-GAN's public encoding, from the schema alone.
+
+    Attributes:
+        encoder: numeric columns min-max to ``[-1, 1]`` by their declared bounds (tanh
+            heads), one-hot categoricals and state indicators (softmax heads).
+        layout: the generator's heads (tanh runs, one softmax per one-hot block).
+        state_blocks: ``(start, stop)`` of the state indicators
+            (:func:`jdp.synth.states.state_blocks`), whose counts the fit releases.
+    """
+
+    encoder: TableEncoder
+    layout: HeadLayout
+    state_blocks: states.Blocks
+
+    def encode(self, data: Table | pd.DataFrame) -> np.ndarray:
+        """The ``(n, d)`` encoded records (private)."""
+        return self.encoder.encode(data)
+
+    def draw(self, key: jax.Array, rows: np.ndarray) -> np.ndarray:
+        """Rows with one category drawn per one-hot block from its probabilities
+        (:meth:`~jdp.data.transforms.TableEncoder.sample_blocks`; post-processing)."""
+        return self.encoder.sample_blocks(numpy_rng(key), rows, "all")
+
+    def decode(self, key: jax.Array, rows: np.ndarray) -> pd.DataFrame:
+        """:meth:`draw`, then the table of the encoded rows."""
+        return self.encoder.decode(self.draw(key, rows))
+
+
+def codec(schema: Schema, config: DPGANConfig) -> GANCodec:
+    """The codec of ``schema``; an LSTM network's series shape is checked here, before any
+    data is read (:func:`series_shape`)."""
+    encoder = TableEncoder(schema, continuous_range=(-1.0, 1.0))
+    layout = heads_for_spans(encoder.spans, merge=True)
+    if "lstm" in (config.generator, config.critic):
+        series_shape(config, layout)
+    return GANCodec(encoder, layout, states.state_blocks(encoder))
+
+
+# -- the networks --------------------------------------------------------------------------
 
 
 def series_shape(config: DPGANConfig, layout: HeadLayout) -> tuple[int, int]:
@@ -120,222 +160,227 @@ def networks(
     ), critic
 
 
-def critic_config(config: DPGANConfig, budget: PrivacyBudget | None) -> DPSGDConfig:
-    """The critic's DP-SGD config: the target ``(epsilon, delta)`` of ``budget`` (``None``:
-    the non-private limit, ``C = inf`` and ``z = 0``), the clip rule with dp-GAN's decay once
-    per generator step."""
-    if budget is None:
-        clip, noise = {"l2_clip_norm": float("inf")}, {"noise_multiplier": 0.0}
-    else:
-        if not budget.delta > 0:
-            raise ValueError(f"dp-GAN (DP-SGD) needs a budget delta > 0, got {budget.delta}")
-        c = config.l2_clip_norm
-        if config.clipping_decay is not None:
-            c = clipping_decay(c, config.clipping_decay, every=config.n_critic)
-        clip = {"l2_clip_norm": c}
-        noise = {"target_epsilon": budget.epsilon, "target_delta": budget.delta}
-    return DPSGDConfig(
-        **clip,
-        **noise,
-        sampling_prob=config.sampling_prob,
-        expected_batch_size=config.expected_batch_size,
-        steps=config.num_steps,
-    )
-
-
-STATES_LABEL = "dp-gan-state-counts"
-
-
-def calibrate_noise(
-    config: DPGANConfig,
-    budget: PrivacyBudget,
-    dp: DPSGDConfig,
-    dataset_size: int,
-    *,
-    noise_cut: float,
-) -> dict[str, float]:
-    """``{"sgd": z, "states": z_S}`` for the critic's DP-SGD run ``dp`` and the state counts.
-
-    Each is first calibrated alone to its share (``state_share`` of epsilon for the counts,
-    the rest for DP-SGD), then one common factor makes their composition meet the budget
-    (:func:`accounting.calibrate.calibrate`, the ledger's rule). Data-free: ``dataset_size``
-    is read only by fixed-size batch sampling (as in :func:`jdp.dpsgd.train`). ``noise_cut``:
-    the sampler's cut per critic step (:func:`jdp.dpsgd.noise.noise_cut` of the critic's
-    parameters).
-    """
-    eps, delta = budget.epsilon, budget.delta
-    z_s = calibrate(gaussian_event, target_epsilon=eps * config.state_share, target_delta=delta)
-    z_g = calibrate(
-        lambda s: dp.event(s, dataset_size, noise_cut=noise_cut),
-        target_epsilon=eps * (1 - config.state_share),
-        target_delta=delta,
-    )
-    factor = calibrate(
-        lambda f: ev.ComposedDpEvent(
-            [dp.event(f * z_g, dataset_size, noise_cut=noise_cut), gaussian_event(f * z_s)]
-        ),
-        target_epsilon=eps,
-        target_delta=delta,
-    )
-    return {"sgd": factor * z_g, "states": factor * z_s}
-
-
-def init_state(key: jax.Array, config: DPGANConfig, layout: HeadLayout):
+def init_state(
+    key: jax.Array, config: DPGANConfig, layout: HeadLayout
+) -> tuple[Any, GeneratorState]:
     """(critic params, :class:`GeneratorState`), drawn before any data is read."""
     generator, critic = networks(config, layout)
     g_key, c_key = jax.random.split(key)
     g_params = generator.init(g_key, jnp.zeros((1, config.latent_dim)))
     c_params = critic.init(c_key, jnp.zeros((1, layout_width(layout))))
     opt = generator_optimizer(config.generator_learning_rate)
-    return c_params, GeneratorState(
-        g_params, opt.init(g_params), jnp.zeros((), jnp.int32), g_params
+    return c_params, GeneratorState(g_params, opt.init(g_params), g_params)
+
+
+# -- the critic's DP-SGD run and its noise ---------------------------------------------------
+
+
+def critic_dpsgd(config: DPGANConfig, budget: PrivacyBudget | None) -> DPSGDConfig:
+    """The critic's DP-SGD config: ``config.dpsgd`` with its clip rule, the constant
+    ``C_0 = dpsgd.l2_clip_norm`` or, with ``clipping_decay = d``, the schedule
+    ``t -> C_0 d^floor(t / n_critic)``; still a template (noise unset). ``budget=None``: the
+    non-private limit, ``C = inf`` and ``z = 0``."""
+    if budget is None:
+        return dataclasses.replace(config.dpsgd, l2_clip_norm=float("inf")).with_noise(0.0)
+    if not budget.delta > 0:
+        raise ValueError(f"dp-GAN (DP-SGD) needs a budget delta > 0, got {budget.delta}")
+    clip = config.dpsgd.l2_clip_norm
+    if config.clipping_decay is not None:
+        clip = clipping_decay(clip, config.clipping_decay, every=config.n_critic)
+    return dataclasses.replace(config.dpsgd, l2_clip_norm=clip)
+
+
+class NoiseMultipliers(NamedTuple):
+    """What :func:`calibrate_noise` returns: the critic's ``z`` and the state counts' ``z_S``
+    (``None`` without state blocks)."""
+
+    sgd: float
+    states: float | None
+
+
+@functools.lru_cache(maxsize=64)
+def calibrate_noise(
+    dpsgd: DPSGDConfig, budget: PrivacyBudget, *, noise_cut: float, state_share: float | None
+) -> NoiseMultipliers:
+    """The noise multipliers of the critic's DP-SGD run (the template ``dpsgd``) and of the
+    state counts, meeting ``budget`` together.
+
+    Without state counts (``state_share=None``) ``z`` is DP-SGD's own calibration to the
+    whole budget (:meth:`jdp.dpsgd.DPSGDConfig.calibrated_noise_multiplier`). With them each
+    is first calibrated alone to its share (``state_share`` of epsilon for the counts, the
+    rest for DP-SGD), then one common factor makes their composition meet the budget
+    (:func:`accounting.calibrate.calibrate`, the ledger's rule). ``noise_cut``: the sampler's
+    cut per critic step (:func:`jdp.dpsgd.noise.noise_cut` of the critic's parameters).
+
+    A function of public values only (Poisson sampling's event reads no row count, and the
+    clip rule does not enter it), so it is cached: refits of one plan calibrate once.
+    """
+    eps, delta = budget.epsilon, budget.delta
+    if state_share is None:
+        target = dataclasses.replace(dpsgd, target_epsilon=eps, target_delta=delta)
+        return NoiseMultipliers(target.calibrated_noise_multiplier(None, noise_cut), None)
+    z_s = calibrate(gaussian_event, target_epsilon=eps * state_share, target_delta=delta)
+    z_g = calibrate(
+        lambda s: dpsgd.event(s, None, noise_cut=noise_cut),
+        target_epsilon=eps * (1 - state_share),
+        target_delta=delta,
     )
+    factor = calibrate(
+        lambda f: ev.ComposedDpEvent(
+            [dpsgd.event(f * z_g, None, noise_cut=noise_cut), gaussian_event(f * z_s)]
+        ),
+        target_epsilon=eps,
+        target_delta=delta,
+    )
+    return NoiseMultipliers(factor * z_g, factor * z_s)
+
+
+# -- training ------------------------------------------------------------------------------
+
+GeneratorStep = Callable[[jax.Array, Any, GeneratorState], GeneratorState]
+OnStep = Callable[[int, Any, GeneratorState], None]
+
+
+def alternate(
+    key: jax.Array,
+    run: Run,
+    state: DPSGDState,
+    generator_step: GeneratorStep,
+    n_critic: int,
+    *,
+    on_step: OnStep | None = None,
+) -> DPSGDState:
+    """Alg. 1's loop over a planned critic run: every logical batch one noisy critic step
+    (:meth:`jdp.dpsgd.run.Run.step`); after critic step ``t`` with ``t % n_critic == 0`` the
+    generator step ``generator_step(fold_in(key, t), critic params, generator)`` replaces the
+    state's ``model_state``. ``on_step(t, critic params, generator)`` after every step (curves
+    over training; it must not stop or steer the run). A terminal shows a progress bar
+    (:func:`jdp.verbosity.progress_on_terminal`).
+
+    Privacy:
+        The run's steps are its ledger entry (:meth:`~jdp.dpsgd.run.Run.ledger`); the
+        generator step reads released critic iterates, public noise and its own past only.
+    """
+    bar = tqdm(run.batches(), total=run.steps, disable=not progress_on_terminal(), desc="dp-gan")
+    for t, chunks in enumerate(bar, start=1):
+        state = run.step(state, chunks)
+        if t % n_critic == 0:
+            generator = generator_step(jax.random.fold_in(key, t), state.params, state.model_state)
+            state = state._replace(model_state=generator)
+        if on_step is not None:
+            on_step(t, state.params, state.model_state)
+    run.finish(state)
+    return state
 
 
 def fit_arrays(
     key: jax.Array,
     x: np.ndarray,
-    layout: HeadLayout,
+    codec: GANCodec,
     budget: PrivacyBudget | None,
     config: DPGANConfig,
     *,
-    state_blocks: tuple[tuple[int, int], ...] = (),
-    progress: bool = False,
-    on_step: Callable[[int, Any, GeneratorState], None] | None = None,
+    on_step: OnStep | None = None,
 ) -> tuple[dict[str, Any], PrivacyLedger]:
     """Train dp-GAN on encoded rows ``x`` (``budget=None``: the non-private WGAN-GP limit).
 
     Returns ``({"generator": params, "critic": params, "state_counts": (1, S)}, ledger)``
     (all DP releases: the critic by DP-SGD, the generator as its post-processing, the
-    counts of the one-hot ``state_blocks``, public ``(start, stop)`` coordinates, by
-    :func:`jdp.synth.states.release_state_counts`; ``S = 0`` without blocks) and the ledger
-    with one ``"dp-sgd"`` entry whose note names the clipping path that ran, then
-    ``"dp-gan-state-counts"`` if there are blocks (exact counts when ``budget=None``).
-    ``on_step(t, critic params, generator state)`` runs after every critic step (curves
-    over training; see :func:`jdp.dpsgd.train`).
+    counts of the codec's state blocks by :func:`jdp.synth.states.release_state_counts`;
+    ``S = 0`` without blocks) and the ledger with one ``"dp-sgd"`` entry whose note names
+    the clipping path that ran, then ``"dp-gan-state-counts"`` if there are blocks (exact
+    counts when ``budget=None``). ``on_step``: see :func:`alternate`.
     """
+    layout, blocks = codec.layout, codec.state_blocks
     generator, critic = networks(config, layout)
-    init_key, train_key = jax.random.split(key)
+    init_key, run_key, generator_key, counts_key = jax.random.split(key, 4)
     critic_params, gen_state = init_state(init_key, config, layout)
-    dp = critic_config(config, budget)
-    z_states = 0.0
-    if budget is not None and state_blocks:
-        z = calibrate_noise(config, budget, dp, len(x), noise_cut=noise_cut(critic_params))
-        dp = dataclasses.replace(dp, target_epsilon=None, noise_multiplier=z["sgd"])
-        z_states = z["states"]
-    result = train(
-        train_key,
-        make_critic_loss(
-            generator, critic, latent_dim=config.latent_dim, gp_weight=config.gp_weight
-        ),
-        critic_params,
-        optax.adam(config.critic_learning_rate, b1=0.5, b2=0.9),
-        jnp.asarray(x, jnp.float32),
-        dp,
-        model_state=gen_state,
-        state_update_fn=make_generator_update(
-            generator,
-            critic,
-            generator_optimizer(config.generator_learning_rate),
-            latent_dim=config.latent_dim,
-            batch_size=config.generator_batch_size,
-            n_critic=config.n_critic,
-            ema=config.generator_ema,
-        ),
-        method=config.dpsgd_method,
-        microbatch_size=config.microbatch_size,
-        label="dp-sgd",
-        progress=progress,
-        on_step=on_step,
+    dp, z_states = critic_dpsgd(config, budget), 0.0
+    if budget is not None:
+        share = config.state_share if blocks else None
+        z = calibrate_noise(
+            config.dpsgd, budget, noise_cut=noise_cut(critic_params), state_share=share
+        )
+        dp, z_states = dp.with_noise(z.sgd), z.states
+    critic_loss = make_critic_loss(
+        generator, critic, latent_dim=config.latent_dim, gp_weight=config.gp_weight
     )
-    ledger = result.ledger
+    critic_opt = optax.adam(config.critic_learning_rate, b1=0.5, b2=0.9)
+    data = np.asarray(x, np.float32)
+    run = start(
+        run_key,
+        critic_loss,
+        critic_params,
+        critic_opt,
+        data,
+        dp,
+        config.performance,
+        model_state=gen_state,
+    )
+    state = run.init(critic_params, gen_state)
+    step = _generator_step(
+        generator,
+        critic,
+        config.generator_learning_rate,
+        config.latent_dim,
+        config.generator_batch_size,
+        config.generator_ema,
+    )
+    state = alternate(generator_key, run, state, step, config.n_critic, on_step=on_step)
+    ledger = run.ledger(LABEL)
     counts = np.zeros((1, 0))
-    if state_blocks:
+    if blocks:
         counts, ledger = record_release(
             ledger,
             STATES_LABEL,
             states.release_state_counts(
-                numpy_rng(jax.random.fold_in(key, 2)),
-                np.zeros(len(x), np.int64),
-                1,
-                x,
-                state_blocks,
-                z_states,
+                numpy_rng(counts_key), np.zeros(len(x), np.int64), 1, x, blocks, z_states
             ),
-            note=f"state counts of {len(state_blocks)} blocks (L2 sensitivity "
-            f"sqrt({len(state_blocks)}))",
+            note=f"state counts of {len(blocks)} blocks (L2 sensitivity sqrt({len(blocks)}))",
         )
-    params = {"generator": result.model_state.average, "critic": result.params}
+    params = {"generator": state.model_state.average, "critic": state.params}
     params = jax.tree_util.tree_map(np.asarray, params)
     return {**params, "state_counts": counts}, ledger
 
 
+@functools.lru_cache(maxsize=16)
+def _generator_step(
+    generator: Generator | SequenceGenerator,
+    critic: Critic | SequenceCritic,
+    learning_rate: float,
+    latent_dim: int,
+    batch_size: int,
+    ema: float,
+) -> GeneratorStep:
+    """The jitted generator step, compiled once per networks and settings (refits share it)."""
+    optimizer = generator_optimizer(learning_rate)
+    step = make_generator_step(
+        generator, critic, optimizer, latent_dim=latent_dim, batch_size=batch_size, ema=ema
+    )
+    return jax.jit(step)
+
+
+# -- sampling (post-processing) ------------------------------------------------------------
+
+
 def sample_arrays(
-    key: jax.Array,
-    params: dict[str, Any],
-    layout: HeadLayout,
-    config: DPGANConfig,
-    n: int,
-    *,
-    draw: bool = True,
+    key: jax.Array, params: Params, codec: GANCodec, config: DPGANConfig, n: int
 ) -> np.ndarray:
-    """``n`` encoded synthetic rows: latent draw, generator, heads' ``decode_sample``
-    (tanh values, one one-hot draw per categorical); ``draw=False``: each categorical block
-    is its softmax instead (for the caller to match and draw,
-    :meth:`~jdp.data.transforms.TableEncoder.sample_blocks`). Post-processing of the
-    generator."""
-    z_key, x_key = jax.random.split(key)
-    z = draw_latent(z_key, (n, config.latent_dim))
+    """``n`` encoded synthetic rows: a latent draw through the generator (tanh values, one
+    softmax per one-hot block), the state blocks matched to the released counts
+    (:func:`jdp.synth.states.match_state_counts`); :meth:`GANCodec.decode` draws the
+    categories. Post-processing of the generator and the counts (``params`` without
+    ``"state_counts"``, e.g. a generator during training, is fine without state blocks)."""
+    generator, _ = networks(config, codec.layout)
+    z = draw_latent(key, (n, config.latent_dim))
     gen = jax.tree_util.tree_map(jnp.asarray, params["generator"])
-    out = _generate(x_key, gen, z, layout=layout, config=config, draw=draw)
-    return np.asarray(out, dtype=np.float64)
+    x = np.asarray(_generate(generator, gen, z), dtype=np.float64)
+    if not codec.state_blocks:
+        return x
+    counts = np.asarray(params["state_counts"])
+    return states.match_state_counts(x, np.zeros(n, np.int64), counts, codec.state_blocks)
 
 
-@functools.partial(jax.jit, static_argnames=("layout", "config", "draw"))
-def _generate(
-    key: jax.Array, gen_params: Any, z: jax.Array, *, layout, config, draw: bool
-) -> jax.Array:
-    raw = networks(config, layout)[0].apply(gen_params, z)
-    if not draw:
-        return activate(raw, layout)
-    return decode_sample(key, raw, layout, stochastic=False)
-
-
-def fit_table(key: jax.Array, data: Table, budget: PrivacyBudget, config: DPGANConfig):
-    """The registry ``fit``: Table -> public encoding -> :func:`fit_arrays` (the state
-    indicators' counts released for sampling)."""
-    encoder = table_encoder(data.schema)
-    params, ledger = fit_arrays(
-        key,
-        encoder.encode(data),
-        head_layout(encoder),
-        budget,
-        config,
-        state_blocks=states.state_blocks(encoder),
-        progress=progress_on_terminal(),
-    )
-    return FittedModel(
-        method="dp-gan",
-        params=params,
-        schema=data.schema,
-        config=config,
-        budget=budget,
-        ledger=ledger,
-    )
-
-
-def sample_table(key: jax.Array, model: FittedModel, n: int) -> pd.DataFrame:
-    """The registry ``sample`` (post-processing of the fitted generator and the state
-    counts): the generator's rows with softmax blocks, the state blocks matched to the
-    released counts (:func:`jdp.synth.states.match_state_counts`), a category drawn per
-    block, decoded."""
-    encoder = table_encoder(model.schema)
-    gen_key, draw_key = jax.random.split(key)
-    x = sample_arrays(gen_key, model.params, head_layout(encoder), model.config, n, draw=False)
-    x = states.match_state_counts(
-        x,
-        np.zeros(n, np.int64),
-        np.asarray(model.params["state_counts"]),
-        states.state_blocks(encoder),
-    )
-    return encoder.decode(encoder.sample_blocks(numpy_rng(draw_key), x, "all"))
+@functools.partial(jax.jit, static_argnums=0)
+def _generate(generator: Generator | SequenceGenerator, params: Any, z: jax.Array) -> jax.Array:
+    return generator.apply(params, z, method="output")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 from jdp.data.datasets import PUBLIC_SIZES
+from jdp.dpsgd import DPSGDConfig
 from jdp.synth.dp_gan.config import DPGANConfig
 
 PAPER_TABLE1 = {  # Frigerio et al. 2019, Table 1: accuracy on the balanced Adult test set
@@ -24,7 +25,7 @@ ADULT_QUICK_ROWS = 8_000
 def decay_for(config: DPGANConfig) -> float:
     """The per-generator-step decay that takes the clip bound to :data:`DECAY_FINAL_FRACTION`
     of its start over the planned run (a function of public settings only)."""
-    generator_steps = max(1, config.num_steps // config.n_critic)
+    generator_steps = max(1, config.dpsgd.num_steps // config.n_critic)
     return DECAY_FINAL_FRACTION ** (1.0 / generator_steps)
 
 
@@ -38,4 +39,5 @@ def adult_config(quick: bool) -> DPGANConfig:
     training rows) and 10 epochs (2,500 critic steps, 500 generator steps); quick: ``q =
     0.01`` of the :data:`ADULT_QUICK_ROWS`-row subset, 5 epochs. Public constants only."""
     q, n = (0.01, ADULT_QUICK_ROWS) if quick else (0.004, PUBLIC_SIZES["adult"].train)
-    return DPGANConfig(sampling_prob=q, expected_batch_size=q * n, epochs=5.0 if quick else 10.0)
+    epochs = 5.0 if quick else 10.0
+    return DPGANConfig(dpsgd=DPSGDConfig(sampling_prob=q, expected_batch_size=q * n, epochs=epochs))

@@ -5,53 +5,30 @@ RBM for binary data) is trained by DP-SGD with DPNorm's adaptive clipping; the p
 runs compose in parallel; sampling picks a cluster by its noisy size and matches each state
 indicator (a point mass, missing) to the cluster's noisy state counts.
 
-Modules: :mod:`~jdp.synth.dpgm.config` (:class:`DPGMConfig`), :mod:`~jdp.synth.dpgm.model`
-(the partition and its parallel event, calibration, fitting and sampling on arrays, table
-glue). Building blocks: :mod:`jdp.encoding.kmeans` / :mod:`jdp.encoding.rff` (Algorithm 2),
-:mod:`jdp.dpsgd` with :class:`jdp.dpsgd.AdaptiveClip` (Algorithms 3-4), :mod:`jdp.nn.vae`
-and :mod:`jdp.nn.rbm`. Privacy: ``docs/privacy.md``, section DPGM; DPGM's Hölder accountant
-(Theorem 3) is ``accounting``'s ``"holder"``.
+Modules: :mod:`~jdp.synth.dpgm.config` (:class:`DPGMConfig`),
+:mod:`~jdp.synth.dpgm.generators` (the VAE and RBM as values), :mod:`~jdp.synth.dpgm.codec`
+(the table encoding), :mod:`~jdp.synth.dpgm.model` (the partition and its parallel event,
+calibration, fitting and sampling on arrays). Privacy: ``docs/privacy.md``, section DPGM;
+DPGM's Hölder accountant (Theorem 3) is ``accounting``'s ``"holder"``.
 """
 
 from __future__ import annotations
 
 from jdp.synth.base import Method, register
+from jdp.synth.dpgm.codec import DPGMCodec, codec
 from jdp.synth.dpgm.config import DPGMConfig
-from jdp.synth.dpgm.model import (
-    ClusterPartition,
-    calibrate_noise,
-    fit_arrays,
-    fit_table,
-    generator_noise_cut,
-    parallel_training_event,
-    partition_by_released_centres,
-    plan_events,
-    sample_arrays,
-    sample_table,
-)
+from jdp.synth.dpgm.model import fit_arrays, sample_arrays
 from jdp.synth.estimator import Synthesizer
 
-__all__ = [
-    "DPGM",
-    "ClusterPartition",
-    "DPGMConfig",
-    "calibrate_noise",
-    "fit_arrays",
-    "fit_table",
-    "generator_noise_cut",
-    "parallel_training_event",
-    "partition_by_released_centres",
-    "plan_events",
-    "sample_arrays",
-    "sample_table",
-]
+__all__ = ["DPGM", "DPGMCodec", "DPGMConfig", "codec", "fit_arrays", "sample_arrays"]
 
 register(
     Method(
         name="dpgm",
         config_cls=DPGMConfig,
-        fit=fit_table,
-        sample=sample_table,
+        codec=codec,
+        fit_arrays=fit_arrays,
+        sample_arrays=sample_arrays,
         description="DPGM: DP kernel k-means + one DP-SGD VAE/RBM per cluster (Acs et al. 2019)",
     )
 )

@@ -1,13 +1,24 @@
-"""The configuration of DPGM (Acs et al., TKDE 2018, Algorithm 1 and Sec. 6.1)."""
+"""The configuration of DPGM (Acs et al., TKDE 2019, Algorithm 1 and Sec. 6.1)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from accounting.validation import check_count, check_open_unit, check_positive, check_probability
-from jdp.dpsgd import check_performance_flags, planned_steps
+from accounting.validation import check_count, check_open_unit, check_positive
+from jdp.data.quantile_scale import MIN_MAX, NumericScale
+from jdp.dpsgd import DPSGDConfig, Performance, check_template
 
+#: The generator networks by name (:data:`jdp.synth.dpgm.generators.GENERATORS` holds one
+#: class per name).
 GENERATORS: tuple[str, ...] = ("vae", "rbm")
+
+#: ``DPGMConfig.dpsgd``'s default: ``q = 0.01``, 5 epochs, the noise unset (calibrated with
+#: the k-means phase); its ``l2_clip_norm`` and ``expected_batch_size`` are placeholders that
+#: DPGM replaces (see :class:`DPGMConfig`).
+DPSGD_TEMPLATE = DPSGDConfig(sampling_prob=0.01, expected_batch_size=1.0, epochs=5.0)
+#: ``DPGMConfig.performance``'s default: the general clipping path (per-example gradients by
+#: ``vmap``; DPNorm needs every norm of the batch).
+PERFORMANCE = Performance(clipping="general")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -25,8 +36,11 @@ class DPGMConfig:
       max_kmeans_noise: the largest k-means noise multiplier the fit accepts; a budget that
         needs more noise for ``T_K`` iterations is refused before any data is read ("budget
         too small for the planned k-means iterations").
+      kmeans_share: the share of epsilon the k-means phase (and the noisy cluster sizes) is
+        first calibrated to; a common factor then makes the whole ledger meet the budget
+        exactly (as P3GM's split).
 
-    Generators (Sec. 3.1-3.2, 6.1):
+    Generators (Sec. 3.1-3.2, 6.1; :mod:`jdp.synth.dpgm.generators`):
       generator: ``"vae"`` (any table; Bernoulli/categorical heads) or ``"rbm"`` (binary data
         only: integer columns with bounds [0, 1] and categorical one-hots).
       hidden: hidden units (DPGM: 200 for both).
@@ -36,17 +50,22 @@ class DPGMConfig:
       learning_rate: Adam's step for either generator (DPGM: SGD at 0.01 for the RBM; Adam for
         the VAE).
 
-    DP-SGD (Algorithm 4; public):
-      sampling_prob: Poisson rate ``q`` of every cluster's batches (the same public rate for
-        all clusters: it never depends on a private cluster size).
-      steps, epochs: run length per cluster (exactly one; ``epochs`` means ``ceil(epochs/q)``).
+    DP-SGD (Algorithm 4):
+      dpsgd: the template every cluster's run is built from (:func:`cluster_dpsgd`): its
+        ``sampling_prob`` ``q`` (the same public rate for all clusters: it never depends on a
+        private cluster size), ``steps`` or ``epochs`` (``ceil(epochs / q)`` steps),
+        ``accountant`` (of the calibration) and ``secure_noise`` are read. Its noise is unset
+        (DPGM calibrates ``z`` with the k-means phase), its sampling Poisson (DPNorm's
+        analysis), and its ``l2_clip_norm`` and ``expected_batch_size`` are left at the
+        template's placeholders: DPGM sets the clip rule (DPNorm, below) and the normaliser
+        ``q max(mean noisy cluster size, 1)`` (released) itself.
       clip_max_norm, clip_bins: DPNorm's ``C_max`` and ``w`` (DPGM: 10 and 100).
       hist_noise_ratio: the DPNorm histogram's noise multiplier as a multiple of the
-        gradient's (DPGM Fig. 2: ``sigma_C = 4`` beside ``sigma_G`` in 2..8).
-      kmeans_share: the share of epsilon the k-means phase (and the noisy cluster sizes) is
-        first calibrated to; a common factor then makes the whole ledger meet the budget
-        exactly (as P3GM's split).
-      microbatch_size, dpsgd_method: performance only.
+        gradient's ``z`` (DPGM Fig. 2: ``sigma_C = 4`` beside ``sigma_G`` in 2..8): the clip
+        rule depends on the calibrated ``z``, so these knobs are DPGM's, not the template's.
+      performance: compute flags only (:class:`jdp.dpsgd.Performance`).
+      scale: numeric columns on released quantile knots, or min-max by the declared
+        bounds (:class:`jdp.data.quantile_scale.NumericScale`; default: min-max).
     """
 
     n_clusters: int = 10
@@ -55,6 +74,7 @@ class DPGMConfig:
     gamma: float | None = None
     kmeans_clip: float = 1.0
     max_kmeans_noise: float = 1000.0
+    kmeans_share: float = 0.3
     generator: str = "vae"
     hidden: int = 200
     latent_dim: int = 2
@@ -62,15 +82,12 @@ class DPGMConfig:
     gibbs_steps: int = 1
     sample_burn_in: int = 500
     learning_rate: float = 1e-3
-    sampling_prob: float = 0.01
-    steps: int | None = None
-    epochs: float | None = 5.0
+    dpsgd: DPSGDConfig = DPSGD_TEMPLATE
     clip_max_norm: float = 10.0
     clip_bins: int = 100
     hist_noise_ratio: float = 2.0
-    kmeans_share: float = 0.3
-    microbatch_size: int | None = None
-    dpsgd_method: str = "general"
+    performance: Performance = PERFORMANCE
+    scale: NumericScale = MIN_MAX
 
     def __post_init__(self) -> None:
         check_count("n_clusters", self.n_clusters, minimum=1)
@@ -80,6 +97,7 @@ class DPGMConfig:
             check_positive("gamma", self.gamma)
         check_positive("kmeans_clip", self.kmeans_clip)
         check_positive("max_kmeans_noise", self.max_kmeans_noise)
+        check_open_unit("kmeans_share", self.kmeans_share)
         if self.generator not in GENERATORS:
             raise ValueError(f"expected generator in {GENERATORS}, got {self.generator!r}")
         check_count("hidden", self.hidden, minimum=1)
@@ -88,15 +106,12 @@ class DPGMConfig:
         check_count("gibbs_steps", self.gibbs_steps, minimum=1)
         check_count("sample_burn_in", self.sample_burn_in, minimum=1)
         check_positive("learning_rate", self.learning_rate)
-        planned_steps(steps=self.steps, epochs=self.epochs, sampling_prob=self.sampling_prob)
+        check_template(
+            self.dpsgd,
+            self.performance,
+            calibrated_by="DPGM",
+            poisson_because="DPNorm's analysis",
+        )
         check_positive("clip_max_norm", self.clip_max_norm)
         check_count("clip_bins", self.clip_bins, minimum=1)
         check_positive("hist_noise_ratio", self.hist_noise_ratio)
-        check_open_unit("kmeans_share", self.kmeans_share)
-        check_probability("sampling_prob", self.sampling_prob)
-        check_performance_flags(microbatch_size=self.microbatch_size, method=self.dpsgd_method)
-
-    @property
-    def num_steps(self) -> int:
-        """DP-SGD steps per cluster: :func:`jdp.dpsgd.train.planned_steps` of this config."""
-        return planned_steps(steps=self.steps, epochs=self.epochs, sampling_prob=self.sampling_prob)

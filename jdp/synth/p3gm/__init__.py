@@ -2,11 +2,11 @@
 
 One model family, four registered methods: ``"p3gm"``, ``"p3gm-ae"``, ``"dp-vae"`` and
 ``"pgm"`` (the non-private reference), each a :class:`~jdp.synth.p3gm.variants.Variant` of the
-same code. Modules: :mod:`~jdp.synth.p3gm.config` (the shared :class:`P3GMConfig`),
-:mod:`~jdp.synth.p3gm.variants` (what differs), :mod:`~jdp.synth.p3gm.privacy` (the phases'
-events and their joint calibration, Theorem 4), :mod:`~jdp.synth.p3gm.model` (the phases,
-sampling and the table glue). This module registers the variants and holds their
-scikit-learn-style classes.
+same code. Modules: :mod:`~jdp.synth.p3gm.config` (:class:`P3GMConfig`),
+:mod:`~jdp.synth.p3gm.variants` (what differs), :mod:`~jdp.synth.p3gm.phases` (DP-PCA, DP-EM,
+DP-SGD), :mod:`~jdp.synth.p3gm.privacy` (the phases' events and their joint calibration,
+Theorem 4), :mod:`~jdp.synth.p3gm.model` (the codec, fit and sampling on arrays) and
+:mod:`~jdp.synth.p3gm.paper` (the paper's experiments).
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ import functools
 from jdp.synth.base import Method, register
 from jdp.synth.estimator import Synthesizer
 from jdp.synth.p3gm.config import P3GMConfig
-from jdp.synth.p3gm.model import fit_table, sample_table
+from jdp.synth.p3gm.model import P3GMCodec, codec, fit_arrays, sample_arrays
 from jdp.synth.p3gm.variants import VARIANTS, Variant
 
-__all__ = ["DPVAE", "P3GM", "P3GMAE", "PGM", "P3GMConfig", "Variant"]
+__all__ = ["DPVAE", "P3GM", "P3GMAE", "PGM", "P3GMCodec", "P3GMConfig", "Variant"]
 
 
 for _variant in VARIANTS.values():
@@ -27,8 +27,9 @@ for _variant in VARIANTS.values():
         Method(
             name=_variant.name,
             config_cls=P3GMConfig,
-            fit=functools.partial(fit_table, variant=_variant),
-            sample=functools.partial(sample_table, variant=_variant),
+            codec=codec,
+            fit_arrays=functools.partial(fit_arrays, variant=_variant),
+            sample_arrays=functools.partial(sample_arrays, variant=_variant),
             description=_variant.description,
             private=_variant.private,
         )

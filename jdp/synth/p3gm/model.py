@@ -1,138 +1,134 @@
-"""P3GM's model: the encoding phase, the decoding phase and sampling (Takagi et al.).
+"""P3GM on arrays: its codec, a fit (the phases of :mod:`jdp.synth.p3gm.phases` at the noise
+of one joint calibration) and sampling (Takagi et al., Algorithm 1, Sec. IV-E).
 
-A fit is three phases (Algorithm 1):
-
-1. **DP-PCA** (encoding phase, Sec. IV-D): rows ``x`` (encoded by the public
-   :class:`~jdp.data.transforms.TableEncoder`, then divided by its public
-   ``row_norm_bound`` so ``||x|| <= 1``) are centred at a DP mean and projected on the top
-   ``d'`` eigenvectors of the Analyze-Gauss release (:func:`jdp.encoding.pca.dp_pca_gaussian`).
-   The projection ``c_x = (x / b - mu_DP) V`` is the *fixed encoder mean* ``mu_phi(x)``.
-2. **DP-EM** (Sec. IV-D): a ``K``-component Gaussian mixture ``r_lambda`` fitted on the
-   projections ``c_x`` (:func:`jdp.encoding.em.dp_em`, ``T_e`` accounted iterations). The
-   paper's diagonal ``K = 3, T_e = 20`` is a config; the default is one full-covariance
-   Gaussian in one release (:class:`P3GMConfig` ``n_components``: at the default budget
-   the paper's mixture is noise on the latent's small variances, and sampling from it
-   puts ``z`` where the decoder never saw an encoder mean).
-3. **DP-SGD** (decoding phase, Sec. IV-C, eq. (7)): the ELBO
-   ``E_q[log p(x|z)] - KL(q(z|x) || r_lambda)`` with ``q(z|x) = N(c_x, diag sigma_phi(x)^2)``,
-   ``sigma_phi`` the learned encoder head, the KL by Hershey & Olsen's variational
-   approximation ([23], :func:`jdp.nn.vae.kl_to_mixture`), trained by
-   :func:`jdp.dpsgd.train.train` (per-example clipping, Poisson sampling).
+A fit runs DP-PCA and DP-EM (the encoding phase, when the variant has a fixed encoder mean),
+then DP-SGD (the decoding phase), each at the noise multiplier
+:func:`~jdp.synth.p3gm.privacy.calibrate_noise` chose for the whole budget (Theorem 4).
 
 Sampling (Sec. IV-E) draws ``z`` from the DP mixture ``r_lambda`` -- never ``N(0, I)`` -- and
 then each column from the decoder's distribution given ``z``: categorical columns, the label
-and the point-mass state indicators from their softmax, numeric columns from a histogram
-head over their integers or public cells (:func:`head_layout`, ``"binned"`` in
-:mod:`jdp.nn.heads`), so the synthetic label distribution is the model's, not a copied
-ratio, and a numeric column keeps its spread. (The paper's Bernoulli head decoded at its mean
-collapsed Adult's age and hours-per-week to their conditional means: 1-way TVD 0.47 and 0.41,
-2-way TVD 0.21 at epsilon 1; the Bernoulli head stays for pixel tables.)
+and the point-mass state indicators from their softmax, numeric columns from a histogram head
+over their integers or public cells (``"binned"`` in :mod:`jdp.nn.heads`), so the synthetic
+label distribution is the model's, not a copied ratio, and a numeric column keeps its spread.
+DP-VAE (a learned encoder mean) draws ``z ~ N(0, I)``.
 
-The baselines differ by the fields of their :class:`~jdp.synth.p3gm.variants.Variant`; every
-function taking ``variant`` accepts a variant or its name. The privacy of a fit (its ledger
-and the joint calibration) is in :mod:`jdp.synth.p3gm.privacy`.
+On tables the library's one adapter (:meth:`jdp.synth.base.Method.fit`) encodes with
+:func:`codec`; on a plain array, build the codec from a head layout and a row bound::
+
+    codec = P3GMCodec(layout=(("bernoulli", 784),), row_norm_bound=28.0)
+    params, ledger = fit_arrays(key, x, codec, budget, P3GMConfig(), variant="p3gm")
+    rows = sample_arrays(key, params, codec, P3GMConfig(), 1000, variant="p3gm")
 """
 
 from __future__ import annotations
 
 import functools
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 import pandas as pd
 
 from accounting import PrivacyBudget, PrivacyLedger
-from jdp.data.schema import Column, Schema, Table, state_column_name
-from jdp.data.transforms import TableEncoder, has_state
-from jdp.dpsgd import DPSGDConfig, train
-from jdp.dpsgd.noise import noise_cut
-from jdp.encoding import em, pca
-from jdp.mechanisms.release import record_release
+from jdp.data.schema import Schema, Table
+from jdp.data.transforms import TableEncoder
+from jdp.encoding import em
 from jdp.nn.heads import (
-    BLOCK_KINDS,
     HeadLayout,
-    data_width,
+    check_layout,
     decode_sample,
-    heads_for_spans,
+    heads_for_encoder,
     layout_width,
-    log_likelihood,
     raw_width,
 )
-from jdp.nn.vae import Decoder, Encoder, kl_to_mixture, kl_to_standard_normal
+from jdp.nn.vae import Decoder
 from jdp.random import numpy_rng
-from jdp.synth.base import FittedModel
 from jdp.synth.p3gm.config import P3GMConfig
-from jdp.synth.p3gm.privacy import (
-    calibrate_noise,
-    non_private_ledger,
-    phase_events,
-    single_phase_events,
+from jdp.synth.p3gm.phases import (
+    decoding_phase,
+    encoding_phase,
+    latent_width,
+    prior_mixture,
+    sgd_noise_cut,
+    standardize,
 )
+from jdp.synth.p3gm.privacy import calibrate_noise, non_private_ledger
 from jdp.synth.p3gm.variants import Variant, get_variant
 
 __all__ = [
-    "P3GMConfig",
-    "calibrate_noise",
-    "decoding_phase",
-    "encoding_phase",
-    "example_terms",
+    "P3GMCodec",
+    "codec",
     "fit_arrays",
-    "fit_table",
-    "head_layout",
-    "phase_events",
-    "project",
     "sample_arrays",
     "sample_latent",
-    "sample_table",
-    "sgd_noise_cut",
-    "single_phase_events",
     "table_encoder",
     "target_coords",
 ]
 
 
-# -- the data layout ---------------------------------------------------------------------------
+# -- the codec ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class P3GMCodec:
+    """P3GM's public encoding (:class:`jdp.synth.base.Codec`): a function of the schema and
+    the config, or declared by hand for plain arrays.
+
+    Attributes:
+      layout: the decoder's heads (:data:`jdp.nn.heads.HeadLayout`); rows have
+        :func:`~jdp.nn.heads.layout_width` coordinates.
+      row_norm_bound: a public bound ``b`` on the L2 norm of a row (the encoding phase reads
+        ``x / b``; rows above it are clipped by the mechanisms).
+      target_coords: ``[start, stop)`` of the target's coordinates, left out of the fixed
+        encoder mean under ``P3GMConfig.latent_excludes_target`` (None: no target).
+      encoder: the :class:`~jdp.data.transforms.TableEncoder` of a table (None for a codec
+        of plain arrays, which cannot encode or decode a table).
+    """
+
+    layout: HeadLayout
+    row_norm_bound: float
+    target_coords: tuple[int, int] | None = None
+    encoder: TableEncoder | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "layout", check_layout(self.layout))
+        object.__setattr__(self, "row_norm_bound", float(self.row_norm_bound))
+        if not (math.isfinite(self.row_norm_bound) and self.row_norm_bound > 0):
+            raise ValueError(f"expected a finite row_norm_bound > 0, got {self.row_norm_bound}")
+        width = layout_width(self.layout)
+        if self.target_coords is not None:
+            start, stop = self.target_coords
+            if not 0 <= start < stop <= width:
+                raise ValueError(
+                    f"expected target_coords within [0, {width}), got {self.target_coords}"
+                )
+        if self.encoder is not None and self.encoder.width != width:
+            raise ValueError(
+                f"expected a layout of the encoder's width {self.encoder.width}, got {width}"
+            )
+
+    def encode(self, data: Table) -> np.ndarray:
+        """The encoded ``(n, d)`` rows (private: they are the records)."""
+        return self._table_encoder().encode(data)
+
+    def decode(self, key: jax.Array, rows: np.ndarray) -> pd.DataFrame:
+        """Drawn rows -> a table (post-processing; deterministic, so ``key`` is unused: the
+        draws were made by :func:`sample_arrays`)."""
+        del key
+        return self._table_encoder().decode(rows)
+
+    def _table_encoder(self) -> TableEncoder:
+        if self.encoder is None:
+            raise ValueError("this P3GMCodec was declared for arrays: it has no table encoder")
+        return self.encoder
 
 
 def table_encoder(schema: Schema) -> TableEncoder:
     """The public encoder: numeric columns min-max to [0, 1], one-hot categoricals (label too)."""
     return TableEncoder(schema, continuous_range=(0.0, 1.0))
-
-
-def head_layout(encoder: TableEncoder, config: P3GMConfig | None = None) -> HeadLayout:
-    """Decoder heads from the encoder's spans, by ``config.numeric_head`` (default config when
-    None): a softmax head per categorical (state indicators included) and, for the numeric
-    columns, either one ``"binned"`` head each (:func:`numeric_cells` cells) or one
-    Bernoulli (cross-entropy) head over each run of [0, 1] coordinates
-    (:func:`jdp.nn.heads.heads_for_spans`). ``"auto"`` takes the binned layout when its
-    :func:`~jdp.nn.heads.raw_width` is at most ``config.hidden``. Public: a function of the
-    schema and the config."""
-    config = P3GMConfig() if config is None else config
-    bernoulli = heads_for_spans(encoder.spans, merge=True)
-    if config.numeric_head == "bernoulli":
-        return bernoulli
-    states = {state_column_name(c.name) for c in encoder.source_columns if has_state(c)}
-    binned = tuple(
-        ("binned", numeric_cells(col, config.numeric_bins))
-        if col.is_numeric
-        else ("state" if col.name in states else "categorical", span.size)
-        for col, span in zip(encoder.columns, encoder.spans, strict=True)
-    )
-    if config.numeric_head == "auto" and raw_width(binned) > config.hidden:
-        return bernoulli
-    return binned
-
-
-def numeric_cells(column: Column, max_cells: int) -> int:
-    """Cells of a numeric column's binned head: one per value of an integer column with at
-    most ``max_cells`` values (``upper - lower + 1``), else ``max_cells``."""
-    if column.kind == "integer" and column.upper - column.lower + 1 <= max_cells:
-        return int(column.upper - column.lower) + 1
-    return max_cells
 
 
 def target_coords(encoder: TableEncoder) -> tuple[int, int] | None:
@@ -142,404 +138,38 @@ def target_coords(encoder: TableEncoder) -> tuple[int, int] | None:
     return (spans[0].start, spans[-1].stop) if spans else None
 
 
-# -- the fixed encoder mean and the prior ----------------------------------------------------------
-
-
-def project(params: dict[str, Any], x: jax.Array) -> jax.Array:
-    """The fixed encoder mean ``c_x = (x / b - centre) V`` (the DP-PCA projection)."""
-    proj = params["projection"]
-    return (x / proj["row_norm_bound"] - proj["centre"]) @ proj["components"]
-
-
-def latent_moments(prior: dict[str, Any]) -> dict[str, np.ndarray]:
-    """Mean and std per latent coordinate of the DP mixture (post-processing of DP-EM):
-    ``m = sum_k w_k mu_k``, ``s^2 = sum_k w_k (sigma_k^2 + mu_k^2) - m^2`` (``sigma_k^2`` the
-    diagonal of a full component covariance)."""
-    w = np.asarray(prior["weights"])[:, None]
-    means, var = np.asarray(prior["means"]), component_variances(prior)
-    m = np.sum(w * means, axis=0)
-    return {"mean": m, "std": np.sqrt(np.sum(w * (var + means**2), axis=0) - m**2)}
-
-
-def component_variances(prior: dict[str, Any]) -> np.ndarray:
-    """``(K, d')`` per-coordinate variances of the mixture's components: ``prior["variances"]``
-    itself (diagonal components) or the diagonals of its ``(K, d', d')`` full covariances."""
-    var = np.asarray(prior["variances"])
-    return np.diagonal(var, axis1=1, axis2=2) if var.ndim == 3 else var
-
-
-def prior_mixture(params: dict[str, Any]) -> em.Mixture:
-    """The DP mixture ``r_lambda`` as an :class:`~jdp.encoding.em.Mixture` (its covariance
-    type read off the stored covariances: ``(K, d')`` diagonal, ``(K, d', d')`` full)."""
-    prior = params["prior"]
-    var = np.asarray(prior["variances"], dtype=np.float64)
-    return em.Mixture(
-        weights=np.asarray(prior["weights"], dtype=np.float64),
-        means=np.asarray(prior["means"], dtype=np.float64),
-        covariances=var,
-        covariance_type="full" if var.ndim == 3 else "diag",
+def codec(schema: Schema, config: P3GMConfig) -> P3GMCodec:
+    """The codec of a table (the registry's): :func:`table_encoder`, its heads by
+    ``config.numeric_head`` (:func:`jdp.nn.heads.heads_for_encoder`, ``"auto"`` bounded by
+    the decoder's ``hidden`` width), its public row bound and target coordinates."""
+    encoder = table_encoder(schema)
+    layout = heads_for_encoder(
+        encoder,
+        numeric_head=config.numeric_head,
+        numeric_bins=config.numeric_bins,
+        max_raw_width=config.hidden,
+    )
+    return P3GMCodec(
+        layout=layout,
+        row_norm_bound=encoder.row_norm_bound,
+        target_coords=target_coords(encoder),
+        encoder=encoder,
     )
 
 
-def standardized_prior(params: dict[str, Any]) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """The DP mixture in standardized coordinates ``u = (z - m) / s``: (weights, means,
-    chols), ``chols`` the ``(K, d', d')`` lower Cholesky factors of the components'
-    covariances ``S^-1 Sigma_k S^-1`` (``S = diag(s)``; ``S^-1 L_k`` for ``Sigma_k = L_k L_k^T``,
-    ``diag(sigma_k / s)`` for a diagonal component).
-
-    The latent is handled in these coordinates (the encoder mean ``(c_x - m) / s``, the
-    reparametrised draw, the decoder input): an invertible affine map fixed by released
-    values, under which the KL term is invariant, and which gives the decoder inputs of unit
-    scale whatever the scale of the projection (DP-SGD moves weights slowly).
-    """
-    prior, scale = params["prior"], params["latent_scale"]
-    means = (prior["means"] - scale["mean"]) / scale["std"]
-    var = jnp.asarray(prior["variances"])
-    chols = jnp.linalg.cholesky(var) if var.ndim == 3 else jax.vmap(jnp.diag)(jnp.sqrt(var))
-    return prior["weights"], means, chols / jnp.asarray(scale["std"])[:, None]
-
-
-def standardize(params: dict[str, Any], z: jax.Array) -> jax.Array:
-    """``u = (z - m) / s`` with the DP mixture's moments (:func:`latent_moments`)."""
-    scale = params["latent_scale"]
-    return (z - scale["mean"]) / scale["std"]
-
-
-def encoding_phase(
-    rng: np.random.Generator,
-    x: np.ndarray,
-    row_norm_bound: float,
-    config: P3GMConfig,
-    noise: dict[str, float] | None,
-    target_coords: tuple[int, int] | None = None,
-) -> tuple[dict[str, Any], PrivacyLedger]:
-    """DP-PCA then DP-EM on the projections (``noise=None``: the non-private PGM limit).
-
-    With ``config.latent_excludes_target`` the encoded target's coordinates
-    ``[start, stop) = target_coords`` (public: the schema's layout) are left out of the
-    fixed encoder mean (zero loadings), so the decoder must predict the label from the
-    features' latent.
-
-    Returns the ``"projection"``, ``"prior"`` and ``"latent_scale"`` parameter groups and the
-    phases' ledger.
-    """
-    scaled = x / row_norm_bound
-    d = x.shape[1]
-    keep = np.ones(d, dtype=bool)  # the coordinates the fixed encoder mean reads
-    if config.latent_excludes_target and target_coords is not None:
-        keep[target_coords[0] : target_coords[1]] = False
-    inputs = scaled[:, keep]
-    ledger = PrivacyLedger()
-    if config.latent_dim is None:  # no reduction: the fixed mean is the DP-centred row
-        release = pca.dp_mean_gaussian(
-            rng,
-            inputs,
-            noise_multiplier=0.0 if noise is None else noise["pca"],
-            l2_clip_norm=config.pca_clip_norm,
-        )
-        centre, ledger = record_release(ledger, "dp-mean", release)
-        components = np.eye(inputs.shape[1])
-    else:
-        z = 0.0 if noise is None else noise["pca"]
-        result, pca_ledger = pca.dp_pca_gaussian(
-            rng,
-            inputs,
-            config.latent_dim,
-            noise_multiplier=z,
-            centre="dp",
-            l2_clip_norm=config.pca_clip_norm,
-        )
-        centre, components = result.centre, result.components
-        ledger = ledger + pca_ledger
-    # embedded in the full row: zero centre and zero loadings on the coordinates left out
-    projection = {
-        "components": np.zeros((d, components.shape[1])),
-        "centre": np.zeros(d),
-    }
-    projection["components"][keep] = components
-    projection["centre"][keep] = centre
-    projection["row_norm_bound"] = np.asarray(row_norm_bound, dtype=np.float64)
-    latent = (scaled - projection["centre"]) @ projection["components"]
-    fitted, em_ledger = em.dp_em(
-        rng,
-        latent,
-        config.n_components,
-        noise_multiplier=0.0 if noise is None else noise["em"],
-        steps=config.em_steps,
-        covariance_type=config.prior_covariance,
-        l2_clip_norm=config.em_clip_norm,
-        reg_covar=config.reg_covar,
-    )
-    mix = fitted.mixture
-    prior = {"weights": mix.weights, "means": mix.means, "variances": mix.covariances}
-    fixed = {"projection": projection, "prior": prior, "latent_scale": latent_moments(prior)}
-    return fixed, ledger + em_ledger
-
-
-# -- the decoding phase ----------------------------------------------------------------------------
-
-
-def latent_width(config: P3GMConfig, d: int, fixed: dict[str, Any] | None = None) -> int:
-    """The width of the fixed projection when there is one; else ``d'``, or the data width
-    ``d`` when the reduction is skipped (``latent_dim=None``)."""
-    if fixed and "projection" in fixed:
-        return int(fixed["projection"]["components"].shape[1])
-    return d if config.latent_dim is None else config.latent_dim
-
-
-def networks(
-    config: P3GMConfig, variant: Variant, layout: HeadLayout, fixed: dict[str, Any] | None = None
-) -> tuple[Encoder | None, Decoder]:
-    """(encoder, or None for a zero encoder variance; decoder) of a variant.
-
-    The encoder has a mean head only when the variant learns its mean; its log-variance head
-    starts at ``config.logvar_init`` beside a fixed mean (DP-VAE keeps the default 0). The
-    decoder emits the layout's :func:`~jdp.nn.heads.raw_width` outputs.
-    """
-    latent = latent_width(config, layout_width(layout), fixed)
-    if not variant.has_encoder:
-        encoder = None
-    elif variant.fixed_mean:
-        encoder = Encoder(config.hidden, latent, learn_mean=False, logvar_init=config.logvar_init)
-    else:
-        encoder = Encoder(config.hidden, latent, learn_mean=True)
-    return encoder, Decoder(config.hidden, raw_width(layout))
-
-
-def uniform_binned_heads(decoder_params: Any, layout: HeadLayout) -> Any:
-    """The decoder with zero output weights and biases on its binned heads' logits, so each
-    histogram starts uniform over its cells whatever ``z`` (a random output layer would
-    start it peaked at arbitrary cells)."""
-    binned = np.zeros(raw_width(layout), dtype=bool)
-    start = 0
-    for kind, width in layout:
-        binned[start : start + width] = kind == "binned"
-        start += width
-    out = decoder_params["params"]["out"]
-    keep = jnp.asarray(~binned)
-    new_out = {"kernel": out["kernel"] * keep, "bias": out["bias"] * keep}
-    return {**decoder_params, "params": {**decoder_params["params"], "out": new_out}}
-
-
-def init_networks(
-    key: jax.Array,
-    config: P3GMConfig,
-    variant: Variant,
-    layout: HeadLayout,
-    fixed: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """Initial ``{"encoder"?, "decoder"}`` flax parameters (data-independent)."""
-    d = layout_width(layout)
-    encoder, decoder = networks(config, variant, layout, fixed)
-    k_enc, k_dec = jax.random.split(key)
-    out = {
-        "decoder": uniform_binned_heads(
-            decoder.init(k_dec, jnp.zeros((latent_width(config, d, fixed),))), layout
-        )
-    }
-    if encoder is not None:
-        out["encoder"] = encoder.init(k_enc, jnp.zeros((d,)))
-    return out
-
-
-def sgd_noise_cut(config: P3GMConfig, variant: Variant | str, layout: HeadLayout) -> float:
-    """DP-SGD's sampler cut per step (:func:`jdp.dpsgd.noise.noise_cut`) on the trainable
-    networks of a variant, from their shapes (public: config and layout)."""
-    shapes = jax.eval_shape(
-        lambda: init_networks(jax.random.key(0), config, get_variant(variant), layout)
-    )
-    return noise_cut(shapes)
-
-
-def example_terms(
-    trainable: dict[str, Any],
-    fixed: dict[str, Any],
-    x: jax.Array,
-    key: jax.Array,
-    *,
-    config: P3GMConfig,
-    variant: Variant | str,
-    layout: HeadLayout,
-) -> tuple[jax.Array, jax.Array]:
-    """``(log p(x | z), KL)`` of ONE example with one reparametrised ``z`` (eq. (7), L = 1).
-
-    * fixed mean (p3gm, pgm): ``q = N(c_x, diag e^logvar(x))`` with ``c_x`` the fixed
-      projection, in the standardized coordinates of :func:`standardized_prior`; KL to the
-      mixture prior by Hershey & Olsen's approximation.
-    * zero variance (p3gm-ae): ``z = c_x``; the KL term is a constant and is dropped.
-    * learned mean (dp-vae): learned mean and log-variance; KL to ``N(0, I)`` in closed form.
-    """
-    variant = get_variant(variant)
-    encoder, decoder = networks(config, variant, layout, fixed)
-    if encoder is None:
-        z, kl = standardize(fixed, project(fixed, x)), jnp.zeros(())
-    else:
-        mean, logvar = encoder.apply(trainable["encoder"], x)
-        if variant.fixed_mean:
-            mean = standardize(fixed, project(fixed, x))
-            kl = kl_to_mixture(mean, logvar, *standardized_prior(fixed))
-        else:
-            kl = kl_to_standard_normal(mean, logvar)
-        z = mean + jnp.exp(0.5 * logvar) * jax.random.normal(key, mean.shape)
-    return log_likelihood(decoder.apply(trainable["decoder"], z), x, layout), kl
-
-
-def inverse_projection(fixed: dict[str, Any], z: jax.Array) -> jax.Array:
-    """The DP-PCA reconstruction ``x = b (z V^T + centre)`` of a latent ``z`` (data space)."""
-    proj = fixed["projection"]
-    return proj["row_norm_bound"] * (z @ proj["components"].T + proj["centre"])
-
-
-def into_heads(x: jax.Array, layout: HeadLayout) -> jax.Array:
-    """Clip a data-space vector to what each head models: ``[0, 1]`` (bernoulli, binned),
-    ``[-1, 1]`` (tanh), a probability vector (categorical: clipped at 0, renormalised;
-    uniform when nothing is left), unchanged (gaussian)."""
-    parts, start = [], 0
-    for kind, width in layout:
-        v = x[..., start : start + data_width(kind, width)]
-        start += data_width(kind, width)
-        if kind in ("bernoulli", "binned"):
-            v = jnp.clip(v, 0.0, 1.0)
-        elif kind == "tanh":
-            v = jnp.clip(v, -1.0, 1.0)
-        elif kind in BLOCK_KINDS:
-            v = jnp.maximum(v, 0.0)
-            total = jnp.sum(v, axis=-1, keepdims=True)
-            v = jnp.where(total > 0, v / jnp.where(total > 0, total, 1.0), 1.0 / width)
-        parts.append(v)
-    return jnp.concatenate(parts, axis=-1)
-
-
-def initial_decoder(
-    key: jax.Array,
-    decoder_params: Any,
-    fixed: dict[str, Any],
-    layout: HeadLayout,
-    config: P3GMConfig,
-) -> Any:
-    """Start the decoder at the released encoding phase (post-processing, no data access).
-
-    ``config.decoder_init_steps`` Adam steps (batch ``config.decoder_init_batch``) maximise
-    ``log p(x~ | u)`` for ``z ~ r_lambda`` (the DP mixture), ``u`` its standardized
-    coordinates and ``x~`` = :func:`into_heads` of the DP-PCA reconstruction
-    :func:`inverse_projection` ``(z)``: the decoder starts as (a smooth version of) the
-    inverse of the fixed encoder mean instead of a random map, and DP-SGD refines it.
-    Reads only released values (``projection``, ``prior``, ``latent_scale``), so it spends
-    nothing. The P3GM reference code does the same before DP-SGD (``tsubasat/P3GM``,
-    ``src/p3gm.py``, ``pcapretrain``: 3,000 steps of batch 100, squared error); the paper
-    does not mention it.
-
-    Binned heads are left out of this fit and stay uniform (:func:`init_networks`): the
-    reconstruction of a numeric coordinate is a conditional mean, and fitting a histogram to
-    it would start the column collapsed at that mean (Adult: capital-loss's non-zero values
-    came out near 0 rather than near 1,900), which DP-SGD then has to undo.
-    """
-    fixed = jax.tree_util.tree_map(jnp.asarray, fixed)
-    decoder = Decoder(config.hidden, raw_width(layout))
-    weights, means, chols = standardized_prior(fixed)
-    scale = fixed["latent_scale"]
-    optimizer = optax.adam(config.learning_rate)
-    batch = config.decoder_init_batch
-
-    def loss(params: Any, k: jax.Array) -> jax.Array:
-        k_c, k_z = jax.random.split(k)
-        comp = jax.random.categorical(k_c, jnp.log(weights), shape=(batch,))
-        noise = jax.random.normal(k_z, (batch, means.shape[1]))
-        u = means[comp] + jnp.einsum("bij,bj->bi", chols[comp], noise)
-        target = into_heads(inverse_projection(fixed, u * scale["std"] + scale["mean"]), layout)
-        raw = decoder.apply(params, u.astype(jnp.float32))
-        ll = jax.vmap(functools.partial(log_likelihood, layout=layout, skip=("binned",)))
-        return -jnp.mean(ll(raw, target))
-
-    def step(carry: tuple[Any, Any], k: jax.Array) -> tuple[tuple[Any, Any], None]:
-        params, state = carry
-        grads = jax.grad(loss)(params, k)
-        updates, state = optimizer.update(grads, state, params)
-        return (optax.apply_updates(params, updates), state), None
-
-    keys = jax.random.split(key, config.decoder_init_steps)
-    (params, _), _ = jax.jit(lambda p, ks: jax.lax.scan(step, (p, optimizer.init(p)), ks))(
-        decoder_params, keys
-    )
-    return params
-
-
-def decoding_phase(
-    key: jax.Array,
-    x: np.ndarray,
-    fixed: dict[str, Any],
-    layout: HeadLayout,
-    config: P3GMConfig,
-    variant: Variant | str,
-    noise_multiplier: float | None,
-    *,
-    trainable: dict[str, Any] | None = None,
-    epochs: float | None = None,
-    steps: int | None = None,
-    progress: bool = False,
-) -> tuple[dict[str, Any], PrivacyLedger]:
-    """DP-SGD on the negative ELBO (``noise_multiplier=None``: non-private, no clipping).
-
-    ``trainable`` continues from given parameters and ``epochs`` or ``steps`` (at most one)
-    overrides the config's run length (both for learning curves; a fit trains once from a
-    fresh initialisation).
-    """
-    if epochs is not None and steps is not None:
-        raise ValueError("expected at most one of epochs and steps")
-    variant = get_variant(variant)
-    init_key, train_key = jax.random.split(key)
-    if trainable is None:
-        trainable = init_networks(init_key, config, variant, layout, fixed)
-        if variant.fixed_mean and config.decoder_init_steps > 0:
-            trainable["decoder"] = initial_decoder(
-                jax.random.fold_in(init_key, 1), trainable["decoder"], fixed, layout, config
-            )
-    fixed_j = jax.tree_util.tree_map(jnp.asarray, fixed)
-
-    def loss_fn(params: dict[str, Any], example: jax.Array, k: jax.Array) -> jax.Array:
-        ll, kl = example_terms(
-            params, fixed_j, example, k, config=config, variant=variant, layout=layout
-        )
-        return kl - ll
-
-    private = noise_multiplier is not None
-    result = train(
-        train_key,
-        loss_fn,
-        trainable,
-        optax.adam(config.learning_rate),
-        jnp.asarray(x, jnp.float32),
-        DPSGDConfig(
-            l2_clip_norm=config.l2_clip_norm if private else math.inf,
-            sampling_prob=config.sampling_prob,
-            expected_batch_size=config.expected_batch_size,
-            epochs=None if steps is not None else (config.epochs if epochs is None else epochs),
-            steps=steps,
-            noise_multiplier=noise_multiplier if private else 0.0,
-        ),
-        microbatch_size=config.microbatch_size,
-        method=config.dpsgd_method,
-        progress=progress,
-    )
-    return result.params, result.ledger
-
-
-# -- fit and sample on arrays ----------------------------------------------------------------------
+# -- fit and sample on arrays ------------------------------------------------------------------
 
 
 def fit_arrays(
     key: jax.Array,
     x: np.ndarray,
-    layout: HeadLayout,
-    row_norm_bound: float,
+    codec: P3GMCodec,
     budget: PrivacyBudget,
     config: P3GMConfig,
-    variant: Variant | str = "p3gm",
     *,
-    target_coords: tuple[int, int] | None = None,
-    progress: bool = False,
+    variant: Variant | str = "p3gm",
 ) -> tuple[dict[str, Any], PrivacyLedger]:
-    """Fit a variant on an encoded matrix ``x`` (rows in the decoder's data space).
+    """Fit a variant on encoded rows ``x`` (the decoder's data space, ``codec.layout``).
 
     Returns ``(params, ledger)``: ``params`` holds ``"trainable"`` (flax parameters),
     ``"projection"``, ``"prior"`` and ``"latent_scale"`` (absent without an encoding phase),
@@ -548,23 +178,17 @@ def fit_arrays(
     variant = get_variant(variant)
     x = np.asarray(x, dtype=np.float64)
     enc_key, dec_key = jax.random.split(key)
+    layout = codec.layout
     cut = sgd_noise_cut(config, variant, layout)
     noise = calibrate_noise(config, variant, budget, noise_cut=cut) if variant.private else None
     fixed: dict[str, Any] = {}
     ledger = PrivacyLedger()
     if variant.fixed_mean:
         fixed, ledger = encoding_phase(
-            numpy_rng(enc_key), x, row_norm_bound, config, noise, target_coords
+            numpy_rng(enc_key), x, codec.row_norm_bound, config, noise, codec.target_coords
         )
     trainable, sgd_ledger = decoding_phase(
-        dec_key,
-        x,
-        fixed,
-        layout,
-        config,
-        variant,
-        None if noise is None else noise["sgd"],
-        progress=progress,
+        dec_key, x, fixed, layout, config, variant, None if noise is None else noise["sgd"]
     )
     ledger = ledger + sgd_ledger if variant.private else non_private_ledger(variant.phases(config))
     return {"trainable": trainable, **fixed}, ledger
@@ -583,13 +207,15 @@ def sample_latent(
 def sample_arrays(
     key: jax.Array,
     params: dict[str, Any],
-    layout: HeadLayout,
+    codec: P3GMCodec,
     config: P3GMConfig,
-    variant: Variant | str,
     n: int,
+    *,
+    variant: Variant | str = "p3gm",
 ) -> np.ndarray:
-    """``n`` encoded synthetic rows: latent draw, decoder, head-wise decoding (post-processing)."""
+    """``n`` encoded synthetic rows: latent draw, decoder, head-wise draws (post-processing)."""
     variant = get_variant(variant)
+    layout = codec.layout
     z_key, x_key = jax.random.split(key)
     z = sample_latent(z_key, params, variant, n, latent_width(config, layout_width(layout), params))
     if variant.fixed_mean:
@@ -605,40 +231,3 @@ def _generate(
 ) -> jax.Array:
     raw = Decoder(hidden, raw_width(layout)).apply(decoder_params, z)
     return decode_sample(key, raw, layout, stochastic=False)
-
-
-# -- tables: the synthesizer protocol --------------------------------------------------------------
-
-
-def fit_table(
-    key: jax.Array, data: Table, budget: PrivacyBudget, config: P3GMConfig, *, variant: Variant
-) -> FittedModel:
-    """The registry ``fit`` of a variant: Table -> encoded matrix -> :func:`fit_arrays`."""
-    encoder = table_encoder(data.schema)
-    params, ledger = fit_arrays(
-        key,
-        encoder.encode(data),
-        head_layout(encoder, config),
-        encoder.row_norm_bound,
-        budget,
-        config,
-        variant,
-        target_coords=target_coords(encoder),
-    )
-    return FittedModel(
-        method=variant.name,
-        params=params,
-        schema=data.schema,
-        config=config,
-        budget=budget,
-        ledger=ledger,
-    )
-
-
-def sample_table(key: jax.Array, model: FittedModel, n: int, *, variant: Variant) -> pd.DataFrame:
-    """The registry ``sample`` of a variant (post-processing of the fitted model)."""
-    encoder = table_encoder(model.schema)
-    x = sample_arrays(
-        key, model.params, head_layout(encoder, model.config), model.config, variant, n
-    )
-    return encoder.decode(x)

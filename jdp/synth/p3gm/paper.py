@@ -16,7 +16,8 @@ import jax
 import numpy as np
 
 from jdp.data.datasets import ADULT_COMPLETE_ROWS, PUBLIC_SIZES
-from jdp.synth.p3gm import model as _model
+from jdp.dpsgd import DPSGDConfig
+from jdp.synth.p3gm import phases
 from jdp.synth.p3gm.config import P3GMConfig
 
 PAPER_TABLE_VI = {  # P3GM and "original" (real data), Table VI
@@ -142,20 +143,25 @@ def config_for(name: str, quick: bool, *, n_public: int | None = None) -> P3GMCo
         em_clip_norm=s.get("em_clip_norm", 1.0),
         budget_split=s.get("budget_split", (0.1, 0.2, 0.7)),
         latent_excludes_target=s.get("latent_excludes_target", False),
-        epochs=s["epochs"],
-        sampling_prob=min(1.0, s["batch"] / n),
-        expected_batch_size=min(s["batch"], n),  # q n with the public n: DP-SGD's normaliser
+        dpsgd=DPSGDConfig(
+            l2_clip_norm=1.0,
+            epochs=s["epochs"],
+            sampling_prob=min(1.0, s["batch"] / n),
+            expected_batch_size=min(s["batch"], n),  # q n with the public n: the normaliser
+        ),
         hidden=hidden,
     )
 
 
 def epoch_steps(config: P3GMConfig) -> list[int]:
-    """DP-SGD steps of each of the ``round(epochs)`` learning-curve epochs: ``config.steps``
-    (the count the ledger's ``dp-sgd`` event charges,
-    :func:`jdp.synth.p3gm.privacy.single_phase_events`) split as evenly as possible, so the
-    per-epoch runs add up to exactly the accounted steps."""
-    epochs = max(1, round(config.epochs))
-    base, extra = divmod(config.steps, epochs)
+    """DP-SGD steps of each of the ``round(epochs)`` learning-curve epochs (epochs ``T q``
+    for a template given in steps): ``config.dpsgd.num_steps`` (the count the ledger's
+    ``dp-sgd`` event charges, :func:`jdp.synth.p3gm.privacy.single_phase_events`) split as
+    evenly as possible, so the per-epoch runs add up to exactly the accounted steps."""
+    dpsgd = config.dpsgd
+    steps = dpsgd.num_steps
+    epochs = max(1, round(steps * dpsgd.sampling_prob if dpsgd.epochs is None else dpsgd.epochs))
+    base, extra = divmod(steps, epochs)
     return [base + (e < extra) for e in range(epochs)]
 
 
@@ -170,12 +176,12 @@ def train_by_epoch(
     after_epoch: Callable[[int, dict], None],
 ) -> dict:
     """DP-SGD in :func:`epoch_steps` chunks, calling ``after_epoch(e, trainable)`` after each
-    (Fig. 7); the whole run is ``config.steps`` steps at ``noise_multiplier``, as accounted.
-    Adam's state restarts each epoch (one :func:`~jdp.synth.p3gm.model.decoding_phase` call
-    per epoch)."""
+    (Fig. 7); the whole run is ``config.dpsgd.num_steps`` steps at ``noise_multiplier``, as
+    accounted. Adam's state restarts each epoch (one
+    :func:`~jdp.synth.p3gm.phases.decoding_phase` call per epoch)."""
     trainable = None
     for e, steps in enumerate(epoch_steps(config)):
-        trainable, _ = _model.decoding_phase(
+        trainable, _ = phases.decoding_phase(
             jax.random.fold_in(key, e),
             x,
             fixed,

@@ -10,9 +10,10 @@ P3GM Theorem 4, computed rather than assumed).
 
 from __future__ import annotations
 
+import functools
+
 from accounting import PrivacyBudget, PrivacyLedger
 from accounting import events as ev
-from accounting.builders import dpsgd_event
 from jdp.mechanisms.noise import gaussian_event
 from jdp.synth.p3gm.config import PHASES, P3GMConfig
 from jdp.synth.p3gm.variants import Variant, get_variant
@@ -26,9 +27,9 @@ def single_phase_events(
     They mirror what :func:`jdp.encoding.pca.dp_pca_gaussian` (``centre="dp"``: a DP mean,
     then the scatter release), :func:`jdp.encoding.em.dp_em` (three Gaussian releases per
     iteration) and :func:`jdp.dpsgd.train.train` record, each with its sampler's cut
-    (``noise_cut``: DP-SGD's per step, :func:`jdp.synth.p3gm.model.sgd_noise_cut`);
-    :func:`jdp.synth.p3gm.model.fit_arrays` checks the fitted ledger against the target, so a
-    mismatch cannot go unnoticed.
+    (``noise_cut``: DP-SGD's per step, :func:`jdp.synth.p3gm.phases.sgd_noise_cut`); the
+    DP-SGD event is the template's own (:meth:`DPSGDConfig.event`, the rule the run's ledger
+    uses). The tests pin a fitted ledger to these events.
     """
     z = noise_multiplier
     if phase == "pca":  # without a reduction (latent_dim=None) only the DP centre
@@ -36,9 +37,8 @@ def single_phase_events(
         return mean if config.latent_dim is None else [*mean, ("dp-pca", gaussian_event(z))]
     if phase == "em":
         return [("dp-em", ev.ComposedDpEvent([gaussian_event(z)] * 3))] * config.em_steps
-    if phase == "sgd":
-        sgd = dpsgd_event(z, config.sampling_prob, config.steps, noise_cut=noise_cut)
-        return [("dp-sgd", sgd)]
+    if phase == "sgd":  # Poisson sampling (P3GMConfig): the event does not read n
+        return [("dp-sgd", config.dpsgd.event(z, dataset_size=None, noise_cut=noise_cut))]
     raise ValueError(f"expected phase in {PHASES}, got {phase!r}")
 
 
@@ -59,16 +59,27 @@ def calibrate_noise(
 ) -> dict[str, float]:
     """Noise multipliers of the variant's phases for ONE ``(epsilon, delta)`` (Theorem 4).
 
+    A function of public values only, so it is cached: refitting with the same config and
+    budget skips the calibration (seconds under the PLD accountant).
+
     Phase ``i`` with share ``s_i`` (renormalised over the phases present:
     :meth:`Variant.phases`) first gets ``z_i`` with ``eps(phase_i(z_i)) = s_i * epsilon``
     alone; then one factor ``k`` is calibrated so that the composition of all phases at
     ``(k z_i)_i`` is ``epsilon``-DP at ``delta`` as the ledger reports it (``k < 1``: the
-    composition is tighter than the sum of the shares). ``noise_cut``: DP-SGD's sampler cut
-    per step (:func:`jdp.synth.p3gm.model.sgd_noise_cut`).
+    composition is tighter than the sum of the shares), both with the template's accountant
+    ``config.dpsgd.accountant`` (default: the ledger's own rule). ``noise_cut``: DP-SGD's
+    sampler cut per step (:func:`jdp.synth.p3gm.phases.sgd_noise_cut`).
     """
+    return dict(_calibrated(config, get_variant(variant), budget, noise_cut))
+
+
+@functools.lru_cache(maxsize=64)
+def _calibrated(
+    config: P3GMConfig, variant: Variant, budget: PrivacyBudget, noise_cut: float
+) -> tuple[tuple[str, float], ...]:
     from accounting.calibrate import calibrate
 
-    phases = get_variant(variant).phases(config)
+    phases = variant.phases(config)
     shares = {p: config.budget_split[PHASES.index(p)] for p in phases}
     total = sum(shares.values())
 
@@ -80,6 +91,7 @@ def calibrate_noise(
             lambda s, p=p: composed({p: s}),
             target_epsilon=budget.epsilon * shares[p] / total,
             target_delta=budget.delta,
+            accountant=config.dpsgd.accountant,
         )
         for p in phases
     }
@@ -87,8 +99,9 @@ def calibrate_noise(
         lambda k: composed({p: k * z for p, z in base.items()}),
         target_epsilon=budget.epsilon,
         target_delta=budget.delta,
+        accountant=config.dpsgd.accountant,
     )
-    return {p: factor * z for p, z in base.items()}
+    return tuple((p, factor * z) for p, z in base.items())
 
 
 def non_private_ledger(phases: tuple[str, ...]) -> PrivacyLedger:

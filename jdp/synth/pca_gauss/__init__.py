@@ -2,31 +2,20 @@
 principal subspace, then sampled and mapped back to the data space.
 
 Chanyaswad, Liu & Mittal, "Coupling Dimensionality Reduction with Generative Model for
-Non-Interactive Private Data Release" (seed ``pca-gauss.txt``):
-
-* Algorithm 1 (unsupervised): the PCA-induced covariance of the data, made DP, sampled.
-* Algorithm 2 (supervised): the augmented covariance of the PCA features *and* the label,
-  with an independently derived PCA, made DP, sampled; the label is read off the last
-  coordinate of each sample.
-* Algorithm 3 (classification): one Gaussian per class from DP class means and covariances;
-  the classes partition the records, so the per-class releases compose in parallel.
+Non-Interactive Private Data Release" (seed ``pca-gauss.txt``): Algorithm 1 (unsupervised: one Gaussian on the PCA features), Algorithm 2 (supervised: the
+features and a numeric label), Algorithm 3 (classification: one Gaussian per class, composed in
+parallel) -- :mod:`.model`; the table encoding -- :mod:`.codec`.
 
 What differs from the paper (each derived in ``docs/privacy.md``, section PCA-Gauss, and
 listed in ``docs/errata.md``): the data are centred on the public centre of their declared
 bounds, never on the raw mean, and the mean is released by its own mechanism; the number of
 records (per class, and overall under add/remove neighbours) is released as a noisy count,
 never copied; the principal subspace always comes from an independent source (public sample,
-Lap-PCA or Analyze-Gauss PCA, :mod:`jdp.encoding.pca`) so that samples can be mapped back to the data
-space; Laplace noise is drawn on the upper triangle of the symmetric second-moment matrix and
+Lap-PCA or Analyze-Gauss PCA, :mod:`jdp.encoding.pca`) so that samples can be mapped back to
+the data space; Laplace noise is drawn on the upper triangle of the symmetric second-moment matrix and
 mirrored; noisy covariances are projected to the PSD cone before sampling.
 
-Notation. Records ``z`` lie in the box ``[-1, 1]^d`` (the declared bounds, affinely
-rescaled). ``V`` (``d x k``, orthonormal columns: :class:`Subspace` refuses any other) and a
-centre ``c`` in the box are independent of the private data. Lemma 1's rescaling gives the PCA
-features ``u = V^T (z - c) / R`` with ``R = max_z ||z - c||_2`` (``sqrt(d)`` at the
-midpoint); since ``V^T`` is a contraction, ``||u||_2 <= 1`` (so every ``|u_j| <= 1``,
-Lemma 1) and ``||u||_1 <= sqrt(k)``. With a label ``tau`` in ``[-1, 1]`` the augmented record
-``w = (u, tau)`` has ``||w||_2 <= sqrt(2)`` and ``||w||_1 <= sqrt(k) + 1``.
+Notation and Lemma 1's bounds: :mod:`.subspace`.
 """
 
 from __future__ import annotations
@@ -34,6 +23,7 @@ from __future__ import annotations
 from jdp.mechanisms.moments import moment_sensitivity, moment_sums
 from jdp.synth.base import Method, register
 from jdp.synth.estimator import Synthesizer
+from jdp.synth.pca_gauss.codec import PCAGaussCodec, codec
 from jdp.synth.pca_gauss.config import (
     MAX_COMPONENTS,
     MODES,
@@ -57,11 +47,14 @@ from jdp.synth.pca_gauss.model import (
     PCAGaussModel,
     class_weights,
     fit,
+    fit_arrays,
     fit_components,
     fit_gaussians,
     sample,
+    sample_arrays,
     sample_features,
 )
+from jdp.synth.pca_gauss.releases import released_statistics
 from jdp.synth.pca_gauss.subspace import (
     Subspace,
     from_unit_box,
@@ -69,7 +62,6 @@ from jdp.synth.pca_gauss.subspace import (
     row_radius,
     to_unit_box,
 )
-from jdp.synth.pca_gauss.table import fit_table, released_statistics, sample_table
 from jdp.synth.signal import register_releases
 
 __all__ = [
@@ -81,6 +73,7 @@ __all__ = [
     "Gaussian",
     "MomentBudget",
     "PCAGauss",
+    "PCAGaussCodec",
     "PCAGaussConfig",
     "PCAGaussModel",
     "Subspace",
@@ -90,7 +83,6 @@ __all__ = [
     "fit",
     "fit_components",
     "fit_gaussians",
-    "fit_table",
     "from_unit_box",
     "gaussian_from_sums",
     "moment_sensitivity",
@@ -104,7 +96,6 @@ __all__ = [
     "sample",
     "sample_features",
     "sample_gaussian",
-    "sample_table",
     "to_unit_box",
 ]
 
@@ -112,8 +103,9 @@ register(
     Method(
         name="pca-gauss",
         config_cls=PCAGaussConfig,
-        fit=fit_table,
-        sample=sample_table,
+        codec=codec,
+        fit_arrays=fit_arrays,
+        sample_arrays=sample_arrays,
         description="PCA-Gauss: Gaussian / per-class Gaussians on a DP principal subspace (pure eps)",
     )
 )

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from accounting.validation import check_count
+from jdp.data.quantile_scale import MIN_MAX, NumericScale
 from jdp.synth.signal import SIGNAL_SHARE
 
 
@@ -96,6 +97,8 @@ class PCAGaussConfig:
         proved in binary64 with its cost absorbed in the noise scale: the textbook sampler
         the paper implies is broken by the audit for Lap-PCA (docs/privacy.md,
         "Floating-point noise"), and snapping costs about ``13`` microseconds a coordinate.
+      scale: numeric columns on released quantile knots, or min-max by the declared
+        bounds (:class:`jdp.data.quantile_scale.NumericScale`; default: min-max).
     """
 
     n_components: int | None = None
@@ -108,6 +111,7 @@ class PCAGaussConfig:
     label_column: str | None = None
     public_data: str | None = None
     secure_noise: bool = False
+    scale: NumericScale = MIN_MAX
 
     def __post_init__(self) -> None:
         if self.n_components is not None:

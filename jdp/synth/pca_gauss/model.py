@@ -1,4 +1,5 @@
-"""PCA-Gauss's model: Algorithms 1-3 on box-scaled arrays, and sampling.
+"""PCA-Gauss's model: Algorithms 1-3 on box-scaled arrays, sampling, and the registry's
+array functions (:func:`fit_arrays`, :func:`sample_arrays` on :mod:`.codec`'s encoding).
 
 * Algorithm 1 (unsupervised): the PCA-induced covariance of the data, made DP, sampled.
 * Algorithm 2 (supervised): the augmented covariance of the PCA features *and* the label,
@@ -13,14 +14,20 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+import jax
 import numpy as np
+import pandas as pd
 
+from accounting import PrivacyBudget
 from accounting import events as ev
 from accounting.calibrate import calibrate
 from accounting.ledger import PrivacyLedger
 from accounting.validation import check_count, check_positive
 from jdp.encoding.pca import dp_pca_gaussian, dp_pca_laplace, public_pca
 from jdp.mechanisms.noise import gaussian_event, laplace_mechanism
+from jdp.random import numpy_rng
+from jdp.synth.base import Params
+from jdp.synth.pca_gauss.codec import PCAGaussCodec
 from jdp.synth.pca_gauss.config import (
     Mode,
     PCAGaussConfig,
@@ -46,13 +53,14 @@ class PCAGaussModel:
       gaussians: one Gaussian (Algorithms 1, 2) or one per class (Algorithm 3) on the PCA
         features (Algorithm 2: label last).
       mode: the algorithm, see :class:`PCAGaussConfig`.
-      ledger: every release the model was built from.
+      ledger: every release the model was built from (``None`` for a model rebuilt from
+        saved parameters to sample, :func:`released_model`).
     """
 
     subspace: Subspace
     gaussians: tuple[Gaussian, ...]
     mode: Mode
-    ledger: PrivacyLedger
+    ledger: PrivacyLedger | None
 
 
 def fit_components(
@@ -364,3 +372,65 @@ def sample(
     """``n`` synthetic records mapped back to the box ``[-1, 1]^d`` (clipped) and their label."""
     u, label = sample_features(rng, model, n)
     return model.subspace.to_box(u), label
+
+
+# -- the registry's array functions -----------------------------------------------------------
+def model_params(model: PCAGaussModel) -> dict[str, np.ndarray]:
+    """The released arrays of ``model`` a fitted model keeps (:func:`released_model` inverts)."""
+    return {
+        "components": model.subspace.components,
+        "centre": model.subspace.centre,
+        "radius": np.array(model.subspace.radius),
+        "counts": np.array([g.count for g in model.gaussians]),
+        "means": np.stack([g.mean for g in model.gaussians]),
+        "covs": np.stack([g.cov for g in model.gaussians]),
+    }
+
+
+def released_model(params: Params, mode: Mode) -> PCAGaussModel:
+    """The :class:`PCAGaussModel` of saved parameters (no ledger: sampling reads none)."""
+    gaussians = tuple(
+        Gaussian(count=float(c), mean=np.asarray(m), cov=np.asarray(s))
+        for c, m, s in zip(params["counts"], params["means"], params["covs"], strict=True)
+    )
+    subspace = Subspace(
+        np.asarray(params["components"]), np.asarray(params["centre"]), float(params["radius"])
+    )
+    return PCAGaussModel(subspace, gaussians, mode, None)
+
+
+def fit_arrays(
+    key: jax.Array,
+    encoded: tuple[np.ndarray, np.ndarray | None],
+    codec: PCAGaussCodec,
+    budget: PrivacyBudget,
+    config: PCAGaussConfig,
+) -> tuple[dict[str, np.ndarray], PrivacyLedger]:
+    """The registry's fit: :func:`fit` on the codec's ``(z, label)`` in its resolved mode,
+    with the public sample of ``config.public_data`` encoded alike for ``pca_source="public"``."""
+    z, label = encoded
+    public = None
+    if config.pca_source == "public":
+        if config.public_data is None:
+            raise ValueError("pca_source='public' needs public_data (a CSV of public records)")
+        public = codec.encode(pd.read_csv(config.public_data))[0]
+    model = fit(
+        numpy_rng(key),
+        z,
+        epsilon=budget.epsilon,
+        delta=budget.delta,
+        config=dataclasses.replace(config, mode=codec.mode),
+        label=label,
+        n_classes=codec.n_classes,
+        public=public,
+        blocks=codec.blocks,
+    )
+    return model_params(model), model.ledger
+
+
+def sample_arrays(
+    key: jax.Array, params: Params, codec: PCAGaussCodec, config: PCAGaussConfig, n: int
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """``n`` draws ``(z, label)`` of the released model for the codec to decode."""
+    del config
+    return sample(numpy_rng(key), released_model(params, codec.mode), n)

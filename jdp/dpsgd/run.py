@@ -1,0 +1,243 @@
+"""A planned DP-SGD run and the pieces of a loop over it: :func:`train`'s, or a method's own.
+
+:func:`start` plans a run before any step: the noise multiplier (calibrated to a target or
+given), the run length, the clipping path (chosen on a zero record of the data's public
+shape), the padded chunk length, the batch selection and the event the run spends. A loop
+then asks :meth:`Run.batches` for the logical batches (exactly the planned number, Poisson
+sampling exact), takes :meth:`Run.step` on each (the clipped sums of a batch's chunks, ONE
+noise draw, the optimiser update), may change the state's public ``model_state`` between
+steps (dp-GAN's generator, DPGM's persistent Gibbs chains: post-processing of released
+iterates), and records :meth:`Run.ledger` at the end::
+
+    run = start(key, loss_fn, params, optax.adam(1e-3), data, config)
+    state = run.init(params)
+    for chunks in run.batches():
+        state = run.step(state, chunks)
+    ledger = run.ledger("dp-sgd")
+
+Every noisy step passes the release tape (:mod:`jdp.mechanisms.tape`), so a method's own
+loop is under the record/replay contract as :func:`jdp.dpsgd.train.train` is.
+
+Privacy:
+    The batch selection's relation (add/remove-one for Poisson, replace-one for fixed size).
+    Each step is the Gaussian mechanism with std ``z C_t`` on a clipped sum of sensitivity
+    ``C_t``, subsampled; the ledger records the selection's ``dpsgd_event(z, q, T,
+    sampling=...)`` with the sampler's cut on every parameter (:meth:`DPSGDConfig.event`).
+    A clip schedule changes ``C_t`` only, never ``z``. The steps' count is fixed by the plan:
+    a loop that steps more raises.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import jax
+import numpy as np
+import optax
+
+from accounting.events import DpEvent
+from accounting.ledger import PrivacyLedger
+from jdp.dpsgd.clipping import LossFn, check_batch
+from jdp.dpsgd.noise import dp_aggregate, noise_cut
+from jdp.dpsgd.settings import DPSGDConfig, Performance
+from jdp.dpsgd.step import DPSGDState, StepKeys, choose_method, dp_sgd
+from jdp.mechanisms.tape import public, released
+from jdp.random import numpy_rng
+from jdp.verbosity import warn_private
+
+__all__ = ["Run", "start"]
+
+Chunks = Sequence[tuple[Any, Any]]
+
+
+def _step_fingerprint(self: Run, state: DPSGDState, chunks: Chunks) -> Any:
+    """A noisy step's public fingerprint (:mod:`jdp.mechanisms.tape`): the run's plan and the
+    state it starts from (released or public); the chunks are private records."""
+    del chunks
+    plan = (self.config, self.noise_multiplier, self.steps, self.clipping, self.noise_cut)
+    return public((plan, state))
+
+
+class Run:
+    """A planned DP-SGD run (see the module docstring); build with :func:`start`.
+
+    Attributes:
+        config: the privacy parameters (noise resolved: :attr:`noise_multiplier`).
+        noise_multiplier: ``z``, given or calibrated.
+        steps: the planned number of logical steps.
+        clipping: the clipping path that runs (``"general"`` or ``"ghost"``).
+        noise_cut: the sampler's cut per step (:func:`jdp.dpsgd.noise.noise_cut`).
+        dataset_size: ``n``, read by the batch selection only (and, for fixed-size batches,
+            public under their replace-one analysis).
+    """
+
+    def __init__(
+        self,
+        *,
+        config: DPSGDConfig,
+        noise_multiplier: float,
+        clipping: str,
+        noise_cut: float,
+        rows: Any,
+        dataset_size: int,
+        padded_size: int | None,
+        performance: Performance,
+        sample_key: jax.Array,
+        sgd: Any,
+    ) -> None:
+        self.config = config
+        self.noise_multiplier = noise_multiplier
+        self.steps = config.num_steps
+        self.clipping = clipping
+        self.noise_cut = noise_cut
+        self.dataset_size = dataset_size
+        self._rows = rows
+        self._padded = padded_size
+        self._performance = performance
+        self._sample_key = sample_key
+        self._sgd = sgd
+
+    def init(self, params: Any, model_state: Any = None) -> DPSGDState:
+        """The state before the first step."""
+        return self._sgd.init(params, model_state)
+
+    def batches(self) -> Iterator[Chunks]:
+        """The run's logical batches, exactly :attr:`steps` of them, each a list of padded
+        ``(records, mask)`` chunks (Poisson: each record in with probability ``q``)."""
+        selection = self.config.sampling.batches(
+            numpy_rng(self._sample_key),
+            self.dataset_size,
+            sampling_prob=self.config.sampling_prob,
+            steps=self.steps,
+            padded_size=self._padded,
+            overflow=self._performance.overflow,
+        )
+        for chunks in selection:
+            yield [(take(self._rows, c.indices), c.mask) for c in chunks]
+
+    @released(_step_fingerprint)
+    def step(self, state: DPSGDState, chunks: Chunks) -> DPSGDState:
+        """One noisy step on one logical batch (its chunks' clipped sums, one noise draw)."""
+        if state.count >= self.steps:
+            raise RuntimeError(
+                f"the run was planned and accounted for {self.steps} steps; step "
+                f"{state.count + 1} would spend more than its ledger says"
+            )
+        return self._sgd.step(state, chunks)
+
+    def event(self) -> DpEvent:
+        """What the whole run spends (:meth:`DPSGDConfig.event`)."""
+        return self.config.event(self.noise_multiplier, self.dataset_size, noise_cut=self.noise_cut)
+
+    def ledger(self, label: str = "dp-sgd") -> PrivacyLedger:
+        """The run's one ledger entry, noted with its plan."""
+        c = self.config
+        note = (
+            f"z={self.noise_multiplier:.6g}, q={c.sampling_prob:.6g}, steps={self.steps}, "
+            f"sampling={c.sampling.name}, method={self.clipping}"
+        )
+        relation = c.neighboring_relation
+        return PrivacyLedger(neighboring_relation=relation).record(
+            label, self.event(), neighboring_relation=relation, note=note
+        )
+
+    def epsilon_after(self, steps: int, accountant: str) -> float:
+        """The epsilon at the target delta after ``steps`` steps (progress display)."""
+        return self.config.epsilon_after(
+            steps, self.noise_multiplier, self.dataset_size, accountant, noise_cut=self.noise_cut
+        )
+
+    def finish(self, state: DPSGDState) -> None:
+        """After the last step: whether a sampled record gave a non-finite gradient is
+        private, so it is told to the data holder only (:func:`jdp.verbosity.warn_private`)."""
+        if int(state.num_nonfinite) > 0:
+            warn_private(
+                "train: the loss gave non-finite per-example gradients on some sampled records; "
+                "they were dropped from their steps (clip weight zero). This message is derived "
+                "from the private data and is not covered by the ledger.",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+
+
+def take(data: Any, indices: np.ndarray) -> Any:
+    """Rows ``indices`` of every leaf of a host-side data pytree."""
+    return jax.tree_util.tree_map(lambda x: x[indices], data)
+
+
+def start(
+    key: jax.Array,
+    loss_fn: LossFn,
+    params: Any,
+    optimizer: optax.GradientTransformation,
+    data: Any,
+    config: DPSGDConfig,
+    performance: Performance | None = None,
+    *,
+    model_state: Any = None,
+) -> Run:
+    """Plan a DP-SGD run on ``data`` (see the module docstring).
+
+    Args:
+        key: PRNG key, split once into the batch-selection, noise, per-example and
+            clip-histogram streams (never reused).
+        loss_fn: loss for ONE example (see :mod:`jdp.dpsgd.clipping`); with a model state
+            it takes it as a fourth argument ``loss_fn(params, example, key, model_state)``.
+        params: the initial parameters (their shapes set the sampler's cut).
+        optimizer: any optax optimiser; the DP aggregation is chained in front of it.
+        data: pytree of arrays with a shared leading axis of ``n`` records.
+        config: the privacy parameters (a noise multiplier or a target).
+        performance: compute flags (:class:`Performance`; default: automatic clipping path).
+        model_state: the initial public model state, if the loss takes one (for the path
+            choice, which traces the loss on a zero record).
+    """
+    if not isinstance(config, DPSGDConfig):
+        raise TypeError(f"expected config to be a DPSGDConfig, got {type(config).__name__}")
+    performance = Performance() if performance is None else performance
+    host = jax.tree_util.tree_map(np.asarray, data)
+    n = check_batch(host)
+    cut = noise_cut(params)
+    z = config.require_noise().calibrated_noise_multiplier(n, cut)
+    padded = config.sampling.padded_size(
+        n,
+        config.sampling_prob,
+        multiple_of=performance.chunk_multiple,
+        chunk_size=performance.chunk_size,
+    )
+    sample_key, noise_key, example_key, clip_key = jax.random.split(key, 4)
+    chain = optax.chain(
+        dp_aggregate(
+            noise_key,
+            noise_multiplier=z,
+            expected_batch_size=config.expected_batch_size,
+            secure_noise=config.secure_noise,
+        ),
+        optimizer,
+    )
+    # the path is chosen on a zero record of the public shape, never on a private one
+    example = jax.tree_util.tree_map(lambda x: np.zeros((1, *x.shape[1:]), x.dtype), host)
+    path = performance.clipping
+    resolved = choose_method(loss_fn, params, example, method=path.name, model_state=model_state)
+    sgd = dp_sgd(
+        StepKeys(example_key, clip_key),
+        loss_fn,
+        chain,
+        l2_clip_norm=config.l2_clip_norm,
+        method=resolved,
+        microbatch_size=path.microbatch_size,
+        mesh=performance.mesh,
+    )
+    return Run(
+        config=config,
+        noise_multiplier=z,
+        clipping=resolved,
+        noise_cut=cut,
+        # padding slots gather row 0 (masked); with no rows at all, row 0 of the zero record
+        rows=host if n else example,
+        dataset_size=n,
+        padded_size=padded,
+        performance=performance,
+        sample_key=sample_key,
+        sgd=sgd,
+    )

@@ -1,0 +1,366 @@
+"""ClustMix's two modes on arrays, each one fit function (:data:`jdp.synth.clustmix.model.MODES`).
+
+Records ``x`` lie in ``[0, 1]^D`` (public min-max / one-hot encoding) with class codes
+``y`` in ``0..C-1``. ClustMix is class-conditional: each class's records are clustered
+separately and the mixtures of a cluster carry its class's label.
+
+Paper mode (:func:`fit_paper`), as published:
+
+1. constrained GMM per class, every cluster ``>= l`` records (:func:`constrained_gmm`);
+2. KIP with the 3A loss (Eq. 6) on the cluster means against all records (if ``adapt``);
+   each cluster's mixtures are moved by its mean's KIP displacement;
+3. every cluster cut into disjoint groups of ``l`` records (a random permutation), each group's
+   mean plus ``N(0, sigma^2 I)``, ``sigma`` from Eq. 8 at the budget
+   (:func:`jdp.mechanisms.mixing.paper_noise_std`).
+
+Its ledger holds the paper's *claim* -- an ``EpsilonDeltaDpEvent`` at the budget for the
+mixing, no-op entries for the two phases that read the data in the clear -- every entry with
+``mode="paper"`` and the note "paper's claimed guarantee, not proven".
+
+Strict mode (:func:`fit_strict`), DP as a whole (docs/privacy.md, "ClustMix"):
+
+1. DP k-means (or DP-EM) per class on released-centre space (:func:`dp_cluster_centres`; the
+   classes partition the records: parallel composition); a class's size is private, so it
+   runs for any size, 0 or fewer records than ``n_clusters`` included, with the same ledger;
+2. each record assigned to its nearest *released* centre of its class (per record);
+3. noisy cluster sizes (Gaussian, sensitivity 1); cluster ``k`` gets
+   ``m_k = floor(max(s~_k, 0) / l)`` groups;
+4. DP-KIP on the released centres (if ``adapt``): the displacement of each centre;
+5. each record hashed into one of its cluster's ``m_k`` groups (:func:`bucket_groups`, a
+   public salt), the centred group sums released by one Gaussian mechanism (sensitivity
+   ``sqrt(D)/2``, :func:`jdp.mechanisms.mixing.mix`) and divided by ``s~_k / m_k``.
+
+One scale calibrates every phase's noise (:func:`strict_plan`,
+:func:`accounting.calibrate.calibrate`, RDP); no noise level is ever chosen on private data.
+
+References:
+  Madl, Xu, Choudhury & Howard, "Approximate, Adapt, Anonymize (3A): a framework for privacy
+  preserving training data release for machine learning" (Eq. 6: the 3A loss; Eq. 8: the
+  mixing's noise).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import numpy as np
+
+from accounting import events as ev
+from accounting.calibrate import calibrate
+from accounting.ledger import PAPER_CLAIM, PrivacyLedger
+from jdp.encoding.constrained_gmm import (
+    assign_to_centres,
+    constrained_gmm,
+    dp_cluster_centres,
+    dp_cluster_event,
+    releases_per_step,
+)
+from jdp.mechanisms.mixing import bucket_groups, mix, paper_mix, paper_mu, paper_noise_std
+from jdp.mechanisms.noise import gaussian_event, gaussian_mechanism
+from jdp.random import numpy_rng
+from jdp.synth.clustmix.config import ClustMixConfig
+from jdp.synth.clustmix.dp_kip import centred_problem, dp_kip_displacement, support_noise_cut
+from jdp.verbosity import progress_on_terminal
+from kip.kip import fit_support
+
+#: Strict mode refuses a plan whose mixtures would carry more noise than this per feature
+#: (data-free: from the budget, ``l`` and ``D`` only): its output would be noise.
+MAX_NOISE_STD = 1.0
+#: The label every paper-mode ledger entry's note starts with (the ledger's report says it too).
+PAPER_NOTE = PAPER_CLAIM
+
+
+@dataclass(frozen=True)
+class ClustMixRelease:
+    """What a ClustMix fit releases: the noisy mixtures, their labels and the ledger.
+
+    Attributes:
+      mixtures: ``(M, D)`` noisy mixtures of the Anonymise step, not clipped and without
+        the Adapt shift: each coordinate estimates its group's mean with zero-mean noise, so
+        class-level averages of them estimate the class's means (clipping would bias a
+        coordinate near a box end towards the inside; the shift moves them off, see
+        :func:`jdp.synth.clustmix.model.denoise_mixtures`).
+      shift: ``(M, D)`` the Adapt displacement of each mixture's cluster (zeros without it).
+      labels: ``(M,)`` class codes.
+      ledger: every phase's entry.
+      info: public facts of the fit (noise levels, numbers of groups) for reports;
+        ``info["noise_std"]`` bounds the noise std of each coordinate of a mixture
+        (data-free).
+    """
+
+    mixtures: np.ndarray
+    shift: np.ndarray
+    labels: np.ndarray
+    ledger: PrivacyLedger
+    info: dict[str, Any]
+
+    @property
+    def features(self) -> np.ndarray:
+        """The synthetic records: the shifted mixtures clipped to ``[0, 1]^D``
+        (post-processing)."""
+        return np.clip(self.mixtures + self.shift, 0.0, 1.0)
+
+    @property
+    def params(self) -> dict[str, np.ndarray]:
+        """The arrays a fitted model keeps: the release and its data-free noise level (the
+        other facts of ``info`` are for reports)."""
+        return {
+            "mixtures": self.mixtures,
+            "shift": self.shift,
+            "labels": self.labels,
+            "noise_std": np.array(self.info["noise_std"]),
+        }
+
+
+# -- paper mode -------------------------------------------------------------------------------
+def kip_displacement(
+    key: jax.Array,
+    centres: np.ndarray,
+    centre_labels: np.ndarray,
+    x: np.ndarray,
+    y: np.ndarray,
+    *,
+    n_classes: int,
+    config: ClustMixConfig,
+) -> np.ndarray:
+    """Paper mode's Adapt: KIP with the 3A loss (Eq. 6, ``alpha``) on the cluster means against
+    all records (centred on the box centre, centred one-hot labels), read in the clear.
+    Returns the displacement ``adapted - centres`` of every mean. **Not DP.**"""
+    result = fit_support(
+        key,
+        *centred_problem(centres, centre_labels, x, y, n_classes),
+        config.kip_config(),
+        progress=progress_on_terminal(),
+    )
+    return np.asarray(result.support_x) + 0.5 - centres
+
+
+def fit_paper(
+    key: jax.Array,
+    x: np.ndarray,
+    y: np.ndarray,
+    *,
+    n_classes: int,
+    epsilon: float,
+    delta: float,
+    config: ClustMixConfig,
+) -> ClustMixRelease:
+    """The published ClustMix (module docstring). **Not DP**: its ledger records the paper's
+    claim, labelled :data:`PAPER_NOTE`."""
+    cluster_key, kip_key, mix_key = jax.random.split(key, 3)
+    rng = numpy_rng(cluster_key)
+    l, k = config.mixture_size, config.n_clusters
+    members, centres, centre_labels = [], [], []
+    for c in range(n_classes):
+        rows = np.flatnonzero(y == c)
+        if rows.size < k * l:
+            raise ValueError(
+                f"mixture_size (l_min) = {l} is impossible for class {c}: {k} clusters of at "
+                f"least {l} records need more records than the class holds"
+            )
+        clustering = constrained_gmm(
+            rng, x[rows], k, l, steps=config.gmm_steps, timeout_s=config.gmm_timeout_s,
+            progress=progress_on_terminal(),
+        )  # fmt: skip
+        members += [rows[clustering.labels == j] for j in range(k)]
+        centres.append(clustering.means)
+        centre_labels += [c] * k
+    centres = np.concatenate(centres)
+    centre_labels = np.asarray(centre_labels)
+    shift = np.zeros_like(centres)
+    if config.adapt:
+        shift = kip_displacement(
+            kip_key, centres, centre_labels, x, y, n_classes=n_classes, config=config
+        )
+    mix_rng = numpy_rng(mix_key)
+    groups, group_cluster = [], []
+    for j, rows in enumerate(members):
+        m = rows.size // l
+        groups.append(mix_rng.permutation(rows)[: m * l].reshape(m, l))
+        group_cluster += [j] * m
+    group_cluster = np.asarray(group_cluster)
+    d = x.shape[1]
+    sigma = paper_noise_std(epsilon, delta, mixture_size=l, n_classes=n_classes, n_features=d)
+    means, _ = paper_mix(mix_rng, x, np.concatenate(groups), noise_std=sigma, n_classes=n_classes)
+    mu = paper_mu(sigma, mixture_size=l, n_classes=n_classes, n_features=d)
+    ledger = PrivacyLedger().record(
+        "clustmix/approximate", ev.NoOpDpEvent(), mode="paper",
+        note=f"{PAPER_NOTE}: constrained GMM on the private records without noise",
+    )  # fmt: skip
+    if config.adapt:
+        ledger = ledger.record(
+            "clustmix/adapt", ev.NoOpDpEvent(), mode="paper",
+            note=f"{PAPER_NOTE}: KIP reads every private record without noise",
+        )  # fmt: skip
+    ledger = ledger.record(
+        "clustmix/anonymise",
+        ev.EpsilonDeltaDpEvent(epsilon=float(epsilon), delta=float(delta)),
+        mode="paper",
+        note=(
+            f"{PAPER_NOTE}: Eq. 8, mu = sqrt(C D)/(l sigma) = {mu:.4g} with C={n_classes}, "
+            f"D={d}, l={l}, sigma={sigma:.4g}, converted to (epsilon, delta) by GDP"
+        ),
+    )
+    info = {"noise_std": sigma, "mu": mu, "groups": len(group_cluster)}
+    return ClustMixRelease(means, shift[group_cluster], centre_labels[group_cluster], ledger, info)
+
+
+# -- strict mode ------------------------------------------------------------------------------
+def strict_multipliers(config: ClustMixConfig, scale: float) -> dict[str, float]:
+    """The noise multiplier of each strict phase at ``scale``: a Gaussian phase with share
+    ``w`` of the privacy loss (``mu^2`` units) gets ``scale / sqrt(w / r)``, ``r`` its number of
+    Gaussian releases; DP-KIP's ``T`` Poisson steps at rate ``q`` count as ``q^2 T`` (their
+    CLT ``mu``; only the split is heuristic, the plan is accounted exactly)."""
+    r = releases_per_step(config.clustering) * config.cluster_steps
+    q, steps = config.kip_dpsgd.sampling_prob, config.kip_dpsgd.num_steps
+    return {
+        "cluster": scale * math.sqrt(r / config.cluster_share),
+        "sizes": scale / math.sqrt(config.size_share),
+        "kip": scale * q * math.sqrt(steps / config.kip_share),
+        "mixing": scale / math.sqrt(config.mixing_share),
+    }
+
+
+def kip_event(
+    config: ClustMixConfig, noise_multiplier: float, *, n_classes: int, n_features: int
+) -> ev.DpEvent:
+    """What strict mode's DP-KIP spends (data-free): ``config.kip_dpsgd``'s event at
+    ``noise_multiplier``, with the sampler's cut on its support, the ``n_classes *
+    n_clusters`` released centres of ``n_features`` (and their labels when learned)."""
+    labels = n_classes if config.kip_config().learn_labels else None
+    cut = support_noise_cut(n_classes * config.n_clusters, n_features, labels)
+    return config.kip_dpsgd.event(noise_multiplier, 0, noise_cut=cut)  # n: fixed-size only
+
+
+def strict_plan(
+    config: ClustMixConfig, n_classes: int, n_features: int, scale: float
+) -> ev.ComposedDpEvent:
+    """The data-free event of a strict fit at ``scale`` on ``n_features`` columns: DP
+    clustering (per class, in parallel), noisy sizes, DP-KIP (if ``adapt``), mixing -- in
+    that order."""
+    z = strict_multipliers(config, scale)
+    cluster = dp_cluster_event(config.clustering, z["cluster"], config.cluster_steps)
+    events = [ev.ParallelComposedDpEvent([cluster] * n_classes), gaussian_event(z["sizes"])]
+    if config.adapt:
+        events.append(kip_event(config, z["kip"], n_classes=n_classes, n_features=n_features))
+    events.append(gaussian_event(z["mixing"]))
+    return ev.ComposedDpEvent(events)
+
+
+def assign_clusters(x: np.ndarray, y: np.ndarray, centres: list[np.ndarray]) -> np.ndarray:
+    """Global cluster ``c K + k`` of every record: ``k`` its nearest released centre among its
+    class ``c``'s ``centres[c]`` (``(K, D)`` each). Per record: post-processing."""
+    cluster = np.empty(x.shape[0], dtype=np.int64)
+    for c, found in enumerate(centres):
+        rows = np.flatnonzero(y == c)
+        cluster[rows] = c * found.shape[0] + assign_to_centres(found, x[rows])
+    return cluster
+
+
+def mixing_groups(
+    x: np.ndarray, cluster: np.ndarray, n_groups: np.ndarray, salt: bytes
+) -> np.ndarray:
+    """Global group of every record: its hashed bucket among its cluster's ``n_groups``
+    (released) groups, offset by the groups of the clusters before it; ``-1`` where its
+    cluster has none. A function of the record, its cluster, ``n_groups`` and ``salt`` only
+    (:func:`jdp.mechanisms.mixing.bucket_groups`)."""
+    offsets = np.concatenate([[0], np.cumsum(n_groups)])
+    bucket = bucket_groups(x, salt, n_groups[cluster])
+    return np.where(bucket >= 0, offsets[cluster] + bucket, -1)
+
+
+def fit_strict(
+    key: jax.Array,
+    x: np.ndarray,
+    y: np.ndarray,
+    *,
+    n_classes: int,
+    epsilon: float,
+    delta: float,
+    config: ClustMixConfig,
+) -> ClustMixRelease:
+    """Strict ClustMix (module docstring): (epsilon, delta)-DP under add/remove-one, every
+    phase in the ledger (docs/privacy.md, "ClustMix")."""
+    scale = calibrate(
+        lambda s: strict_plan(config, n_classes, x.shape[1], s),
+        target_epsilon=epsilon,
+        target_delta=delta,
+    )
+    z = strict_multipliers(config, scale)
+    k, l, d = config.n_clusters, config.mixture_size, x.shape[1]
+    noise_std = z["mixing"] * math.sqrt(d) / 2.0 / l
+    if noise_std > MAX_NOISE_STD:
+        raise ValueError(
+            f"budget too small: the mixtures' noise std per feature would be {noise_std:.3g}, "
+            f"above {MAX_NOISE_STD:g} (the width of the [0, 1] box); raise epsilon or "
+            "mixture_size, or give the mixing a larger share"
+        )
+    cluster_key, size_key, kip_key, mix_key = jax.random.split(key, 4)
+
+    # 1. DP clustering per class (the classes partition the records).
+    rng = numpy_rng(cluster_key)
+    centres, class_events = [], []
+    for c in range(n_classes):
+        found, class_ledger = dp_cluster_centres(
+            rng, x[y == c], k, algorithm=config.clustering, noise_multiplier=z["cluster"],
+            steps=config.cluster_steps, secure_noise=config.secure_noise,
+        )  # fmt: skip
+        centres.append(found)
+        class_events.append(class_ledger.event)
+    ledger = PrivacyLedger().record(
+        "clustmix/dp-clustering", ev.ParallelComposedDpEvent(class_events),
+        note=f"DP {config.clustering} per class, {config.cluster_steps} iterations",
+    )  # fmt: skip
+    centre_labels = np.repeat(np.arange(n_classes), k)
+
+    # 2. per-record assignment to the released centres of the record's class.
+    cluster = assign_clusters(x, y, centres)
+    centres = np.concatenate(centres)
+
+    # 3. noisy cluster sizes -> number of groups per cluster (post-processing).
+    size_rng = numpy_rng(size_key)
+    sizes, size_event = gaussian_mechanism(
+        size_rng, np.bincount(cluster, minlength=n_classes * k).astype(np.float64),
+        l2_sensitivity=1.0, noise_multiplier=z["sizes"], secure_noise=config.secure_noise,
+    )  # fmt: skip
+    ledger = ledger.record("clustmix/cluster-sizes", size_event, note="noisy count per cluster")
+    n_groups = (np.maximum(sizes, 0.0) // l).astype(np.int64)
+    if n_groups.sum() == 0:
+        raise ValueError(
+            f"no cluster can supply a mixture of mixture_size={l} records at this budget "
+            "(every noisy cluster size is below it): lower mixture_size or n_clusters, or "
+            "raise epsilon"
+        )
+
+    # 4. Adapt: DP-KIP on the released centres.
+    shift = np.zeros_like(centres)
+    if config.adapt:
+        shift, kip_ledger = dp_kip_displacement(
+            kip_key, centres, centre_labels, x, y, n_classes=n_classes, config=config,
+            noise_multiplier=z["kip"], public_size=float(np.maximum(sizes, 0.0).sum()),
+        )  # fmt: skip
+        ledger = ledger + kip_ledger
+
+    # 5. Anonymise: per-record groups, one Gaussian release of all centred group sums.
+    mix_rng = numpy_rng(mix_key)
+    group = mixing_groups(x, cluster, n_groups, mix_rng.bytes(32))
+    group_cluster = np.repeat(np.arange(n_classes * k), n_groups)
+    divisors = np.maximum(sizes, 0.0)[group_cluster] / n_groups[group_cluster]
+    mixtures, mix_event = mix(
+        mix_rng, x, group, divisors, noise_multiplier=z["mixing"], secure_noise=config.secure_noise
+    )
+    ledger = ledger.record(
+        "clustmix/mixing", mix_event, note=f"centred group sums, sensitivity sqrt(D)/2, l={l}"
+    )
+    info = {
+        "scale": scale,
+        "noise_multipliers": z,
+        "noise_std": noise_std,
+        "groups": int(n_groups.sum()),
+    }
+    return ClustMixRelease(
+        mixtures, shift[group_cluster], centre_labels[group_cluster], ledger, info
+    )
