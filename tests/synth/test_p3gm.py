@@ -1,6 +1,6 @@
 """P3GM and its baselines: ledger = phases, epsilon meets the target, no data path around the
 mechanisms, fixed encoder mean = DP-PCA projection, sampling from the DP mixture, variants
-differ only where they should, CLI round trip. Tiny networks and few steps throughout."""
+differ only where they should. Tiny networks and few steps throughout."""
 
 from __future__ import annotations
 
@@ -15,12 +15,15 @@ import pytest
 from accounting import PrivacyBudget
 from accounting import events as ev
 from accounting.calibrate import calibrate_noise_multiplier
-from jdp.cli import main
-from jdp.data.datasets import load_adult
-from jdp.nn.heads import log_likelihood
+from jdp.nn.heads import into_heads, log_likelihood
 from jdp.nn.vae import Decoder, kl_diag_gaussians, kl_to_mixture
 from jdp.synth import base, io
+from jdp.synth.configs import apply_overrides
 from jdp.synth.p3gm import model as P
+from jdp.synth.p3gm import phases as Ph
+from jdp.synth.p3gm.config import DPSGD_TEMPLATE, P3GMConfig
+from jdp.synth.p3gm.privacy import calibrate_noise, phase_events
+from jdp.synth.p3gm.variants import get_variant
 
 BUDGET = PrivacyBudget(epsilon=1.0, delta=1e-5)
 TINY_OPTIONS = {
@@ -28,32 +31,17 @@ TINY_OPTIONS = {
     "n_components": 2,
     "em_iterations": 3,
     "hidden": 8,
-    "epochs": 0.1,
-    "sampling_prob": 0.02,
-    "expected_batch_size": 8.0,  # q N for the public N = 400 of ``small``
-    "dpsgd_method": "general",
+    # q N = 8 for the public N = 400 of ``small``
+    "dpsgd": {"epochs": 0.1, "sampling_prob": 0.02, "expected_batch_size": 8.0},
+    "performance": {"clipping": "general"},
 }
-TINY = P.P3GMConfig(**TINY_OPTIONS)
-
-
-@pytest.fixture(scope="module")
-def adult():
-    return load_adult()
-
-
-@pytest.fixture(scope="module")
-def small(adult):
-    return adult.train.iloc[:400].reset_index(drop=True)
+TINY = apply_overrides(P3GMConfig(), TINY_OPTIONS)
 
 
 @pytest.fixture(scope="module")
 def arrays(adult, small):
-    encoder = P.table_encoder(adult.schema)
-    return (
-        encoder.encode(adult.schema.conform(small)),
-        P.head_layout(encoder, TINY),
-        encoder.row_norm_bound,
-    )
+    codec = P.codec(adult.schema, TINY)
+    return codec.encode(adult.schema.conform(small)), codec
 
 
 class _Recorder:
@@ -63,9 +51,9 @@ class _Recorder:
         self.outputs: list = []
         self.replay = False
         self.calls = 0
-        monkeypatch.setattr(P.pca, "dp_pca_gaussian", self._wrap(P.pca.dp_pca_gaussian))
-        monkeypatch.setattr(P.em, "dp_em", self._wrap(P.em.dp_em))
-        monkeypatch.setattr(P, "train", self._wrap(P.train))
+        monkeypatch.setattr(Ph.pca, "dp_pca_gaussian", self._wrap(Ph.pca.dp_pca_gaussian))
+        monkeypatch.setattr(Ph.em, "dp_em", self._wrap(Ph.em.dp_em))
+        monkeypatch.setattr(Ph, "train", self._wrap(Ph.train))
 
     def _wrap(self, fn):
         def wrapped(*args, **kwargs):
@@ -96,14 +84,13 @@ def fitted(recorded):
 
 def _cut(adult, config, variant="p3gm"):
     """DP-SGD's sampler cut per step on a variant's networks for Adult's layout."""
-    layout = P.head_layout(P.table_encoder(adult.schema), config)
-    return P.sgd_noise_cut(config, variant, layout)
+    return Ph.sgd_noise_cut(config, variant, P.codec(adult.schema, config).layout)
 
 
 def test_ledger_is_exactly_the_phases_and_meets_the_target(fitted, adult):
     cut = _cut(adult, TINY)
-    noise = P.calibrate_noise(TINY, "p3gm", BUDGET, noise_cut=cut)
-    expected = P.phase_events(TINY, noise, noise_cut=cut)
+    noise = calibrate_noise(TINY, "p3gm", BUDGET, noise_cut=cut)
+    expected = phase_events(TINY, noise, noise_cut=cut)
     labels = ["dp-mean", "dp-pca"] + ["dp-em"] * TINY.em_iterations + ["dp-sgd"]
     assert fitted.ledger.labels == labels == [label for label, _ in expected]
     assert [e.event for e in fitted.ledger.entries] == [e for _, e in expected]
@@ -121,8 +108,8 @@ def test_budget_split_moves_noise_between_phases_and_still_meets_the_target(adul
     for split in ((0.1, 0.2, 0.7), (0.3, 0.3, 0.4)):
         config = dataclasses.replace(TINY, budget_split=split)
         cut = _cut(adult, config)
-        noise = P.calibrate_noise(config, "p3gm", BUDGET, noise_cut=cut)
-        composed = ev.ComposedDpEvent([e for _, e in P.phase_events(config, noise, noise_cut=cut)])
+        noise = calibrate_noise(config, "p3gm", BUDGET, noise_cut=cut)
+        composed = ev.ComposedDpEvent([e for _, e in phase_events(config, noise, noise_cut=cut)])
         assert 0.99 <= best_epsilon(composed, BUDGET.delta).value <= 1.0
         noises.append(noise)
     # a larger share buys less noise: PCA and EM gain, DP-SGD loses
@@ -162,7 +149,8 @@ def test_neighbours_with_real_noise_share_all_public_parts(adult, small, fitted)
 
 def test_fixed_encoder_mean_is_the_dp_pca_projection(recorded, arrays):
     fitted, outputs = recorded
-    x, layout, bound = arrays
+    x, codec = arrays
+    layout, bound = codec.layout, codec.row_norm_bound
     proj = fitted.params["projection"]
     # the stored projection IS the DP-PCA release (DP centre, sorted components) and the
     # prior IS the DP-EM release
@@ -175,7 +163,7 @@ def test_fixed_encoder_mean_is_the_dp_pca_projection(recorded, arrays):
     np.testing.assert_array_equal(fitted.params["prior"]["means"], outputs[1][0].mixture.means)
     expected = (x / bound - proj["centre"]) @ proj["components"]
     np.testing.assert_allclose(
-        np.asarray(P.project(fitted.params, jnp.asarray(x))), expected, atol=1e-5
+        np.asarray(Ph.project(fitted.params, jnp.asarray(x))), expected, atol=1e-5
     )
     # components are orthonormal (a PCA basis), and the encoder has no mean head
     comps = np.asarray(proj["components"])
@@ -190,10 +178,10 @@ def test_fixed_encoder_mean_is_the_dp_pca_projection(recorded, arrays):
         jnp.asarray, {k: fitted.params[k] for k in ("projection", "prior", "latent_scale")}
     )
     row = jnp.asarray(x[0], jnp.float32)
-    ll_p3gm, _ = P.example_terms(
+    ll_p3gm, _ = Ph.example_terms(
         trainable, fixed, row, jax.random.key(0), config=TINY, variant="p3gm", layout=layout
     )
-    ll_ae, kl_ae = P.example_terms(
+    ll_ae, kl_ae = Ph.example_terms(
         trainable, fixed, row, jax.random.key(0), config=TINY, variant="p3gm-ae", layout=layout
     )
     assert float(ll_p3gm) == pytest.approx(float(ll_ae), rel=1e-5) and float(kl_ae) == 0.0
@@ -218,9 +206,9 @@ def test_sampling_draws_the_latent_from_the_dp_mixture(fitted):
         se = np.sqrt(v / mask.sum())
         assert np.all(np.abs(z[mask].mean(axis=0) - m) < 5 * se)
     # and the decoded table follows the latent: moving the prior moves the samples
-    layout = P.head_layout(P.table_encoder(fitted.schema), TINY)
-    a = P.sample_arrays(jax.random.key(2), fitted.params, layout, TINY, "p3gm", 200)
-    b = P.sample_arrays(jax.random.key(2), params, layout, TINY, "p3gm", 200)
+    codec = P.codec(fitted.schema, TINY)
+    a = P.sample_arrays(jax.random.key(2), fitted.params, codec, TINY, 200, variant="p3gm")
+    b = P.sample_arrays(jax.random.key(2), params, codec, TINY, 200, variant="p3gm")
     assert not np.allclose(a, b)
     # DP-VAE samples N(0, I): chi-square bound on the sum of squares
     zv = P.sample_latent(jax.random.key(3), {}, "dp-vae", n, 3)
@@ -244,14 +232,14 @@ def test_numeric_columns_are_drawn_from_the_decoder_not_decoded_at_their_mean(fi
     from jdp.nn.heads import binned_cell, raw_width
 
     config = dataclasses.replace(TINY, numeric_head="binned", numeric_bins=16)
-    encoder = P.table_encoder(fitted.schema)
-    layout = P.head_layout(encoder, config)
+    codec = P.codec(fitted.schema, config)
+    layout = codec.layout
     assert layout[0] == ("binned", 16) and ("state", 2) in layout
-    assert P.head_layout(encoder, dataclasses.replace(TINY, numeric_head="auto")) == (
-        P.head_layout(encoder, dataclasses.replace(TINY, numeric_head="bernoulli"))
+    assert P.codec(fitted.schema, dataclasses.replace(TINY, numeric_head="auto")).layout == (
+        P.codec(fitted.schema, dataclasses.replace(TINY, numeric_head="bernoulli")).layout
     )  # hidden 8 is narrower than the binned output layer
     fixed = {k: fitted.params[k] for k in ("projection", "prior", "latent_scale")}
-    decoder = P.init_networks(jax.random.key(0), config, P.get_variant("p3gm"), layout, fixed)
+    decoder = Ph.init_networks(jax.random.key(0), config, get_variant("p3gm"), layout, fixed)
     params = jax.tree_util.tree_map(np.asarray, decoder)["decoder"]
     out = params["params"]["out"]
     np.testing.assert_array_equal(out["kernel"][:, :16], 0.0)  # binned heads start uniform
@@ -263,9 +251,14 @@ def test_numeric_columns_are_drawn_from_the_decoder_not_decoded_at_their_mean(fi
     out["bias"][start : start + 2] = [0.0, 1.0]  # P(point mass) = e / (1 + e)
     n = 4000
     rows = P.sample_arrays(
-        jax.random.key(1), {**fixed, "trainable": {"decoder": params}}, layout, config, "p3gm", n
+        jax.random.key(1),
+        {**fixed, "trainable": {"decoder": params}},
+        codec,
+        config,
+        n,
+        variant="p3gm",
     )
-    table = encoder.decode(rows)
+    table = codec.decode(jax.random.key(0), rows)
     assert table["age"].nunique() > 10
     cells = np.asarray(binned_cell(jnp.asarray(rows[:, 0]), 16))  # age is coordinate 0
     p = np.exp(logits) / np.exp(logits).sum()
@@ -278,16 +271,21 @@ def test_numeric_columns_are_drawn_from_the_decoder_not_decoded_at_their_mean(fi
 
 
 def test_variants_differ_only_where_they_should(arrays):
-    x, layout, bound = arrays
+    x, codec = arrays
+    layout, bound = codec.layout, codec.row_norm_bound
     key = jax.random.key(11)
     # the same phases: equal noise, up to each variant's networks' own sampler cut
     noise_ae, noise = (
-        P.calibrate_noise(TINY, v, BUDGET, noise_cut=P.sgd_noise_cut(TINY, v, layout))
+        calibrate_noise(TINY, v, BUDGET, noise_cut=Ph.sgd_noise_cut(TINY, v, layout))
         for v in ("p3gm-ae", "p3gm")
     )
     assert noise_ae.keys() == noise.keys()
     assert all(noise_ae[p] == pytest.approx(noise[p], rel=1e-6) for p in noise)
-    p_ae, l_ae = P.fit_arrays(key, x, layout, bound, BUDGET, TINY, "p3gm-ae")
+    # a plain array and a codec declared by hand (no table encoder) fit as the table's codec
+    declared = P.P3GMCodec(layout=layout, row_norm_bound=bound, target_coords=codec.target_coords)
+    with pytest.raises(ValueError, match="declared for arrays"):
+        declared.decode(key, x)
+    p_ae, l_ae = P.fit_arrays(key, x, declared, BUDGET, TINY, variant="p3gm-ae")
     assert set(p_ae["trainable"]) == {"decoder"} and set(p_ae) == {
         "trainable",
         "projection",
@@ -296,7 +294,7 @@ def test_variants_differ_only_where_they_should(arrays):
     }
     assert l_ae.labels[:-1] == ["dp-mean", "dp-pca"] + ["dp-em"] * TINY.em_iterations
     # PGM: exact PCA of the clipped, exactly centred rows; every phase non-private
-    p_pgm, l_pgm = P.fit_arrays(key, x, layout, bound, BUDGET, TINY, "pgm")
+    p_pgm, l_pgm = P.fit_arrays(key, x, codec, BUDGET, TINY, variant="pgm")
     assert all(isinstance(e.event, ev.NonPrivateDpEvent) for e in l_pgm.entries)
     assert l_pgm.epsilon(1e-5) == np.inf
     scaled = x / bound
@@ -307,18 +305,18 @@ def test_variants_differ_only_where_they_should(arrays):
     )
     assert overlap.min() > 0.999
     # DP-VAE: learned encoder mean, no encoding phase, the whole budget to DP-SGD
-    p_vae, l_vae = P.fit_arrays(key, x, layout, bound, BUDGET, TINY, "dp-vae")
+    p_vae, l_vae = P.fit_arrays(key, x, codec, BUDGET, TINY, variant="dp-vae")
     assert set(p_vae) == {"trainable"} and l_vae.labels == ["dp-sgd"]
     assert set(p_vae["trainable"]["encoder"]["params"]) == {"hidden", "logvar", "mean"}
-    cut = P.sgd_noise_cut(TINY, "dp-vae", layout)
+    cut = Ph.sgd_noise_cut(TINY, "dp-vae", layout)
     z = calibrate_noise_multiplier(
         target_epsilon=1.0,
         target_delta=1e-5,
-        sampling_prob=TINY.sampling_prob,
-        steps=TINY.steps,
+        sampling_prob=TINY.dpsgd.sampling_prob,
+        steps=TINY.dpsgd.num_steps,
         noise_cut=cut,
     )
-    z_vae = P.calibrate_noise(TINY, "dp-vae", BUDGET, noise_cut=cut)["sgd"]
+    z_vae = calibrate_noise(TINY, "dp-vae", BUDGET, noise_cut=cut)["sgd"]
     assert z_vae == pytest.approx(z, rel=0.01)
 
 
@@ -382,25 +380,26 @@ def test_default_prior_matches_the_encoder_means_within_its_release_noise(adult)
     ``2 d + 4 d (d - 1)``; 5 SD bound. The paper's ``K = 3, T_e = 20`` diagonal mixture at the
     same budget (noise multiplier 110, 60 releases) exceeds the bound: on Adult it collapsed
     to one component with the small variances off by 2-4x (issue 15 measurement)."""
-    x = P.table_encoder(adult.schema).encode(adult.train)
+    encoder = P.table_encoder(adult.schema)
+    x = encoder.encode(adult.train)
     n = x.shape[0]
 
     def error(config):
-        noise = P.calibrate_noise(config, "p3gm", BUDGET, noise_cut=_cut(adult, config))
-        fixed, _ = P.encoding_phase(
-            np.random.default_rng(0), x, P.table_encoder(adult.schema).row_norm_bound, config, noise
+        noise = calibrate_noise(config, "p3gm", BUDGET, noise_cut=_cut(adult, config))
+        fixed, _ = Ph.encoding_phase(
+            np.random.default_rng(0), x, encoder.row_norm_bound, config, noise
         )
-        c = np.asarray(P.project(fixed, jnp.asarray(x)))
+        c = np.asarray(Ph.project(fixed, jnp.asarray(x)))
         err = _mixture_covariance(fixed["prior"]) - np.cov(c.T, bias=True)
         return float(np.sum(err**2)), noise["em"] * config.em_clip_norm**2
 
-    default = P.P3GMConfig()
+    default = P3GMConfig()
     assert (default.n_components, default.em_steps, default.prior_covariance) == (1, 1, "full")
     sq, scale = error(default)
     d = default.latent_dim
     bound = (scale / n) ** 2 * (d**2 + 5 * np.sqrt(2 * d + 4 * d * (d - 1)))
     assert sq < bound
-    paper = P.P3GMConfig(n_components=3, em_iterations=20, prior_covariance="diag")
+    paper = P3GMConfig(n_components=3, em_iterations=20, prior_covariance="diag")
     assert error(paper)[0] > bound
 
 
@@ -414,17 +413,23 @@ def test_log_likelihood_heads():
 
 def test_config_validation():
     with pytest.raises(ValueError, match="budget_split"):
-        P.P3GMConfig(budget_split=(0.5, 0.5))
+        P3GMConfig(budget_split=(0.5, 0.5))
     with pytest.raises(ValueError, match="expected latent_dim >= 1"):
-        P.P3GMConfig(latent_dim=0)
+        P3GMConfig(latent_dim=0)
     with pytest.raises(ValueError, match="sampling_prob"):
-        P.P3GMConfig(sampling_prob=0.0)
+        apply_overrides(P3GMConfig(), {"dpsgd": {"sampling_prob": 0.0}})
     with pytest.raises(ValueError, match="expected expected_batch_size > 0, got 0"):
-        P.P3GMConfig(expected_batch_size=0.0)
+        apply_overrides(P3GMConfig(), {"dpsgd": {"expected_batch_size": 0.0}})
     with pytest.raises(ValueError, match="expected numeric_head in"):
-        P.P3GMConfig(numeric_head="gaussian")
+        P3GMConfig(numeric_head="gaussian")
     with pytest.raises(ValueError, match="expected numeric_bins >= 2, got 1"):
-        P.P3GMConfig(numeric_bins=1)
+        P3GMConfig(numeric_bins=1)
+    # the DP-SGD settings are a template: P3GM calibrates the noise, and its phases compose
+    # under add/remove-one, so the sampling must be Poisson
+    with pytest.raises(ValueError, match="without noise_multiplier"):
+        P3GMConfig(dpsgd=DPSGD_TEMPLATE.with_noise(1.0))
+    with pytest.raises(ValueError, match="sampling='poisson'"):
+        apply_overrides(P3GMConfig(), {"dpsgd": {"sampling": "without_replacement"}})
 
 
 def test_dpsgd_normaliser_is_the_configs_public_constant_not_the_row_count(arrays, monkeypatch):
@@ -437,87 +442,15 @@ def test_dpsgd_normaliser_is_the_configs_public_constant_not_the_row_count(array
         pass
 
     def fake_train(*args, **kwargs):
-        seen.append(args[5].expected_batch_size)  # train(key, loss, params, opt, data, config)
+        seen.append(args[5].expected_batch_size)  # train(key, loss, params, opt, data, dpsgd)
         raise Stop
 
-    monkeypatch.setattr(P, "train", fake_train)
-    x, layout, _ = arrays
+    monkeypatch.setattr(Ph, "train", fake_train)
+    x, codec = arrays
     for rows in (x, x[:-1]):
         with pytest.raises(Stop):
-            P.decoding_phase(jax.random.key(0), rows, {}, layout, TINY, "dp-vae", 1.0)
-    assert seen == [TINY.expected_batch_size] * 2
-
-
-def test_cli_fit_save_load_sample(tmp_path, capsys, adult, small, fitted):
-    data = tmp_path / "small.csv"
-    schema = tmp_path / "schema.json"
-    small.to_csv(data, index=False)
-    adult.schema.save(schema)
-    sets = [f"--set={k}={v}" for k, v in TINY_OPTIONS.items()]
-    argv = [
-        "fit",
-        "--method",
-        "p3gm",
-        "--epsilon",
-        "1",
-        "--data",
-        str(data),
-        "--schema",
-        str(schema),
-        "--out",
-        str(tmp_path / "model"),
-        "--seed",
-        "1",
-        "--json",
-        *sets,
-    ]
-    assert main(argv) == 0
-    import json
-
-    doc = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    model = io.load(tmp_path / "model")
-    assert doc["method"] == "p3gm" and doc["epsilon"] == pytest.approx(
-        model.ledger.epsilon(BUDGET.delta), rel=1e-9
-    )
-    eps_rdp = model.ledger.epsilon(BUDGET.delta, accountant="rdp")
-    assert doc["epsilon"] <= eps_rdp and 0.99 <= doc["epsilon"] <= 1.0
-    assert model.config == dataclasses.replace(TINY)
-    out = tmp_path / "synth.csv"
-    assert (
-        main(
-            [
-                "sample",
-                "--model",
-                str(tmp_path / "model"),
-                "-n",
-                "50",
-                "--out",
-                str(out),
-                "--seed",
-                "2",
-            ]
-        )
-        == 0
-    )
-    frame = pd.read_csv(out)
-    assert list(frame.columns) == adult.schema.names and len(frame) == 50
-    # a loaded model samples exactly what the in-memory one does with the same key
-    io.save(fitted, tmp_path / "m2")
-    again = io.load(tmp_path / "m2")
-    pd.testing.assert_frame_equal(
-        base.sample_model(jax.random.key(8), fitted, 20),
-        base.sample_model(jax.random.key(8), again, 20),
-    )
-
-
-def test_into_heads_gives_each_head_a_valid_target():
-    layout = (("bernoulli", 3), ("categorical", 3), ("gaussian", 1), ("categorical", 2))
-    x = jnp.array([[-0.5, 0.4, 1.7, 0.6, -0.2, 0.2, 5.0, -1.0, -3.0]])
-    t = np.asarray(P.into_heads(x, layout))[0]
-    np.testing.assert_allclose(t[:3], [0.0, 0.4, 1.0])
-    np.testing.assert_allclose(t[3:6], [0.75, 0.0, 0.25])  # clipped at 0, renormalised
-    assert t[6] == 5.0
-    np.testing.assert_allclose(t[7:], [0.5, 0.5])  # nothing left: uniform
+            Ph.decoding_phase(jax.random.key(0), rows, {}, codec.layout, TINY, "dp-vae", 1.0)
+    assert seen == [TINY.dpsgd.expected_batch_size] * 2
 
 
 def test_initial_decoder_fits_the_inverse_projection_from_released_values_only(recorded, arrays):
@@ -526,21 +459,21 @@ def test_initial_decoder_fits_the_inverse_projection_from_released_values_only(r
     it closes most of the gap between a random decoder and the best possible fit (the
     targets' own entropy) to the DP-PCA reconstruction of prior draws."""
     fitted, _ = recorded
-    _, layout, _ = arrays
+    layout = arrays[1].layout
     fixed = jax.tree_util.tree_map(
         jnp.asarray, {k: fitted.params[k] for k in ("projection", "prior", "latent_scale")}
     )
     config = dataclasses.replace(TINY, hidden=32, decoder_init_steps=300)
     d = sum(w for _, w in layout)
-    start = P.init_networks(jax.random.key(0), config, P.get_variant("p3gm"), layout)["decoder"]
+    start = Ph.init_networks(jax.random.key(0), config, get_variant("p3gm"), layout)["decoder"]
     z = jnp.asarray(P.sample_latent(jax.random.key(9), fitted.params, "p3gm", 2000, 3))
-    target = P.into_heads(P.inverse_projection(fixed, z), layout)
+    target = into_heads(Ph.inverse_projection(fixed, z), layout)
 
     def nll(raw):
         return -float(jnp.mean(jax.vmap(log_likelihood, in_axes=(0, 0, None))(raw, target, layout)))
 
     def loss(params):
-        return nll(Decoder(config.hidden, d).apply(params, P.standardize(fixed, z)))
+        return nll(Decoder(config.hidden, d).apply(params, Ph.standardize(fixed, z)))
 
     t = jnp.clip(target, 1e-6, 1 - 1e-6)
     best = nll(
@@ -550,7 +483,7 @@ def test_initial_decoder_fits_the_inverse_projection_from_released_values_only(r
             np.concatenate([np.full(w, k == "bernoulli", float) for k, w in layout])
         )
     )
-    after = loss(P.initial_decoder(jax.random.key(1), start, fixed, layout, config))
+    after = loss(Ph.initial_decoder(jax.random.key(1), start, fixed, layout, config))
     before = loss(start)
     assert best <= after < best + 0.5 * (before - best)
 
@@ -560,29 +493,30 @@ def test_without_reduction_the_fixed_mean_is_the_dp_centred_row(adult, small, ar
     ledger is [dp-mean, dp-em x T_e, dp-sgd] and meets the target, and the fixed encoder
     mean is the row minus that released centre (identity components)."""
     config = dataclasses.replace(TINY, latent_dim=None)
-    releases, original = [], P.pca.dp_mean_gaussian
+    releases, original = [], Ph.pca.dp_mean_gaussian
 
     def dp_mean(*args, **kwargs):
         releases.append(original(*args, **kwargs))
         return releases[-1]
 
-    monkeypatch.setattr(P.pca, "dp_mean_gaussian", dp_mean)
+    monkeypatch.setattr(Ph.pca, "dp_mean_gaussian", dp_mean)
     model = base.fit_model(jax.random.key(4), "p3gm", small, BUDGET, config, schema=adult.schema)
     cut = _cut(adult, config)
-    expected = P.phase_events(
-        config, P.calibrate_noise(config, "p3gm", BUDGET, noise_cut=cut), noise_cut=cut
+    expected = phase_events(
+        config, calibrate_noise(config, "p3gm", BUDGET, noise_cut=cut), noise_cut=cut
     )
     labels = ["dp-mean"] + ["dp-em"] * config.em_iterations + ["dp-sgd"]
     assert model.ledger.labels == labels == [label for label, _ in expected]
     assert 0.99 <= model.ledger.epsilon(BUDGET.delta) <= 1.0
-    x, _, bound = arrays
+    x, codec = arrays
+    bound = codec.row_norm_bound
     proj = model.params["projection"]
     np.testing.assert_array_equal(proj["components"], np.eye(x.shape[1]))
     # the centre IS the one DP-mean release (with its event in the ledger), not a raw mean
     ((centre, event),) = releases
     np.testing.assert_array_equal(proj["centre"], centre)
     assert model.ledger.entries[0].event == event
-    c = np.asarray(P.project(jax.tree_util.tree_map(jnp.asarray, model.params), jnp.asarray(x)))
+    c = np.asarray(Ph.project(jax.tree_util.tree_map(jnp.asarray, model.params), jnp.asarray(x)))
     np.testing.assert_allclose(c, x / bound - proj["centre"], atol=1e-5)
 
 
@@ -603,8 +537,8 @@ def test_latent_excluding_the_target_reads_features_only(adult, small):
         cats[0] if v == cats[-1] else cats[-1] for v in small[adult.schema.target]
     ]
     params = jax.tree_util.tree_map(jnp.asarray, model.params)
-    c1 = P.project(params, jnp.asarray(encoder.encode(adult.schema.conform(small))))
-    c2 = P.project(params, jnp.asarray(encoder.encode(adult.schema.conform(flipped))))
+    c1 = Ph.project(params, jnp.asarray(encoder.encode(adult.schema.conform(small))))
+    c2 = Ph.project(params, jnp.asarray(encoder.encode(adult.schema.conform(flipped))))
     np.testing.assert_array_equal(np.asarray(c1), np.asarray(c2))
     assert model.ledger.labels == ["dp-mean", "dp-pca"] + ["dp-em"] * TINY.em_iterations + [
         "dp-sgd"

@@ -24,10 +24,10 @@ from jdp.mechanisms.mixing import check_unit_box
 from jdp.random import numpy_rng
 from jdp.synth.base import Params
 from jdp.synth.clustmix.config import ClustMixConfig, Mode
-from jdp.synth.clustmix.phases import ClustMixRelease, fit_paper, fit_strict
+from jdp.synth.clustmix.phases import ClustMixRelease, Records, fit_paper, fit_strict
 
-ModeFit = Callable[..., ClustMixRelease]
-#: Each mode's fit function, ``fit(key, x, y, *, n_classes, epsilon, delta, config)``.
+ModeFit = Callable[[jax.Array, Records, PrivacyBudget, ClustMixConfig], ClustMixRelease]
+#: Each mode's fit function, ``fit(key, records, budget, config)``.
 MODES: dict[Mode, ModeFit] = {"strict": fit_strict, "paper": fit_paper}
 
 
@@ -155,9 +155,8 @@ def fit(
     x, y = check_inputs(x, y, n_classes)
     check_positive("epsilon", epsilon)
     check_open_unit("delta", delta)
-    return MODES[config.mode](
-        key, x, y, n_classes=n_classes, epsilon=epsilon, delta=delta, config=config
-    )
+    budget = PrivacyBudget(epsilon=epsilon, delta=delta)
+    return MODES[config.mode](key, Records(x, y, n_classes), budget, config)
 
 
 def fit_arrays(

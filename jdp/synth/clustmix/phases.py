@@ -43,11 +43,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import numpy as np
 
+from accounting import PrivacyBudget
 from accounting import events as ev
 from accounting.calibrate import calibrate
 from accounting.ledger import PAPER_CLAIM, PrivacyLedger
@@ -115,6 +116,15 @@ class ClustMixRelease:
         }
 
 
+class Records(NamedTuple):
+    """What a mode fits: private records ``x`` in ``[0, 1]^D``, their class codes ``y``, and
+    ``n_classes``, the size of the public label domain."""
+
+    x: np.ndarray
+    y: np.ndarray
+    n_classes: int
+
+
 # -- paper mode -------------------------------------------------------------------------------
 def kip_displacement(
     key: jax.Array,
@@ -139,17 +149,12 @@ def kip_displacement(
 
 
 def fit_paper(
-    key: jax.Array,
-    x: np.ndarray,
-    y: np.ndarray,
-    *,
-    n_classes: int,
-    epsilon: float,
-    delta: float,
-    config: ClustMixConfig,
+    key: jax.Array, records: Records, budget: PrivacyBudget, config: ClustMixConfig
 ) -> ClustMixRelease:
     """The published ClustMix (module docstring). **Not DP**: its ledger records the paper's
     claim, labelled :data:`PAPER_NOTE`."""
+    x, y, n_classes = records
+    epsilon, delta = budget.epsilon, budget.delta
     cluster_key, kip_key, mix_key = jax.random.split(key, 3)
     rng = numpy_rng(cluster_key)
     l, k = config.mixture_size, config.n_clusters
@@ -273,17 +278,12 @@ def mixing_groups(
 
 
 def fit_strict(
-    key: jax.Array,
-    x: np.ndarray,
-    y: np.ndarray,
-    *,
-    n_classes: int,
-    epsilon: float,
-    delta: float,
-    config: ClustMixConfig,
+    key: jax.Array, records: Records, budget: PrivacyBudget, config: ClustMixConfig
 ) -> ClustMixRelease:
     """Strict ClustMix (module docstring): (epsilon, delta)-DP under add/remove-one, every
     phase in the ledger (docs/privacy.md, "ClustMix")."""
+    x, y, n_classes = records
+    epsilon, delta = budget.epsilon, budget.delta
     scale = calibrate(
         lambda s: strict_plan(config, n_classes, x.shape[1], s),
         target_epsilon=epsilon,

@@ -112,6 +112,12 @@ class DPGMConfig:
             calibrated_by="DPGM",
             poisson_because="DPNorm's analysis",
         )
+        for name in ("l2_clip_norm", "expected_batch_size"):  # set per cluster by the fit
+            if getattr(self.dpsgd, name) != 1.0:
+                raise ValueError(
+                    f"expected dpsgd.{name} left at 1.0 (a placeholder: DPGM sets it per "
+                    f"cluster from DPNorm and the released sizes), got {getattr(self.dpsgd, name)!r}"
+                )
         check_positive("clip_max_norm", self.clip_max_norm)
         check_count("clip_bins", self.clip_bins, minimum=1)
         check_positive("hist_noise_ratio", self.hist_noise_ratio)
