@@ -120,20 +120,59 @@ def best_epsilon(
 ) -> Bound:
     """The smallest epsilon at ``delta`` over the :data:`RIGOROUS` accountants that analyse
     ``event`` (those that raise :class:`~accounting.accountants.base.UnsupportedEventError`
-    are skipped), naming the one that gave it.
+    are skipped), naming the one that gave it; one more candidate is basic composition of
+    the event's pure parts with the best answer on the rest (:func:`pure_split`), named
+    ``"basic+<accountant>"``: the PLD accountant declines a ledger whose pure releases hold
+    many parallel cases (the DP quantiles of a table's columns), and without the split the
+    DP-SGD beside them would be accounted by RDP alone.
 
-    **Privacy:** each answer is an upper bound on the event's epsilon at ``delta``, so their
+    **Privacy:** each answer is an upper bound on the event's epsilon at ``delta`` (the
+    split one by adaptive basic composition: a pure ``epsilon_p``-DP part and an
+    ``(epsilon_r, delta)``-DP rest are ``(epsilon_p + epsilon_r, delta)``-DP), so their
     minimum is one; the PLD answer is refined adaptively
     (:class:`~accounting.accountants.pld.PldAccountant`). The search stops at an
     :data:`EXACT` accountant that analyses the event (nothing can be below it).
     """
-    return _best(
-        compute_epsilon,
-        event,
-        delta,
-        neighboring_relation=neighboring_relation,
-        shared_batch=shared_batch,
-    )
+    kwargs = {"neighboring_relation": neighboring_relation, "shared_batch": shared_batch}
+    bound: Bound | None = None
+    failure: base.UnsupportedEventError | None = None
+    try:
+        bound = _best(compute_epsilon, event, delta, **kwargs)
+    except base.UnsupportedEventError as err:
+        failure = err
+    eps_pure, rest = pure_split(event, check_relation(neighboring_relation))
+    if rest is not None:
+        try:
+            other = _best(compute_epsilon, rest, delta, **kwargs)
+        except base.UnsupportedEventError:
+            other = None
+        if other is not None and (bound is None or eps_pure + other.value < bound.value):
+            name = f"basic+{other.accountant}"
+            answers = {**(bound.by_accountant if bound else {}), name: eps_pure + other.value}
+            bound = Bound(eps_pure + other.value, name, answers)
+    if bound is None:
+        raise failure  # type: ignore[misc]
+    return bound
+
+
+def pure_split(
+    event: ev.DpEvent, relation: ev.NeighboringRelation
+) -> tuple[float, ev.DpEvent | None]:
+    """``(epsilon_p, rest)``: the summed pure epsilon of the top-level components of a
+    :class:`~accounting.events.ComposedDpEvent` that are pure DP, and the composition of the
+    others; ``(0, None)`` when the event has no pure component or nothing else."""
+    if not isinstance(event, ev.ComposedDpEvent):
+        return 0.0, None
+    eps, rest = 0.0, []
+    for child in event.events:
+        e = pure.pure_epsilon_or_inf(child, relation)
+        if math.isfinite(e):
+            eps += e
+        else:
+            rest.append(child)
+    if eps == 0 or not rest:
+        return 0.0, None
+    return eps, ev.ComposedDpEvent(rest)
 
 
 def best_delta(

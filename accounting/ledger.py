@@ -357,13 +357,21 @@ def _accountants(bound: Bound) -> str:
     """``"PLD accountant; RDP gives 1.07"``: who gave the bound, and the others' answers."""
     if math.isinf(bound.value):
         return "not private: an entry has no finite guarantee"
-    title = make_accountant(bound.accountant).title
+    title = _title(bound.accountant)
     others = [
-        f"{make_accountant(name).title} gives {_num(value)}"
+        f"{_title(name)} gives {_num(value)}"
         for name, value in bound.by_accountant.items()
         if value not in (bound.value, float("inf"))
     ]
     return f"{title} accountant" + "".join(f"; {o}" for o in others)
+
+
+def _title(name: str) -> str:
+    """An accountant's title; ``"basic+<name>"`` (:func:`accounting.compose.best_epsilon`'s
+    split) as basic composition of the pure steps with that accountant on the rest."""
+    if name.startswith("basic+"):
+        return f"pure steps added to the {make_accountant(name[len('basic+'):]).title}"
+    return make_accountant(name).title
 
 
 def _delta_words(delta: float) -> str:

@@ -78,9 +78,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--suppressed",
         choices=("drop", "other"),
-        default="drop",
-        help="records holding a category the release suppressed: drop them (default) or map "
-        "them to an 'other' category",
+        default="other",
+        help="records holding a category the release suppressed: map them to an 'other' "
+        "category (default) or drop them",
     )
     parser.add_argument(
         "--overwrite",

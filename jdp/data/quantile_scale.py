@@ -1,17 +1,27 @@
-"""Numeric columns on released quantiles: which columns get knots, and their DP release.
+"""How a method maps numeric columns to its unit scale: min-max, a public log scale, or knots
+released by DP quantiles.
 
-A method whose config asks for it (:class:`NumericScale` with ``quantiles=True``) spends
-``share`` of its epsilon on :func:`jdp.mechanisms.quantiles.dp_quantiles` for each numeric
-column of the schema that has no knots yet (:func:`needs_knots`), split equally over them,
-before it reads anything else; the knots go into the schema
-(:attr:`jdp.data.schema.Column.quantiles`), so every encoding of the fit and of sampling
-reads the column on its quantile scale (:mod:`jdp.data.scales`). The DP schema
-(:func:`jdp.data.dp_schema.infer_schema_dp`) releases the same knots with the same function.
+A method's config holds a :class:`NumericScale`; the one table adapter
+(:meth:`jdp.synth.base.Method.fit`) calls :func:`scale_table` before it reads anything else:
 
-Privacy: one :func:`~jdp.mechanisms.quantiles.dp_quantiles` release per column, on the
-column's values besides its declared point masses and missing values (a per-record public
-filter), each ``epsilon_c``-DP under add/remove; entries ``dp-quantiles:<column>`` in the
-ledger; the rest of the budget goes to the method (basic composition of the pure releases).
+* ``"minmax"`` (default): nothing changes; a column maps by its declared bounds.
+* ``"log"``: public knots, free: each numeric column that :func:`needs_knots` gets the knots
+  of ``u = log1p((x - lower) / s) / log1p((upper - lower) / s)`` (:func:`log_knots`; ``s`` one
+  unit for an integer column, ``(upper - lower) 2^-10`` for a continuous one), so a
+  long-tailed column's bulk near its lower bound takes a fair part of the unit interval
+  instead of its first few percent. A function of the schema only.
+* ``"quantiles"``: ``share`` of the fit's epsilon, split equally over the columns that need
+  knots, buys :func:`jdp.mechanisms.quantiles.dp_quantiles` knots at ``probs`` for each.
+
+The knots go into the schema (:attr:`jdp.data.schema.Column.quantiles`), so every encoding of
+the fit and of sampling reads the column through them (:mod:`jdp.data.scales`). The DP schema
+(:func:`jdp.data.dp_schema.infer_schema_dp`) releases knots with the same function.
+
+Privacy: ``"log"`` reads no data. ``"quantiles"`` makes one
+:func:`~jdp.mechanisms.quantiles.dp_quantiles` release per column, on the column's values
+besides its declared point masses and missing values (a per-record public filter), each
+``epsilon_c``-DP under add/remove; entries ``dp-quantiles:<column>`` in the ledger; the rest of
+the budget goes to the method (basic composition of the pure releases).
 """
 
 from __future__ import annotations
@@ -33,12 +43,15 @@ from jdp.random import numpy_rng
 
 __all__ = [
     "DEFAULT_PROBS",
+    "LOG",
     "MIN_MAX",
     "QUANTILES",
+    "SCALE_KINDS",
     "NumericScale",
+    "log_knots",
     "needs_knots",
     "release_knots",
-    "release_scales",
+    "scale_table",
 ]
 
 #: The knots' levels: the bulk and both shoulders of the distribution (5 knots: three levels
@@ -46,33 +59,46 @@ __all__ = [
 DEFAULT_PROBS: tuple[float, ...] = (0.05, 0.25, 0.5, 0.75, 0.95)
 
 
+#: The numeric scales a method may use (:class:`NumericScale`).
+SCALE_KINDS: tuple[str, ...] = ("minmax", "log", "quantiles")
+#: Knots of the public log scale (:func:`log_knots`).
+LOG_KNOTS = 16
+
+
 @dataclass(frozen=True, kw_only=True)
 class NumericScale:
-    """How a method encodes numeric columns.
+    """How a method encodes numeric columns (the module docstring).
 
     Attributes:
-      quantiles: encode on released quantile knots (:mod:`jdp.data.scales`) instead of
-        min-max by the declared bounds; columns the schema already gives knots use them at
-        no cost.
-      share: the share of the fit's epsilon the knots spend (all columns together).
-      probs: the knots' levels.
+      kind: ``"minmax"`` by the declared bounds, ``"log"`` (public knots, free) or
+        ``"quantiles"`` (released knots); columns the schema already gives knots keep them.
+      share: the share of the fit's epsilon the released knots spend (all columns together;
+        ``"quantiles"`` only).
+      probs: the released knots' levels.
     """
 
-    quantiles: bool = False
+    kind: str = "minmax"
     share: float = 0.1
     probs: tuple[float, ...] = DEFAULT_PROBS
 
     def __post_init__(self) -> None:
-        if not isinstance(self.quantiles, bool):
-            raise TypeError(f"expected quantiles to be a bool, got {self.quantiles!r}")
+        if self.kind not in SCALE_KINDS:
+            raise ValueError(f"expected kind in {SCALE_KINDS}, got {self.kind!r}")
         check_open_unit("share", self.share)
         object.__setattr__(self, "probs", check_probs(self.probs))
+
+    @property
+    def spends(self) -> bool:
+        """Whether this scale releases anything (reads the data)."""
+        return self.kind == "quantiles"
 
 
 #: Min-max by the declared bounds (no release).
 MIN_MAX = NumericScale()
+#: The public log scale (no release).
+LOG = NumericScale(kind="log")
 #: Released quantile knots at the default share and levels.
-QUANTILES = NumericScale(quantiles=True)
+QUANTILES = NumericScale(kind="quantiles")
 
 
 def needs_knots(column: Column) -> bool:
@@ -81,6 +107,26 @@ def needs_knots(column: Column) -> bool:
     if not column.is_numeric or column.quantiles:
         return False
     return column.kind == "continuous" or column.upper - column.lower > 1
+
+
+def log_knots(column: Column, count: int = LOG_KNOTS) -> Column:
+    """``column`` with the public knots of its log scale: ``count`` levels ``p_i = i / (count +
+    1)`` at ``v_i = lower + s expm1(p_i log1p((upper - lower) / s))`` (the inverse of the
+    module docstring's ``u``), rounded up to whole units for an integer column and made
+    strictly increasing; an integer column of fewer than ``4 count`` values keeps min-max.
+    Reads no data."""
+    width = column.upper - column.lower
+    unit = 1.0 if column.kind == "integer" else width * 2.0**-10
+    if width < 4 * count * unit:  # a few dozen integers: min-max cells are as fine
+        return column
+    p = np.arange(1, count + 1) / (count + 1)
+    v = column.lower + unit * np.expm1(p * np.log1p(width / unit))
+    if column.kind == "integer":
+        v = np.ceil(v - 1e-9)
+    keep = np.concatenate([[True], np.diff(v) > 0]) & (v > column.lower) & (v < column.upper)
+    if keep.sum() < 2:
+        return column
+    return dataclasses.replace(column, quantiles=tuple(zip(p[keep].tolist(), v[keep].tolist())))
 
 
 def release_knots(
@@ -111,27 +157,30 @@ def release_knots(
     return dataclasses.replace(column, quantiles=tuple(zip(probs, v.tolist()))), event
 
 
-def release_scales(
-    key: jax.Array, data: Table, budget: PrivacyBudget, scale: NumericScale
+def scale_table(
+    key: jax.Array | None, data: Table, budget: PrivacyBudget, scale: NumericScale
 ) -> tuple[Table, PrivacyLedger, PrivacyBudget]:
-    """Release knots for every column of ``data`` that :func:`needs_knots`, when ``scale``
-    asks for quantiles; returns the table on the schema with knots, the releases' ledger and
-    the budget left for the method (``(1 - share) epsilon``, the same delta). Nothing is
-    spent when no column needs knots."""
-    todo = [c for c in data.schema.columns if needs_knots(c)] if scale.quantiles else []
-    if not todo:
+    """``data`` on the schema with knots for every column that :func:`needs_knots`, by
+    ``scale.kind``; returns the table, the releases' ledger and the budget left for the method
+    (``(1 - share) epsilon`` and the same delta when knots were released; else all of it).
+    ``key`` is read only to release knots."""
+    todo = [c for c in data.schema.columns if needs_knots(c)]
+    if scale.kind == "minmax" or not todo:
         return data, PrivacyLedger(), budget
-    rng = numpy_rng(key)
-    eps = scale.share * budget.epsilon / len(todo)
-    ledger, released = PrivacyLedger(), {}
-    for column in todo:
-        values = numeric_values(data.frame[column.name])
-        released[column.name], event = release_knots(
-            rng, column, values, epsilon=eps, probs=scale.probs
-        )
-        ledger = ledger.record(f"dp-quantiles:{column.name}", event)
+    ledger, rest, scaled = PrivacyLedger(), budget, {}
+    if scale.kind == "log":
+        scaled = {c.name: log_knots(c) for c in todo}
+    else:
+        rng = numpy_rng(key)
+        eps = scale.share * budget.epsilon / len(todo)
+        for column in todo:
+            values = numeric_values(data.frame[column.name])
+            scaled[column.name], event = release_knots(
+                rng, column, values, epsilon=eps, probs=scale.probs
+            )
+            ledger = ledger.record(f"dp-quantiles:{column.name}", event)
+        rest = PrivacyBudget(epsilon=(1 - scale.share) * budget.epsilon, delta=budget.delta)
     schema = dataclasses.replace(
-        data.schema, columns=tuple(released.get(c.name, c) for c in data.schema.columns)
+        data.schema, columns=tuple(scaled.get(c.name, c) for c in data.schema.columns)
     )
-    rest = PrivacyBudget(epsilon=(1 - scale.share) * budget.epsilon, delta=budget.delta)
     return dataclasses.replace(data, schema=schema), ledger, rest

@@ -78,7 +78,7 @@ from accounting.compose import pure_spend
 from accounting.validation import check_count
 from jdp.data.constraints import enforce
 from jdp.data.dp_schema import SchemaRelease
-from jdp.data.quantile_scale import MIN_MAX, needs_knots, release_scales
+from jdp.data.quantile_scale import MIN_MAX, needs_knots, scale_table
 from jdp.data.schema import NONPRIVATE_SCHEMA_CLAIM, Schema, Table, UnaccountedSchemaWarning
 from jdp.synth.registry import METHODS
 from jdp.synth.signal import check_signal
@@ -189,16 +189,16 @@ class Method:
         return apply_overrides(config, overrides) if overrides else config
 
     def fit(self, key: jax.Array, data: Table, budget: PrivacyBudget, config: Any) -> FittedModel:
-        """The table adapter: release the numeric columns' quantile knots when the config's
-        ``scale`` asks for them (:func:`jdp.data.quantile_scale.release_scales`, from its own
-        key and share of ``budget``), encode ``data`` with the public codec of the schema
-        with knots, fit on the arrays, keep the released parameters with the public inputs
-        (no checks: :func:`fit_model`)."""
+        """The table adapter: put the numeric columns on the config's ``scale``
+        (:func:`jdp.data.quantile_scale.scale_table`: public log knots, or released quantile
+        knots from their own key and share of ``budget``), encode ``data`` with the public
+        codec of the schema with knots, fit on the arrays, keep the released parameters with
+        the public inputs (no checks: :func:`fit_model`)."""
         scale = getattr(config, "scale", MIN_MAX)  # a user's method may have none
-        spent, rest = PrivacyLedger(), budget
-        if scale.quantiles and any(needs_knots(c) for c in data.schema.columns):
-            scale_key, key = jax.random.split(key)
-            data, spent, rest = release_scales(scale_key, data, budget, scale)
+        scale_key = None
+        if scale.spends and any(needs_knots(c) for c in data.schema.columns):
+            scale_key, key = jax.random.split(key)  # keys change only when knots are released
+        data, spent, rest = scale_table(scale_key, data, budget, scale)
         codec = self.codec(data.schema, config)
         params, ledger = self.fit_arrays(key, codec.encode(data), codec, rest, config)
         return FittedModel(self.name, params, data.schema, config, budget, spent + ledger)

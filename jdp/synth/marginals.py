@@ -45,7 +45,7 @@ from accounting import events as ev
 from accounting.calibrate import calibrate
 from accounting.validation import check_count
 from jdp.data.cells import CellCodec, n_bins
-from jdp.data.quantile_scale import MIN_MAX, NumericScale
+from jdp.data.quantile_scale import LOG, NumericScale
 from jdp.data.schema import Column, Schema
 from jdp.mechanisms.noise import gaussian_event, gaussian_mechanism, laplace_mechanism
 from jdp.random import numpy_rng
@@ -67,15 +67,16 @@ class MarginalsConfig:
       secure_noise: Gaussian: a clamp-and-round mitigation without proof (see
         :mod:`jdp.mechanisms.noise`). Laplace noise is always Mironov's (2012) snapping
         mechanism (proved; its cost is absorbed in the noise scale).
-      scale: numeric columns on released quantile knots, or min-max by the declared
-        bounds (:class:`jdp.data.quantile_scale.NumericScale`; default: min-max).
+      scale: how numeric columns are cut into cells
+        (:class:`jdp.data.quantile_scale.NumericScale`); default the public log scale (free;
+        chosen by ``scripts/numeric_columns.py``, ``docs/results/numeric_columns.md``).
     """
 
     bins: int = 32
     noise: Noise = "auto"
     condition_on_target: bool = True
     secure_noise: bool = False
-    scale: NumericScale = MIN_MAX
+    scale: NumericScale = LOG
 
     def __post_init__(self) -> None:
         check_count("bins", self.bins, minimum=2)

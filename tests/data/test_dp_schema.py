@@ -124,7 +124,8 @@ def test_infer_schema_dp_on_a_table():
     )
     s = release.schema
     assert s.names == ["age", "w", "c", "label"] and s.target == "label"
-    assert s["c"].categories == ("x", "y", "z") and s["label"].categories == ("no", "yes")
+    # "other" for suppressed values is added by default; the target keeps its labels
+    assert s["c"].categories == ("x", "y", "z", "other") and s["label"].categories == ("no", "yes")
     assert 0 <= s["age"].lower < 25 and 72 < s["age"].upper <= 150
     assert s["w"].lower < 50 and 950 < s["w"].upper <= 1e6
     assert release.ledger.labels == [
@@ -166,7 +167,7 @@ def _table_with_rare_values(rng: np.random.Generator, n: int = 3000) -> pd.DataF
 
 def _release(rng: np.random.Generator, data: pd.DataFrame):
     return infer_schema_dp(
-        rng, data, epsilon=3.0, ranges={"x": (0, 100)}, target="label",
+        rng, data, epsilon=3.0, ranges={"x": (0, 100)}, target="label", suppressed="drop",
         kinds={"x": "continuous", "work": "categorical", "label": "categorical"},
     )  # fmt: skip
 
@@ -488,10 +489,23 @@ def test_point_masses_and_nullable_columns_are_public_declarations():
     nonzero = gain[gain > 0]
     assert np.quantile(nonzero, 0.9) < g.upper < 4 * np.quantile(nonzero, 0.99)  # not 0
     assert h.nullable and 20 < h.lower < 35 and 45 < h.upper < 60
-    assert c.nullable and c.categories == ("a", "b")
+    assert c.nullable and c.categories == ("a", "b", "other")
     with pytest.raises(ValueError, match="'hours' has NaN or infinite values"):
         infer_schema_dp(
             rng, data, epsilon=3.0, kinds=kinds, ranges={"gain": (0, 1e9), "hours": (0, 1e9)}
         )
     with pytest.raises(ValueError, match="'z' of point_masses/nullable is not in the data"):
         infer_schema_dp(rng, data, epsilon=3.0, kinds=kinds, ranges={}, nullable=["z"])
+
+
+def test_integer_bounds_never_leave_the_declared_range():
+    """Issue 26 saw count columns released with the lower bound -1. With the floor declared
+    as the coarse range's lower end, released integer bounds stay inside that range even when
+    97% of the values sit on the floor (tie-breaking jitter reaches below it)."""
+    rng = np.random.default_rng(5)
+    counts = np.where(rng.random(2000) < 0.97, 0, rng.integers(1, 20, 2000)).astype(float)
+    for seed in range(20):
+        bounds, _ = dps.dp_bounds(
+            np.random.default_rng(seed), counts, lower=0, upper=20, epsilon=1.0, integer=True
+        )
+        assert 0 <= bounds.lower < bounds.upper <= 20, (seed, bounds)

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from accounting import PrivacyBudget
-from jdp.data.quantile_scale import MIN_MAX, QUANTILES, NumericScale
+from jdp.data.quantile_scale import LOG, MIN_MAX, QUANTILES, NumericScale
 from jdp.data.schema import Column, Schema
 from jdp.mechanisms.quantiles import quantiles_event
 from jdp.synth import io
@@ -49,9 +49,11 @@ def fitted():
     return fit_model(jax.random.key(0), "marginals", _frame(), BUDGET, config, schema=SCHEMA)
 
 
-def test_every_shipped_method_takes_a_scale_defaulting_to_min_max():
+def test_every_shipped_method_takes_a_scale_that_spends_nothing_by_default():
+    """Min-max, or the public log scale where it was measured to help."""
     for name in available_methods():
-        assert get_method(name).config_cls().scale == MIN_MAX, name
+        scale = get_method(name).config_cls().scale
+        assert scale == (LOG if name in ("marginals", "dp-gan") else MIN_MAX), name
 
 
 def test_quantiles_spend_their_share_first_and_the_ledger_meets_the_budget(fitted):
@@ -76,22 +78,72 @@ def test_the_knots_stay_in_the_schema_and_sampling_decodes_through_them(fitted, 
     assert values.median() < 10_000
 
 
-def test_min_max_spends_nothing_and_fits_exactly_as_before():
+def test_public_scales_spend_nothing_and_leave_the_keys_alone():
+    """Min-max and log read no data: the same ledger and the same noise draws (the key is
+    split only to release knots); the log scale only moves the cells."""
     frame = _frame(500)
     method = get_method("marginals")
-    plain = fit_model(jax.random.key(2), "marginals", frame, BUDGET, schema=SCHEMA)
-    explicit = fit_model(
-        jax.random.key(2), "marginals", frame, BUDGET, method.make_config(None, scale=MIN_MAX),
-        schema=SCHEMA,
-    )  # fmt: skip
+    fits = {
+        scale: fit_model(
+            jax.random.key(2),
+            "marginals",
+            frame,
+            BUDGET,
+            method.make_config(None, scale=scale),
+            schema=SCHEMA,
+        )
+        for scale in (MIN_MAX, LOG)
+    }
+    plain, logged = fits[MIN_MAX], fits[LOG]
     assert not any(label.startswith("dp-quantiles") for label in plain.ledger.labels)
-    assert plain.ledger.to_dict() == explicit.ledger.to_dict()
-    np.testing.assert_array_equal(plain.params["noisy_counts"], explicit.params["noisy_counts"])
+    assert plain.ledger.to_dict() == logged.ledger.to_dict()
+    assert plain.schema == SCHEMA and logged.schema.columns[0].quantiles
 
 
 def test_scale_validation():
     with pytest.raises(ValueError, match="share"):
-        NumericScale(quantiles=True, share=1.0)
-    with pytest.raises(TypeError, match="quantiles"):
-        NumericScale(quantiles="yes")
+        NumericScale(kind="quantiles", share=1.0)
+    with pytest.raises(ValueError, match="kind in"):
+        NumericScale(kind="sqrt")
     assert dataclasses.replace(QUANTILES, share=0.5).share == 0.5
+
+
+def test_the_log_scale_is_public_and_gives_the_bulk_near_zero_its_share():
+    """``"log"`` reads no data (no ledger entry, no key), and a long-tailed column whose
+    values sit in the first percent of its declared range spreads over a fair part of the
+    unit interval (min-max keeps it in the first 1.6%)."""
+    from jdp.data.quantile_scale import LOG, log_knots, scale_table
+    from jdp.data.scales import to_unit
+
+    column = SCHEMA.columns[0]
+    logged = log_knots(column)
+    values = np.array([300.0, 1500.0])  # the bulk of _frame's amounts
+    assert to_unit(column, values).max() < 0.016
+    u = to_unit(logged, values)
+    assert u[1] - u[0] > 0.1
+    table, ledger, rest = scale_table(None, SCHEMA.conform(_frame(100)), BUDGET, LOG)
+    assert not ledger.entries and rest == BUDGET
+    assert table.schema.columns[0] == logged and table.schema.columns[1] == SCHEMA.columns[1]
+    narrow = Column(name="n", kind="integer", lower=0, upper=10)
+    assert log_knots(narrow) == narrow
+
+
+def test_released_knots_beside_dp_sgd_keep_the_ledger_within_the_budget(tiny_config):
+    """Knots of seven columns are too many parallel cases for the PLD accountant; the ledger
+    once fell back to RDP for the whole and reported dp-GAN's fit over its budget (the fit
+    raised). Basic composition of the knots with the PLD answer on the rest meets it."""
+    schema = Schema(
+        columns=tuple(
+            Column(name=f"x{j}", kind="continuous", lower=0.0, upper=100.0) for j in range(7)
+        )
+        + (Column(name="y", kind="categorical", categories=("no", "yes")),),
+        target="y",
+    )
+    rng = np.random.default_rng(1)
+    frame = pd.DataFrame({f"x{j}": rng.exponential(5.0, 200) for j in range(7)})
+    frame["y"] = rng.choice(["no", "yes"], 200).astype(object)
+    budget = PrivacyBudget(epsilon=1.0, delta=1e-5)
+    config = dataclasses.replace(tiny_config("dp-gan"), scale=QUANTILES)
+    model = fit_model(jax.random.key(0), "dp-gan", frame, budget, config, schema=schema)
+    assert sum(label.startswith("dp-quantiles") for label in model.ledger.labels) == 7
+    assert model.epsilon() <= budget.epsilon * (1 + 1e-9)

@@ -12,7 +12,7 @@ from accounting.validation import (
     check_positive,
     check_probability,
 )
-from jdp.data.quantile_scale import MIN_MAX, NumericScale
+from jdp.data.quantile_scale import LOG, NumericScale
 from jdp.dpsgd import DPSGDConfig, Performance, check_template
 
 GENERATORS: tuple[str, ...] = ("mlp", "lstm")
@@ -91,8 +91,9 @@ class DPGANConfig:
         default automatic clipping path probes the ghost path and falls back to the general
         one (the gradient penalty's double backward is not exact on the ghost path); the
         ledger note names the path that ran.
-      scale: numeric columns on released quantile knots, or min-max by the declared
-        bounds (:class:`jdp.data.quantile_scale.NumericScale`; default: min-max).
+      scale: how numeric columns map to the generator's [0, 1] outputs
+        (:class:`jdp.data.quantile_scale.NumericScale`); default the public log scale (free;
+        chosen by ``scripts/numeric_columns.py``, ``docs/results/numeric_columns.md``).
     """
 
     latent_dim: int = 32
@@ -111,7 +112,7 @@ class DPGANConfig:
     state_share: float = 0.05
     dpsgd: DPSGDConfig = DPSGD_TEMPLATE
     performance: Performance = PERFORMANCE
-    scale: NumericScale = MIN_MAX
+    scale: NumericScale = LOG
 
     def __post_init__(self) -> None:
         check_count("latent_dim", self.latent_dim, minimum=1)
