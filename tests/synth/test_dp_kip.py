@@ -12,6 +12,7 @@ import pytest
 
 from accounting.builders import dpsgd_event
 from jdp.dpsgd import DPSGDConfig, clipped_grad_sum
+from jdp.synth.clustmix.config import Records
 from jdp.synth.clustmix.dp_kip import dp_kip, dp_kip_displacement, dp_kip_loss_fn, support_noise_cut
 from kip import KIPConfig, centred_one_hot, fit_support
 
@@ -157,7 +158,7 @@ def test_displacement_for_clustmix(problem):
     template = DPSGDConfig(l2_clip_norm=1.0, sampling_prob=0.5, expected_batch_size=1.0, steps=2)
     config = ClustMixConfig(kip_dpsgd=template)
     shift, ledger = dp_kip_displacement(
-        jax.random.key(0), centres, np.array([0, 0, 1, 1]), x, y, n_classes=2, config=config,
+        jax.random.key(0), centres, np.array([0, 0, 1, 1]), Records(x, y, 2), config,
         noise_multiplier=1.0, public_size=40.0,
     )  # fmt: skip
     assert shift.shape == centres.shape and np.all(np.isfinite(shift))

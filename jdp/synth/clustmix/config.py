@@ -1,9 +1,11 @@
-"""ClustMix settings (3A: Approximate, Adapt, Anonymize; Madl et al.)."""
+"""ClustMix settings (3A: Approximate, Adapt, Anonymize; Madl et al.) and the records a fit reads."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Literal, NamedTuple, get_args
+
+import numpy as np
 
 from accounting.validation import check_count, check_positive
 from jdp.data.quantile_scale import MIN_MAX, NumericScale
@@ -150,3 +152,12 @@ class ClustMixConfig:
             alpha=float(self.alpha),
             depth=self.kip_depth,
         )
+
+
+class Records(NamedTuple):
+    """What a mode fits: private records ``x`` in ``[0, 1]^D``, their class codes ``y``, and
+    ``n_classes``, the size of the public label domain."""
+
+    x: np.ndarray
+    y: np.ndarray
+    n_classes: int

@@ -44,7 +44,7 @@ import optax
 from accounting.ledger import PrivacyLedger
 from jdp.dpsgd import DPSGDConfig, GeneralClipping, Performance, train
 from jdp.dpsgd.noise import noise_cut
-from jdp.synth.clustmix.config import ClustMixConfig
+from jdp.synth.clustmix.config import ClustMixConfig, Records
 from kip.kip import (
     KIPConfig,
     KIPResult,
@@ -198,11 +198,9 @@ def dp_kip_displacement(
     key: jax.Array,
     centres: np.ndarray,
     centre_labels: np.ndarray,
-    x: np.ndarray,
-    y: np.ndarray,
-    *,
-    n_classes: int,
+    records: Records,
     config: ClustMixConfig,
+    *,
     noise_multiplier: float,
     public_size: float,
 ) -> tuple[np.ndarray, PrivacyLedger]:
@@ -216,8 +214,7 @@ def dp_kip_displacement(
         key: PRNG key.
         centres: ``(K, d)`` DP-released cluster centres (public: the support init and anchor).
         centre_labels: ``(K,)`` their classes (public).
-        x, y: the private records ``(n, d)`` in ``[0, 1]`` and their class codes.
-        n_classes: ``C``.
+        records: the private records ``(n, d)`` in ``[0, 1]``, their class codes and ``C``.
         config: the :class:`ClustMixConfig`: its KIP settings (:meth:`~ClustMixConfig.kip_config`)
             and its ``kip_dpsgd`` template (``secure_noise`` of either turns the mitigation on).
         noise_multiplier: ``z`` of the DP-SGD run (calibrated by the caller's plan).
@@ -234,7 +231,7 @@ def dp_kip_displacement(
     ).with_noise(noise_multiplier)
     result, ledger = dp_kip(
         key,
-        *centred_problem(centres, centre_labels, x, y, n_classes),
+        *centred_problem(centres, centre_labels, *records),
         config.kip_config(),
         dpsgd_config,
         label="clustmix/dp-kip",

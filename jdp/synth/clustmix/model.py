@@ -23,8 +23,8 @@ from jdp.data.transforms import TableEncoder
 from jdp.mechanisms.mixing import check_unit_box
 from jdp.random import numpy_rng
 from jdp.synth.base import Params
-from jdp.synth.clustmix.config import ClustMixConfig, Mode
-from jdp.synth.clustmix.phases import ClustMixRelease, Records, fit_paper, fit_strict
+from jdp.synth.clustmix.config import ClustMixConfig, Mode, Records
+from jdp.synth.clustmix.phases import ClustMixRelease, fit_paper, fit_strict
 
 ModeFit = Callable[[jax.Array, Records, PrivacyBudget, ClustMixConfig], ClustMixRelease]
 #: Each mode's fit function, ``fit(key, records, budget, config)``.

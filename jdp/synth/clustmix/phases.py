@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 import jax
 import numpy as np
@@ -62,7 +62,7 @@ from jdp.encoding.constrained_gmm import (
 from jdp.mechanisms.mixing import bucket_groups, mix, paper_mix, paper_mu, paper_noise_std
 from jdp.mechanisms.noise import gaussian_event, gaussian_mechanism
 from jdp.random import numpy_rng
-from jdp.synth.clustmix.config import ClustMixConfig
+from jdp.synth.clustmix.config import ClustMixConfig, Records
 from jdp.synth.clustmix.dp_kip import centred_problem, dp_kip_displacement, support_noise_cut
 from jdp.verbosity import progress_on_terminal
 from kip.kip import fit_support
@@ -116,24 +116,12 @@ class ClustMixRelease:
         }
 
 
-class Records(NamedTuple):
-    """What a mode fits: private records ``x`` in ``[0, 1]^D``, their class codes ``y``, and
-    ``n_classes``, the size of the public label domain."""
-
-    x: np.ndarray
-    y: np.ndarray
-    n_classes: int
-
-
 # -- paper mode -------------------------------------------------------------------------------
 def kip_displacement(
     key: jax.Array,
     centres: np.ndarray,
     centre_labels: np.ndarray,
-    x: np.ndarray,
-    y: np.ndarray,
-    *,
-    n_classes: int,
+    records: Records,
     config: ClustMixConfig,
 ) -> np.ndarray:
     """Paper mode's Adapt: KIP with the 3A loss (Eq. 6, ``alpha``) on the cluster means against
@@ -141,7 +129,7 @@ def kip_displacement(
     Returns the displacement ``adapted - centres`` of every mean. **Not DP.**"""
     result = fit_support(
         key,
-        *centred_problem(centres, centre_labels, x, y, n_classes),
+        *centred_problem(centres, centre_labels, *records),
         config.kip_config(),
         progress=progress_on_terminal(),
     )
@@ -177,9 +165,7 @@ def fit_paper(
     centre_labels = np.asarray(centre_labels)
     shift = np.zeros_like(centres)
     if config.adapt:
-        shift = kip_displacement(
-            kip_key, centres, centre_labels, x, y, n_classes=n_classes, config=config
-        )
+        shift = kip_displacement(kip_key, centres, centre_labels, records, config)
     mix_rng = numpy_rng(mix_key)
     groups, group_cluster = [], []
     for j, rows in enumerate(members):
@@ -339,7 +325,7 @@ def fit_strict(
     shift = np.zeros_like(centres)
     if config.adapt:
         shift, kip_ledger = dp_kip_displacement(
-            kip_key, centres, centre_labels, x, y, n_classes=n_classes, config=config,
+            kip_key, centres, centre_labels, records, config,
             noise_multiplier=z["kip"], public_size=float(np.maximum(sizes, 0.0).sum()),
         )  # fmt: skip
         ledger = ledger + kip_ledger
