@@ -129,7 +129,8 @@ def calibrate(
             if scale is None:
                 scale = _bisect(eps, target, delta, lower_bound, hi, rtol)
             elif scale > lower_bound and eps(scale) <= target:
-                scale = _bisect(eps, target, delta, lower_bound, scale, rtol)
+                # a tighter accountant: its answer lies a little below the last one
+                scale = _bisect(eps, target, delta, lower_bound, scale, rtol, shrink=0.8)
         except UnsupportedEventError:
             continue
         except BudgetTooSmallError as err:  # this accountant cannot; another may
@@ -150,12 +151,23 @@ def _bisect(
     lower_bound: float,
     hi: float,
     rtol: float,
+    *,
+    shrink: float = 0.5,
 ) -> float:
     """:func:`calibrate`'s search for one accountant's ``eps``: the smallest scale in
-    ``[lower_bound, 1e6]`` with ``eps(s) <= target``, starting from the bracket's top ``hi``."""
-    # Bracket [lo, hi] with eps(lo) > target >= eps(hi): grow hi by doubling, then shrink lo
-    # by halving from hi (never evaluating far below the answer: tiny noise scales are
-    # expensive for the PLD accountant).
+    ``[lower_bound, 1e6]`` with ``eps(s) <= target``, starting from the bracket's top ``hi``.
+
+    Bracket ``[lo, hi]`` with ``eps(lo) > target >= eps(hi)``: grow ``hi`` by doubling, then
+    lower ``lo`` from ``hi`` by the factor ``shrink`` (never evaluating far below the answer:
+    tiny noise scales are expensive for the PLD accountant; a caller that already holds a
+    near answer passes a ``shrink`` close to 1). Then the Illinois variant of regula falsi on
+    ``log eps`` against ``log s`` (smooth and nearly linear for every mechanism here): the
+    weight of an end that stays put twice is halved, so both ends converge; the step stays
+    inside the bracket (a midpoint where an end's epsilon is 0 or infinite, and bisection
+    from the first three steps that did not halve the bracket: kinks and jumps), the bracket shrinks every step, and
+    the upper end, which is returned, always meets the target. About
+    3-4 evaluations to ``rtol = 1e-3`` where bisection took 8-10.
+    """
     eps_hi = eps(hi)
     while eps_hi > target:
         if hi >= _MAX_UPPER:
@@ -168,22 +180,51 @@ def _bisect(
         hi = min(2 * hi, _MAX_UPPER)
         eps_hi = eps(hi)
     while True:
-        lo = max(hi / 2, lower_bound)
-        e = eps(lo)
-        if e > target:
+        lo = max(hi * shrink, lower_bound)
+        eps_lo = eps(lo)
+        if eps_lo > target:
             break
         if lo == lower_bound:
             return lo
-        hi, eps_hi = lo, e
-    # Bisect in log-scale.
+        hi, eps_hi = lo, eps_lo
+    # f(x) = log eps(e^x) - log target: f(lo) > 0 >= f(hi); eps may be infinite below.
+    log_t = math.log(target)
+    f_lo = _log_gap(eps_lo, log_t)
+    f_hi = _log_gap(eps_hi, log_t)
+    x_lo, x_hi = math.log(lo), math.log(hi)
+    side, steps, checkpoint = 0, 0, x_hi - x_lo  # side: the end that moved last (-1 lo, +1 hi)
+    stalled = False
     while eps_hi < (1 - rtol) * target and hi / lo > 1 + 1e-12:
-        mid = math.sqrt(lo * hi)
+        steps += 1
+        if steps % 3 == 0:  # three steps that did not halve the bracket: bisect from now on
+            stalled = stalled or x_hi - x_lo > checkpoint / 2
+            checkpoint = x_hi - x_lo
+        if stalled or math.isinf(f_lo) or f_hi == -math.inf:
+            x = (x_lo + x_hi) / 2  # bisect: no finite secant, or three steps shrank too little
+        else:
+            x = x_hi - f_hi * (x_hi - x_lo) / (f_hi - f_lo)
+            width = x_hi - x_lo  # keep the step inside the bracket, off its ends
+            x = min(max(x, x_lo + 1e-3 * width), x_hi - 1e-3 * width)
+        mid = math.exp(x)
         e = eps(mid)
         if e <= target:
-            hi, eps_hi = mid, e
+            hi, eps_hi, x_hi, f_hi = mid, e, x, _log_gap(e, log_t)
+            if side == 1:  # hi moved twice: halve lo's weight (Illinois)
+                f_lo /= 2
+            side = 1
         else:
-            lo = mid
+            lo, x_lo, f_lo = mid, x, _log_gap(e, log_t)
+            if side == -1:
+                f_hi /= 2
+            side = -1
     return hi
+
+
+def _log_gap(eps: float, log_target: float) -> float:
+    """``log eps - log target`` (``-inf`` at ``eps = 0``, ``inf`` at ``eps = inf``)."""
+    if eps <= 0:
+        return -math.inf
+    return math.log(eps) - log_target if math.isfinite(eps) else math.inf
 
 
 @functools.lru_cache(maxsize=256)

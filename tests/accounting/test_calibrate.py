@@ -3,10 +3,13 @@ ledger measures it (the minimum over the rigorous accountants, the default of bo
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from accounting import events as ev
 from accounting.builders import dpsgd_event
+from accounting.calibrate import _bisect as _search
 from accounting.calibrate import calibrate, calibrate_noise_multiplier
 from accounting.compose import best_epsilon, compute_epsilon
 from accounting.relations import REPLACE_ONE
@@ -146,3 +149,51 @@ def test_budget_too_small_names_the_minimum_noise_multiplier():
         )
     assert err.value.minimum_scale == 1e6
     assert isinstance(err.value, ValueError)
+
+
+@pytest.mark.parametrize(
+    "curve",
+    [
+        lambda s: 2.0 / s,  # a Gaussian's epsilon, about
+        lambda s: 5.0 * s**-3 + 0.01,  # steep, with a floor
+        lambda s: math.inf if s < 0.3 else 1.0 / s**0.5,  # infinite below a scale
+        lambda s: 10.0 if s < 0.7 else (0.0 if s > 1.5 else 1.5 - s),  # kinks and a zero
+    ],
+)
+def test_search_meets_the_target_within_rtol_from_either_side(curve):
+    """The regula-falsi search (any curve non-increasing in the scale, with kinks, zeros and
+    infinities) returns a scale that meets the target, within rtol of it, and the smallest
+    such up to the final bracket: a scale 1% lower misses the target."""
+    calls = []
+
+    def eps(s: float) -> float:
+        calls.append(s)
+        return curve(s)
+
+    for target in (0.3, 0.9, 3.0):
+        calls.clear()
+        s = _search(eps, target, 1e-5, 1e-3, 100.0, 1e-3)
+        assert curve(s) <= target
+        assert curve(s) >= (1 - 1e-3) * target or curve(s * (1 - 1e-9)) > target
+        assert curve(s * 0.99) > target or curve(s) >= (1 - 1e-3) * target
+        assert len(calls) <= 60  # bisection to hi / lo = 1 + 1e-12 from [0.39, 100]: about 50
+
+
+def test_search_needs_a_few_evaluations_of_a_smooth_curve():
+    """On a DP-SGD plan under RDP, from the bracket [s/2, s] (three evaluations: 2s, s and
+    s/2), the search reaches rtol = 1e-3 in at most 4 more; bisection needs about
+    log2(ln 2 / 1e-3) = 9.4. Counted, not timed."""
+    calls = []
+
+    def eps(s: float) -> float:
+        calls.append(s)
+        return compute_epsilon(
+            dpsgd_event(s, sampling_prob=0.01, steps=1000), 1e-5, accountant="rdp"
+        )
+
+    answer = _search(eps, 1.0, 1e-5, 1e-2, 100.0, 1e-3)
+    calls.clear()
+    s = _search(eps, 1.0, 1e-5, 1e-2, 2 * answer, 1e-3)
+    assert (1 - 1e-3) <= eps(s) <= 1.0
+    assert calls[:3] == [2 * answer, answer, answer / 2]
+    assert len(calls) - 3 <= 4
