@@ -2,9 +2,11 @@
 
 With ``--dp --epsilon E`` the bounds of numeric columns and the categories of categorical
 columns are released with differential privacy (:func:`jdp.data.dp_schema.infer_schema_dp`: a
-DP range search inside a coarse public range, then DP quantiles; thresholded noisy category
-counts) and the file carries the ledger of that release, so ``jdp fit --schema FILE`` charges
-its cost to the model's budget. Column kinds are public: ``--dataset NAME`` takes them (and
+Laplace log-histogram inside a coarse public range, whose bounds cover the bulk of the data;
+thresholded noisy category counts) and the file carries the ledger of that release, so
+``jdp fit --schema FILE`` charges its cost to the model's budget. The released bounds are
+printed with the noisy share of each column's values outside them (or that a column had no
+signal and kept its coarse range). Column kinds are public: ``--dataset NAME`` takes them (and
 the declared point masses and nullable columns) from the dataset's declared schema,
 ``--data CSV`` from ``--columns NAME:KIND[:LOW:HIGH],...`` (KIND is continuous, integer or
 categorical; LOW:HIGH is the coarse public range, default ``--range``).
@@ -272,9 +274,12 @@ def run(args: argparse.Namespace) -> int:
     release.save(out)
     if args.json:
         summary = {"out": str(out), "dp": True, "epsilon": release.epsilon}
-        print(json.dumps({**summary, "delta": release.delta, "ledger": release.ledger.to_dict()}))
+        summary |= {"delta": release.delta, "clipped": dict(release.clipped)}
+        print(json.dumps({**summary, "ledger": release.ledger.to_dict()}))
     else:
         print(release.privacy_statement())
+        if release.clipped:
+            print(release.bounds_report())
         print(f"wrote the DP schema release to {out} (jdp fit --schema {out} charges its cost)")
     return 0
 

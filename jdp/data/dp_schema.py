@@ -1,25 +1,25 @@
-"""A schema released with differential privacy: DP bounds by range search and quantiles, DP
+"""A schema released with differential privacy: DP bounds by a log-scale histogram, DP
 category discovery.
 
 When a user cannot declare bounds or domains, they can spend part of their budget on them:
 
 * numeric column (:func:`dp_bounds`): a coarse public range ``[a, b]`` per numeric column is
-  still required -- no DP mechanism can find a quantile on an unbounded line -- but it may be
-  very loose (e.g. ``[0, 10**9]`` for an age or an income). A DP range search
-  (:func:`dp_range`: a Laplace histogram over signed geometric buckets ``2^k`` of the range)
-  first finds the scale of the data; the ``quantiles = (q_lo, q_hi)`` quantiles, each
-  released by the exponential mechanism (:func:`dp_quantile`) inside the range found, become
-  the bounds. The column's share of the budget is split as ``range_fraction`` (default 1/3)
-  for the search and the rest equally over the two quantiles;
+  still required -- no DP mechanism can find the scale of an unbounded line -- but it may be
+  very loose (e.g. ``[0, 10**9]`` for an age or an income). A Laplace histogram over signed
+  geometric buckets ``2^k`` of the range (snapped, so its counts may be shown) finds the
+  buckets that hold data; the bounds run from the lowest passing bucket to the highest, so
+  they cover the bulk of the data rather than sit at noisy quantiles. A column too sparse
+  for its budget keeps the coarse range and is named in a :class:`DpSchemaWarning`;
 * categorical column: the categories whose Laplace-noised count exceeds a threshold
   (:func:`dp_categories`); a category held by few records is suppressed.
 
-The budget ``epsilon`` is split equally over the columns; each column's release is one
-ledger entry (``dp-bounds:<name>`` or ``dp-categories:<name>``). The result is a
-:class:`SchemaRelease` holding the schema and the ledger of its release. Category discovery
-is (epsilon, delta)-DP (a category present in only one of two neighbouring datasets can be
-released, with probability at most delta), recorded as an ``EpsilonDeltaDpEvent``; see
-``docs/privacy.md``, "DP category discovery" and "DP range search".
+Columns the user can declare in full (``declared=``) are copied at no cost; the budget
+``epsilon`` is split equally over the others, and each release is one ledger entry
+(``dp-bounds:<name>`` or ``dp-categories:<name>``). The result is a :class:`SchemaRelease`
+holding the schema, the ledger of its release and the noisy clipped share of each numeric
+column. Category discovery is (epsilon, delta)-DP (a category present in only one of two
+neighbouring datasets can be released, with probability at most delta), recorded as an
+``EpsilonDeltaDpEvent``; see ``docs/privacy.md``, "DP category discovery" and "DP bounds".
 
 Records holding a suppressed category are either mapped to an extra category ``other_label``
 that the release adds to every string-valued categorical feature column (``suppressed="other"``,
@@ -45,6 +45,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import warnings
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,8 +67,12 @@ from jdp.data.schema import (
     Table,
     write_atomic,
 )
-from jdp.mechanisms.noise import LAPLACE_RELEASE_CUT, laplace_mechanism
-from jdp.mechanisms.selection import gumbel_max
+from jdp.mechanisms.noise import (
+    LAPLACE_RELEASE_CUT,
+    Snapping,
+    laplace_mechanism,
+    snapping_laplace_parameters,
+)
 from jdp.mechanisms.tape import released
 from jdp.verbosity import warn_private
 
@@ -76,47 +81,18 @@ RELEASE_FORMAT = "jdp-schema-release"
 LEVELS = 40
 #: Default probability that some empty bucket of the range search passes its threshold.
 RANGE_FAILURE = 1e-3
+#: Probability that an empty bucket next to the bounds extends them by one more bucket.
+EXTEND_CHANCE = 0.2
+#: Buckets added beyond the extended bounds on each side (each doubles the distance covered).
+MARGIN = 1
 SUPPRESSED = ("drop", "other")
+#: A released column whose noisy share of values outside its bounds exceeds this is named in
+#: a :class:`DpSchemaWarning`.
+CLIPPED_WARNING = 0.01
 
 
-@released(lambda rng, values, q, lower, upper, epsilon: (q, lower, upper, epsilon))
-def dp_quantile(
-    rng: np.random.Generator,
-    values: np.ndarray,
-    q: float,
-    *,
-    lower: float,
-    upper: float,
-    epsilon: float,
-) -> tuple[float, ev.PureDpEvent]:
-    """The ``q``-quantile of ``values`` in ``[lower, upper]`` by the exponential mechanism.
-
-    With ``x_(1) <= ... <= x_(n)`` the values clipped to ``[lower, upper]``, ``x_(0) = lower``
-    and ``x_(n+1) = upper``, an output ``t`` in ``[x_(k), x_(k+1))`` has utility
-    ``u(t) = -|k - q n|``; the mechanism picks interval ``k`` with probability proportional to
-    ``(x_(k+1) - x_(k)) exp(epsilon u / 2)`` and returns a uniform point in it (Smith 2011,
-    "Privacy-preserving statistical estimation with optimal convergence rates", Section 3).
-
-    Privacy:
-      Neighbouring relation: add/remove one record. Adding a record moves ``k`` by 0 or 1
-      and ``q n`` by ``q``, so ``k - q n`` changes by ``-q`` or ``1 - q``: sensitivity of
-      ``u`` at most 1. The exponential mechanism with ``exp(epsilon u / 2)`` is epsilon-DP;
-      event ``PureDpEvent(epsilon)``.
-    """
-    check_positive("epsilon", epsilon)
-    if not 0 <= q <= 1:
-        raise ValueError(f"expected q in [0, 1], got {q}")
-    if not lower < upper:
-        raise ValueError(f"expected lower < upper, got [{lower}, {upper}]")
-    x = np.sort(np.clip(np.asarray(values, dtype=np.float64), lower, upper))
-    points = np.concatenate([[lower], x, [upper]])
-    lengths = np.diff(points)
-    k = np.arange(len(lengths))
-    with np.errstate(divide="ignore"):
-        logits = np.log(lengths) - epsilon * np.abs(k - q * len(x)) / 2.0
-    chosen = gumbel_max(rng, logits)
-    value = points[chosen] + rng.random() * lengths[chosen]
-    return float(value), ev.PureDpEvent(epsilon=float(epsilon))
+class DpSchemaWarning(UserWarning):
+    """A DP schema release kept a coarse range (no signal) or clips a noticeable share."""
 
 
 def log_bucket_edges(lower: float, upper: float, *, levels: int = LEVELS) -> np.ndarray:
@@ -146,68 +122,29 @@ def bucket_index(edges: np.ndarray, values: np.ndarray) -> np.ndarray:
     return np.clip(np.searchsorted(edges, x, side="right") - 1, 0, len(edges) - 2)
 
 
-def dp_range(
-    rng: np.random.Generator,
-    values: np.ndarray,
-    *,
-    lower: float,
-    upper: float,
-    epsilon: float,
-    failure: float = RANGE_FAILURE,
-    levels: int = LEVELS,
-) -> tuple[tuple[float, float], ev.DpEvent]:
-    """The scale of ``values`` inside a coarse public range, from a Laplace log-histogram.
+def pass_threshold(params: Snapping, buckets: int, failure: float) -> float:
+    """The grid point ``k Lambda`` that the snapped noisy count of an empty bucket reaches
+    with probability at most ``failure / buckets``.
 
-    The values (clipped to ``[lower, upper]``) are counted in the ``M`` buckets of
-    :func:`log_bucket_edges`; each count gets ``Lap(1/epsilon)`` noise. A bucket *passes* when
-    its noisy count exceeds ``tau = ln(M / (2 failure)) / epsilon``: an empty bucket passes
-    with probability ``exp(-epsilon tau) / 2 = failure / M``, so some empty bucket passes with
-    probability at most ``failure``. The range returned runs from the lower edge of the
-    lowest passing bucket to the upper edge of the highest one, and always covers the bucket
-    of largest noisy count (report noisy max, also post-processing): a column too sparse for
-    the threshold gets the scale of its mode, never the whole coarse range (whose empty tails
-    would swamp the quantiles). No margin is added: a margin bucket
-    doubles the empty tail the quantile mechanism must overcome (on Adult at epsilon = 1,
-    age's upper bound exceeded 1.5 times its 99% quantile in 37% of 60 seeds with one bucket
-    of margin, 5% without), and records in a bucket that missed its threshold are only
-    clipped to the range, which the quantiles clip anyway.
-
-    Privacy:
-      Neighbouring relation: add/remove one record, which lands in exactly one bucket: the
-      count vector changes by 1 in one entry, L1 sensitivity 1. The Laplace histogram is
-      epsilon-DP (event :func:`jdp.mechanisms.noise.laplace_event` of the textbook sampler:
-      ``LaplaceDpEvent(1/epsilon)`` and its cut); thresholding and choosing the range are
-      post-processing.
-
-    References:
-      The log-scale bucket search of practical DP libraries (Google's differential-privacy
-      library, "ApproxBounds", used by Wilson et al. 2020, "Differentially private SQL with
-      bounded user contribution"); the Laplace histogram: Dwork et al. 2006, "Calibrating
-      noise to sensitivity in private data analysis"; report noisy max: Dwork & Roth 2014,
-      Sec. 3.3.
+    A snapped count of 0 is ``round_Lambda(lambda L)`` with ``L`` standard Laplace (the
+    clamp at ``B`` lies far above), so it is ``>= k Lambda`` exactly when ``lambda L >=
+    (k - 1/2) Lambda``: probability ``exp(-(k - 1/2) Lambda / lambda) / 2``. Hence ``k =
+    ceil(lambda ln(M / (2 failure)) / Lambda + 1/2)``, and some empty bucket among ``M``
+    passes with probability at most ``failure``.
     """
-    check_positive("epsilon", epsilon)
-    check_open_unit("failure", failure)
-    edges = log_bucket_edges(lower, upper, levels=levels)
-    m = len(edges) - 1
-    counts = np.bincount(bucket_index(edges, values), minlength=m).astype(np.float64)
-    # the textbook sampler, as in dp_categories: the counts are compared, never released, and
-    # snapping's grid would move the thresholds' probabilities away from failure / M
-    noisy, event = laplace_mechanism(
-        rng, counts, l1_sensitivity=1.0, epsilon=epsilon, secure_noise=False
-    )
-    passed = np.flatnonzero(noisy > math.log(m / (2.0 * failure)) / epsilon)
-    top = int(np.argmax(noisy))
-    first, last = min((top, *passed[:1])), max((top, *passed[-1:]))
-    return (float(edges[first]), float(edges[last + 1])), event
+    k = math.ceil(params.scale * math.log(buckets / (2.0 * failure)) / params.grid + 0.5)
+    return k * params.grid
 
 
 class DpBounds(NamedTuple):
-    """Bounds released by :func:`dp_bounds`, and the range searched for them (also released)."""
+    """Bounds released by :func:`dp_bounds`: whether any bucket passed (``signal``; without
+    it the bounds are the coarse public range), and the noisy share of the column's values
+    outside the bounds (``clipped``: post-processing of the released counts)."""
 
     lower: float
     upper: float
-    search_range: tuple[float, float]
+    signal: bool
+    clipped: float
 
 
 def dp_bounds(
@@ -217,61 +154,79 @@ def dp_bounds(
     lower: float,
     upper: float,
     epsilon: float,
-    quantiles: tuple[float, float] = (0.01, 0.99),
-    range_fraction: float = 1 / 3,
     integer: bool = False,
-) -> tuple[DpBounds, ev.ComposedDpEvent]:
-    """Bounds of one numeric column: a DP range search, then two DP quantiles inside it.
+    failure: float = RANGE_FAILURE,
+    levels: int = LEVELS,
+) -> tuple[DpBounds, ev.DpEvent]:
+    """Bounds holding the bulk of one numeric column, inside a coarse public range, from a
+    Laplace log-histogram.
 
-    Budget split: ``epsilon_r = range_fraction * epsilon`` for :func:`dp_range` over the
-    coarse public range ``[lower, upper]``, then ``(1 - range_fraction) epsilon / 2`` for each
-    of the ``q_lo`` and ``q_hi`` quantiles (:func:`dp_quantile`), computed on the values
-    clipped to the range found. ``range_fraction = 0`` skips the search (the quantiles run on
-    ``[lower, upper]``: right when that range is already tight). Integer values get
-    independent uniform jitter in ``[-0.5, 0.5]`` before the quantiles (a per-record
-    randomisation, so neighbours stay neighbours): without it, ties leave zero-length gaps at
-    the target rank and the mechanism drifts into empty tails. The bounds are
-    post-processed to ``lower < upper`` (integer columns: rounded outwards).
+    The values (clipped to ``[lower, upper]``) are counted in the ``M`` buckets of
+    :func:`log_bucket_edges`; the counts are released by the snapping mechanism
+    (:func:`jdp.mechanisms.noise.laplace_mechanism`, exact in binary64). Then, all from the
+    snapped counts:
 
-    Why the search: the quantile mechanism weighs each gap between values by its length, so
-    on ``[0, 10^9]`` the empty tail above an age outweighs the data unless
-    ``epsilon (1 - q) n / 2 > ln(10^9 / 90)``; at ``epsilon = 1/30`` and ``n = 32,561`` it is not,
-    and the "upper bound of age" lands in the hundreds of millions. Inside the searched range
-    the empty tails are shorter than the widest bucket holding data (a factor 2 in scale).
+    1. *core*: the buckets from the lowest to the highest one whose count reaches
+       :func:`pass_threshold` (an empty bucket does with probability at most
+       ``failure / M``), and the bucket of largest count (report noisy max), so that an
+       empty bucket passing by chance only widens the bounds; when none passes (a column
+       too sparse for its budget) the bounds are the coarse range and ``signal`` is False;
+    2. *tails*: the core grows outwards, one bucket at a time, while the next bucket's count
+       reaches ``lambda ln(1 / (2 p))`` with ``p`` = :data:`EXTEND_CHANCE` (an empty bucket
+       extends it with probability ``p``, so empty tails add ``p / (1 - p)`` buckets on
+       average; a tail holding data keeps extending);
+    3. *margin*: :data:`MARGIN` more buckets on each side, inside the coarse range.
+
+    Each bucket doubles the distance from the anchor, so the bounds stay within a small
+    factor of the data they cover rather than at the coarse range, and what is clipped is
+    only tails too thin to show through the noise. Integer columns are rounded outwards,
+    inside ``[ceil(lower), floor(upper)]``. ``clipped`` is the noisy share outside the bounds
+    (sum of the snapped counts outside over the sum of all, clamped to ``[0, 1]``).
+
+    Why not quantiles: an epsilon-DP quantile is off by about ``2 ln(range / resolution) /
+    epsilon`` ranks, which at a schema's per-column budget (0.3 over 15-21 columns) exceeds a
+    small table's row count: the 1% and 99% quantiles released before came out near the
+    median (issue 26: a count with 99% quantile 21.8 got bounds [-1, 1], and 28% of Adult's
+    non-zero capital gains were clipped).
 
     Privacy:
-      Neighbouring relation: add/remove one record. Adaptive composition of three pure
-      mechanisms: ``LaplaceDpEvent(1/epsilon_r)`` and two ``PureDpEvent`` of
-      ``(1 - range_fraction) epsilon / 2``; in total epsilon-DP, event
-      ``ComposedDpEvent`` of the three (two without the search).
+      Neighbouring relation: add/remove one record, which lands in exactly one bucket: the
+      count vector changes by 1 in one entry, L1 sensitivity 1. The snapped Laplace
+      histogram is epsilon-DP (event ``LaplaceDpEvent(1/epsilon)``); the thresholds, the
+      bounds and the clipped share are post-processing.
 
     References:
-      Smith 2011, "Privacy-preserving statistical estimation with optimal convergence
-      rates", Sec. 3 (quantiles); see :func:`dp_range` for the search.
+      The log-scale bucket search of practical DP libraries (Google's differential-privacy
+      library, "ApproxBounds"; Wilson et al. 2020, "Differentially private SQL with bounded
+      user contribution"); the Laplace histogram: Dwork et al. 2006, "Calibrating noise to
+      sensitivity in private data analysis"; snapping: Mironov 2012.
     """
     check_positive("epsilon", epsilon)
-    if not 0 <= range_fraction < 1:
-        raise ValueError(f"expected 0 <= range_fraction < 1, got {range_fraction}")
-    q_lo, q_hi = quantiles
-    if not 0 <= q_lo < q_hi <= 1:
-        raise ValueError(f"expected 0 <= q_lo < q_hi <= 1, got {quantiles}")
-    x = np.asarray(values, dtype=np.float64)
-    events: list[ev.DpEvent] = []
-    search = (float(lower), float(upper))
-    if range_fraction > 0:
-        search, event = dp_range(rng, x, lower=lower, upper=upper, epsilon=range_fraction * epsilon)
-        events.append(event)
-    if integer:  # break ties: the mechanism samples inside gaps between values
-        x = x + rng.uniform(-0.5, 0.5, size=len(x))
-    eps_q = (1 - range_fraction) * epsilon / 2
-    lo, ev_lo = dp_quantile(rng, x, q_lo, lower=search[0], upper=search[1], epsilon=eps_q)
-    hi, ev_hi = dp_quantile(rng, x, q_hi, lower=search[0], upper=search[1], epsilon=eps_q)
-    lo, hi = min(lo, hi), max(lo, hi)
+    check_open_unit("failure", failure)
+    edges = log_bucket_edges(lower, upper, levels=levels)
+    m = len(edges) - 1
+    counts = np.bincount(bucket_index(edges, values), minlength=m).astype(np.float64)
+    noisy, event = laplace_mechanism(rng, counts, l1_sensitivity=1.0, epsilon=epsilon)
+    params = snapping_laplace_parameters(l1_sensitivity=1.0, epsilon=epsilon, size=m)
+    passed = np.flatnonzero(noisy >= pass_threshold(params, m, failure))
+    if len(passed) == 0:
+        return DpBounds(float(lower), float(upper), False, 0.0), event
+    top = int(np.argmax(noisy))  # the mode's bucket: a lone spurious pass only widens
+    first, last = min(int(passed[0]), top), max(int(passed[-1]), top)
+    extend = params.scale * math.log(1.0 / (2.0 * EXTEND_CHANCE))
+    while first > 0 and noisy[first - 1] >= extend:
+        first -= 1
+    while last < m - 1 and noisy[last + 1] >= extend:
+        last += 1
+    first, last = max(first - MARGIN, 0), min(last + MARGIN, m - 1)
+    lo, hi = float(edges[first]), float(edges[last + 1])
     if integer:
-        lo, hi = math.floor(lo), math.ceil(hi)
-    if hi <= lo:
-        hi = lo + 1
-    return DpBounds(lo, hi, search), ev.ComposedDpEvent([*events, ev_lo, ev_hi])
+        lo = float(max(math.floor(lo), math.ceil(lower)))
+        hi = float(min(math.ceil(hi), math.floor(upper)))
+        hi = max(hi, lo + 1)
+    outside = noisy[:first].sum() + noisy[last + 1 :].sum()
+    clipped = min(max(outside / max(noisy.sum(), 1.0), 0.0), 1.0)
+    return DpBounds(lo, hi, True, float(clipped)), event
 
 
 def threshold_for(epsilon: float, delta: float) -> float:
@@ -322,7 +277,7 @@ def dp_categories(
 class SchemaRelease:
     """A DP schema and the ledger of its release.
 
-    The ledger holds pure events (range searches and exponential-mechanism quantiles) and one
+    The ledger holds pure events (one snapped Laplace histogram per numeric column) and one
     ``EpsilonDeltaDpEvent`` per categorical column, so the release is
     ``(epsilon, delta)``-DP with ``delta`` the sum of the category thresholds' deltas and
     ``epsilon`` the ledger's epsilon at that delta (here: the sum of the column budgets).
@@ -334,12 +289,18 @@ class SchemaRelease:
 
         {"format": "jdp-schema-release", "schema": {...}, "ledger": {...}}
 
-    plus ``"other": "<label>"`` when suppressed values are mapped.
+    plus ``"other": "<label>"`` when suppressed values are mapped and ``"clipped": {name:
+    share or null}`` for the released bounds (:attr:`clipped`).
+
+    ``clipped`` holds, per numeric column whose bounds were released, the noisy share of its
+    values outside them (post-processing of the release, :func:`dp_bounds`), or ``None`` when
+    the release had no signal and the coarse public range was kept.
     """
 
     schema: Schema
     ledger: PrivacyLedger
     other: str | None = None
+    clipped: tuple[tuple[str, float | None], ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.schema, Schema):
@@ -367,6 +328,19 @@ class SchemaRelease:
             f"Schema release: ({self.epsilon:.4g}, {self.delta:.3g})-DP under add/remove-one "
             f"neighbours (basic composition of: {labels})"
         )
+
+    def bounds_report(self) -> str:
+        """One line per numeric column whose bounds were released: the noisy share of its
+        values outside them, or that the release had no signal (coarse range kept)."""
+        lines = []
+        for name, share in self.clipped:
+            column = self.schema[name]
+            if share is None:
+                what = "no signal at this budget: kept the coarse public range"
+            else:
+                what = f"about {100 * share:.1f}% of its values outside them (noisy)"
+            lines.append(f"{name}: bounds [{column.lower:g}, {column.upper:g}], {what}")
+        return "\n".join(lines)
 
     def other_columns(self) -> list[str]:
         """The columns whose suppressed values are mapped to :attr:`other`."""
@@ -417,6 +391,8 @@ class SchemaRelease:
         }
         if self.other is not None:
             out["other"] = self.other
+        if self.clipped:
+            out["clipped"] = dict(self.clipped)
         return out
 
     @classmethod
@@ -430,6 +406,7 @@ class SchemaRelease:
             Schema.from_dict(data["schema"]),
             PrivacyLedger.from_dict(data["ledger"]),
             data.get("other"),
+            tuple(data.get("clipped", {}).items()),
         )
 
     def save(self, path: str | Path) -> None:
@@ -468,9 +445,8 @@ def infer_schema_dp(
     kinds: Mapping[str, ColumnKind],
     ranges: Mapping[str, tuple[float, float]],
     target: str | None = None,
-    quantiles: tuple[float, float] = (0.01, 0.99),
+    declared: Collection[Column] = (),
     category_delta: float = 1e-7,
-    range_fraction: float = 1 / 3,
     suppressed: Literal["drop", "other"] = "other",
     other_label: str = "other",
     point_masses: Mapping[str, Sequence[float]] | None = None,
@@ -481,15 +457,15 @@ def infer_schema_dp(
     Args:
       rng: the noise source.
       data: the private table.
-      epsilon: total budget, split equally over the columns.
-      kinds: each column's kind (public: it is a property of the data format).
-      ranges: a coarse public ``(a, b)`` per numeric column (required for each; may be very
-        loose: a DP range search finds the scale first).
+      epsilon: total budget, split equally over the columns the release has to find (the
+        columns not in ``declared``).
+      kinds: each released column's kind (public: it is a property of the data format).
+      ranges: a coarse public ``(a, b)`` per released numeric column (required for each; may
+        be very loose: :func:`dp_bounds` searches it on a log scale).
       target: the target column (categorical).
-      quantiles: the quantiles released as ``(lower, upper)`` bounds of numeric columns.
+      declared: columns the data holder declares in full (public: a codebook's categories,
+        documented bounds): copied into the schema as they are, at no cost.
       category_delta: the additive delta of each categorical column's threshold.
-      range_fraction: the share of a numeric column's budget spent on the range search
-        (:func:`dp_bounds`; 0 skips it).
       suppressed: what happens to records holding a category the release suppressed: map
         them to ``other_label`` (``"other"``, default), which is then added to the categories
         of every string-valued categorical column except the target, or ``"drop"`` them.
@@ -503,9 +479,16 @@ def infer_schema_dp(
     Leaving out missing values and point-mass values is a fixed public filter applied record
     by record (neighbours stay neighbours), so it costs nothing.
 
-    Numeric columns: :func:`dp_bounds` (entry ``dp-bounds:<name>``). Categorical columns:
-    :func:`dp_categories` (entry ``dp-categories:<name>``); a categorical column with no
-    category above its threshold raises (spend more epsilon, or declare its domain).
+    Budget rule (public): ``epsilon / k`` for each of the ``k`` released columns. A numeric
+    column's bounds (:func:`dp_bounds`, entry ``dp-bounds:<name>``) and a categorical
+    column's categories (:func:`dp_categories`, entry ``dp-categories:<name>``) are both
+    thresholded Laplace histograms, which need a bucket or category of about ``c /
+    epsilon_k`` records to pass (``c`` = 6-10 for bounds, 15-16 for categories at the default
+    deltas), so one share serves both; declaring what is known is what frees budget. A
+    :class:`DpSchemaWarning` names the numeric columns released without signal (coarse range
+    kept) or with a noisy clipped share above 1%; :attr:`SchemaRelease.clipped` holds the
+    shares. Categorical columns with no category above the threshold raise, all in one
+    message (spend more epsilon, or declare their domains).
     """
     check_positive("epsilon", epsilon)
     if suppressed not in SUPPRESSED:
@@ -514,27 +497,31 @@ def infer_schema_dp(
         raise ValueError(f"expected a non-empty other_label, got {other_label!r}")
     if not isinstance(data, pd.DataFrame) or len(data) == 0:
         raise ValueError("expected a non-empty pandas DataFrame")
-    missing = [c for c in data.columns if c not in kinds]
+    given = {c.name: c for c in declared}
+    unknown = sorted(set(given) - set(data.columns))
+    if unknown:
+        raise ValueError(f"declared column {unknown[0]!r} is not in the data")
+    released_names = [c for c in data.columns if c not in given]
+    missing = [c for c in released_names if c not in kinds]
     if missing:
         raise ValueError(f"column {missing[0]!r} has no declared kind")
-    q_lo, q_hi = quantiles
-    if not 0 <= q_lo < q_hi <= 1:
-        raise ValueError(f"expected 0 <= q_lo < q_hi <= 1, got {quantiles}")
     point_masses = dict(point_masses or {})
     unknown = sorted((set(point_masses) | set(nullable)) - set(data.columns))
     if unknown:
         raise ValueError(f"column {unknown[0]!r} of point_masses/nullable is not in the data")
-    eps_col = epsilon / len(data.columns)
-    ledger, columns = PrivacyLedger(), []
+    eps_col = epsilon / max(len(released_names), 1)
+    ledger, columns, clipped, empty = PrivacyLedger(), [], [], []
     for name in data.columns:
+        if name in given:
+            columns.append(given[name])
+            continue
         kind = kinds[name]
         if kind == "categorical":
             cats, event = dp_categories(rng, data[name], epsilon=eps_col, delta=category_delta)
+            ledger = ledger.record(f"dp-categories:{name}", event)
             if not cats:
-                raise ValueError(
-                    f"column {name!r}: no category passed the DP threshold; spend more epsilon "
-                    "or declare its domain"
-                )
+                empty.append(name)
+                continue
             if suppressed == "other" and name != target and isinstance(cats[0], str):
                 if other_label in cats:
                     raise ValueError(
@@ -542,7 +529,6 @@ def infer_schema_dp(
                         "another other_label"
                     )
                 cats = (*cats, other_label)
-            ledger = ledger.record(f"dp-categories:{name}", event)
             columns.append(Column(name=name, kind=kind, categories=cats, nullable=name in nullable))
             continue
         if name not in ranges:
@@ -555,13 +541,39 @@ def infer_schema_dp(
         masses = tuple(float(m) for m in point_masses.get(name, ()))
         bounds, event = dp_bounds(
             rng, x[~missing & ~np.isin(x, masses)], lower=a, upper=b, epsilon=eps_col,
-            quantiles=quantiles, range_fraction=range_fraction, integer=kind == "integer",
+            integer=kind == "integer",
         )  # fmt: skip
         ledger = ledger.record(f"dp-bounds:{name}", event)
+        clipped.append((name, bounds.clipped if bounds.signal else None))
         lo, hi = min((bounds.lower, *masses)), max((bounds.upper, *masses))  # lo < hi already
         columns.append(
             Column(name=name, kind=kind, lower=lo, upper=hi, point_masses=masses,
                    nullable=name in nullable)
         )  # fmt: skip
-    schema = Schema(columns=tuple(columns), target=target)
-    return SchemaRelease(schema, ledger, other_label if suppressed == "other" else None)
+    if empty:
+        names = ", ".join(repr(n) for n in empty)
+        raise ValueError(
+            f"column(s) {names}: no category passed the DP threshold at epsilon {eps_col:.3g} "
+            "per column; spend more epsilon or declare their domains (declared=)"
+        )
+    release = SchemaRelease(
+        Schema(columns=tuple(columns), target=target),
+        ledger,
+        other_label if suppressed == "other" else None,
+        tuple(clipped),
+    )
+    weak = [(n, s) for n, s in clipped if s is None or s > CLIPPED_WARNING]
+    if weak:
+        warnings.warn(
+            "DP schema bounds: "
+            + "; ".join(
+                f"{n}: no signal, coarse range kept"
+                if s is None
+                else f"{n}: ~{100 * s:.1f}% outside (noisy)"
+                for n, s in weak
+            )
+            + ". More epsilon, or declared bounds for these columns, help",
+            DpSchemaWarning,
+            stacklevel=2,
+        )
+    return release

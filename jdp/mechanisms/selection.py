@@ -6,7 +6,7 @@ Rogers 2019, "Practical differentially private top-k selection", Sec. 3). With
 ``logit_k = log(mu_k) + epsilon * u_k / (2 Delta_u)`` (a public base measure ``mu`` and a
 utility ``u`` of sensitivity ``Delta_u``) this is the exponential mechanism (McSherry & Talwar
 2007), ``epsilon``-DP. The caller builds the logits (and so states the utility and its
-sensitivity, e.g. :func:`jdp.data.dp_schema.dp_quantile`) and records the event.
+sensitivity, e.g. :func:`jdp.mechanisms.quantiles.dp_quantiles`) and records the event.
 """
 
 from __future__ import annotations

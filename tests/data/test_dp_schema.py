@@ -1,4 +1,4 @@
-"""DP schema release: exponential-mechanism quantiles and thresholded category discovery."""
+"""DP schema release: log-histogram bounds and thresholded category discovery."""
 
 from __future__ import annotations
 
@@ -15,71 +15,25 @@ import jdp.data.dp_schema as dps
 from accounting import PrivacyLedger
 from accounting import events as ev
 from jdp.data.dp_schema import (
+    DpSchemaWarning,
     SchemaRelease,
     bucket_index,
     dp_bounds,
     dp_categories,
-    dp_quantile,
-    dp_range,
     infer_schema_dp,
     load_schema,
     log_bucket_edges,
+    pass_threshold,
     threshold_for,
 )
-from jdp.data.schema import Schema, SuppressedCategoryWarning
-from jdp.mechanisms.noise import LAPLACE_RELEASE_CUT, laplace_event
+from jdp.data.schema import Column, Schema, SuppressedCategoryWarning
+from jdp.mechanisms.noise import (
+    LAPLACE_RELEASE_CUT,
+    laplace_event,
+    laplace_mechanism,
+    snapping_laplace_parameters,
+)
 from jdp.verbosity import show_private_details
-
-
-def em_log_density(
-    values: np.ndarray, q: float, eps: float, lower: float, upper: float, grid: np.ndarray
-) -> np.ndarray:
-    """Log density of the quantile mechanism's output at ``grid``, computed independently of
-    the implementation: density(t) proportional to exp(-eps |#{x < t} - q n| / 2) on [lower, upper]."""
-    x = np.sort(np.clip(values, lower, upper))
-    below = np.searchsorted(x, grid, side="right")
-    u = -np.abs(below - q * len(x))
-    # normaliser: integral over [lower, upper] of exp(eps u / 2), piecewise constant
-    points = np.concatenate([[lower], x, [upper]])
-    k = np.arange(len(points) - 1)
-    log_terms = np.log(np.maximum(np.diff(points), 1e-300)) - eps * np.abs(k - q * len(x)) / 2
-    log_z = np.logaddexp.reduce(log_terms[np.diff(points) > 0])
-    return eps * u / 2 - log_z
-
-
-@pytest.mark.parametrize("q", [0.01, 0.5, 0.99])
-def test_quantile_density_ratio_is_bounded_on_adversarial_neighbours(q):
-    """For D and D plus one record (at either bound, at the median, or a duplicate), the
-    output densities differ by at most a factor exp(eps) everywhere on a fine grid."""
-    eps, lower, upper = 0.7, 0.0, 100.0
-    data = np.random.default_rng(0).uniform(20, 60, size=40)
-    grid = np.linspace(lower, upper, 20_001)[1:-1]
-    for extra in (lower, upper, 1e9, -1e9, np.median(data), data[3]):
-        ld1 = em_log_density(data, q, eps, lower, upper, grid)
-        ld2 = em_log_density(np.append(data, extra), q, eps, lower, upper, grid)
-        assert np.max(np.abs(ld1 - ld2)) <= eps + 1e-9
-
-
-def test_quantile_is_accurate_at_high_epsilon_and_stays_in_range():
-    rng = np.random.default_rng(1)
-    data = rng.normal(50, 10, size=2000)
-    for q in (0.05, 0.5, 0.95):
-        value, event = dp_quantile(rng, data, q, lower=0, upper=100, epsilon=10.0)
-        assert event == ev.PureDpEvent(10.0)
-        # utility gap r ranks costs a factor exp(-5 r); 20 ranks is beyond any plausible draw
-        assert abs(np.mean(data < value) - q) <= 20 / len(data)
-    values = [dp_quantile(rng, data, 0.5, lower=0, upper=100, epsilon=1e-3)[0] for _ in range(50)]
-    assert min(values) >= 0 and max(values) <= 100
-
-
-def test_quantile_bad_arguments():
-    rng = np.random.default_rng(0)
-    with pytest.raises(ValueError, match="expected epsilon > 0"):
-        dp_quantile(rng, np.ones(3), 0.5, lower=0, upper=1, epsilon=0)
-    with pytest.raises(ValueError, match="q in"):
-        dp_quantile(rng, np.ones(3), 1.5, lower=0, upper=1, epsilon=1)
-    with pytest.raises(ValueError, match="lower < upper"):
-        dp_quantile(rng, np.ones(3), 0.5, lower=1, upper=1, epsilon=1)
 
 
 def test_threshold_gives_exactly_delta():
@@ -147,7 +101,7 @@ def test_infer_schema_dp_errors():
         infer_schema_dp(rng, data, epsilon=1, kinds={"a": "continuous"}, ranges={"a": (0, 1)})
     with pytest.raises(ValueError, match="column 'a': a coarse public range"):
         infer_schema_dp(rng, data[["a"]], epsilon=1, kinds={"a": "continuous"}, ranges={})
-    with pytest.raises(ValueError, match="column 'b': no category passed"):
+    with pytest.raises(ValueError, match=r"column\(s\) 'b': no category passed"):
         infer_schema_dp(rng, data[["b"]], epsilon=0.1, kinds={"b": "categorical"}, ranges={})
 
 
@@ -208,6 +162,7 @@ def test_release_save_load_round_trip(tmp_path):
     release.save(path)
     loaded = SchemaRelease.load(path)
     assert loaded == release and loaded.ledger.to_dict() == release.ledger.to_dict()
+    assert [name for name, _ in loaded.clipped] == ["x"] and loaded.clipped == release.clipped
     assert loaded.epsilon == pytest.approx(release.epsilon) and loaded.delta == release.delta
     assert load_schema(path) == release
     assert sorted(p.name for p in tmp_path.iterdir()) == ["release.json"]  # no temporary left
@@ -259,45 +214,68 @@ def test_range_histogram_changes_by_one_in_one_bucket_on_adversarial_neighbours(
 
 
 def test_empty_buckets_pass_with_the_stated_probability():
-    """All records in one bucket: the range is that bucket unless an empty bucket passes,
-    which happens with probability 1 - (1 - failure/M)^(M-1) (checked within a 5-sigma
-    binomial bound over 3000 trials at failure = 0.5)."""
+    """A snapped count of 0 reaches :func:`pass_threshold` with probability exactly
+    ``exp(-(k - 1/2) Lambda / lambda) / 2 <= failure / M`` (docs/privacy.md, "DP bounds"):
+    checked within a 5-sigma binomial bound over 200,000 empty buckets at failure = 0.5."""
+    rng = np.random.default_rng(21)
+    m, eps, failure = 41, 0.5, 0.5
+    params = snapping_laplace_parameters(l1_sensitivity=1.0, epsilon=eps, size=m)
+    threshold = pass_threshold(params, m, failure)
+    k = threshold / params.grid
+    assert k == int(k)
+    p = np.exp(-(k - 0.5) * params.grid / params.scale) / 2
+    assert p <= failure / m < np.exp(-(k - 1.5) * params.grid / params.scale) / 2
+    trials = 200_000
+    noisy, event = laplace_mechanism(rng, np.zeros(trials), l1_sensitivity=1.0, epsilon=eps)
+    assert event == laplace_event(eps)
+    hits = int(np.sum(noisy >= threshold))
+    assert abs(hits / trials - p) < 5 * np.sqrt(p * (1 - p) / trials)
+
+
+def test_bounds_cover_the_data_and_a_sparse_column_keeps_the_coarse_range():
+    """All records in one bucket: the bounds hold it, and empty buckets beyond add about
+    p / (1 - p) buckets each side (EXTEND_CHANCE p), plus MARGIN: over 300 draws the mean
+    extension is within a 5-sigma bound of its geometric mean. A column too sparse for
+    any bucket to pass keeps the coarse range and says so (signal False, nothing clipped)."""
     rng = np.random.default_rng(21)
     edges = log_bucket_edges(0, 1e9)
-    m = len(edges) - 1
     data = np.full(5000, 50.0)
     k = int(bucket_index(edges, [50.0])[0])
-    hits = 0
-    for _ in range(3000):
-        (lo, hi), event = dp_range(rng, data, lower=0, upper=1e9, epsilon=0.5, failure=0.5)
-        hits += (lo, hi) != (edges[k], edges[k + 1])
-    p = 1 - (1 - 0.5 / m) ** (m - 1)
-    assert abs(hits / 3000 - p) < 5 * np.sqrt(p * (1 - p) / 3000)
-    assert event == laplace_event(0.5, secure_noise=False)
-    # no bucket passes: the bucket of largest noisy count (report noisy max), never the whole
-    # coarse range
-    lo, hi = dp_range(rng, data[:2], lower=0, upper=1e9, epsilon=1e-3)[0]
-    i = int(np.searchsorted(edges, lo))
-    assert edges[i] == lo and edges[i + 1] == hi
-    # a sparse column (its mode bucket holds 300 records, the threshold at epsilon 0.03 is
-    # 331: no bucket passes) gets the scale of its mode by report noisy max, in about 99% of
-    # draws (measured over 1000 at this epsilon); 200 draws with a binomial margin
-    sparse = np.random.default_rng(5).lognormal(np.log(3000), 0.3, 400)
-    found = 0
-    for _ in range(200):
-        lo, hi = dp_range(rng, sparse, lower=0, upper=1e9, epsilon=0.03)[0]
-        found += lo <= np.median(sparse) <= hi and hi - lo < 3000
-    assert found >= 0.9 * 200
+    above = []
+    for _ in range(300):
+        bounds, event = dp_bounds(rng, data, lower=0, upper=1e9, epsilon=0.5)
+        assert bounds.signal and bounds.lower <= 50 < bounds.upper
+        above.append(int(np.searchsorted(edges, bounds.upper)) - (k + 1) - dps.MARGIN)
+    p = dps.EXTEND_CHANCE
+    mean, var = p / (1 - p), p / (1 - p) ** 2
+    assert min(above) >= 0 and abs(np.mean(above) - mean) < 5 * np.sqrt(var / 300)
+    assert event == laplace_event(0.5)
+    bounds, _ = dp_bounds(rng, data[:2], lower=0, upper=1e9, epsilon=1e-3)
+    assert bounds == dps.DpBounds(0.0, 1e9, False, 0.0)
+
+
+def test_noisy_clipped_share_is_the_share_outside_within_its_noise():
+    """A heavy tail beyond the bounds: the reported share equals the true share outside the
+    released bounds within 5 standard deviations of the noise (sum of M Laplace counts)."""
+    rng = np.random.default_rng(30)
+    x = np.concatenate([rng.uniform(10, 20, 20_000), rng.uniform(1e5, 2e5, 300)])
+    eps = 0.05
+    for seed in range(5):
+        bounds, _ = dp_bounds(np.random.default_rng(seed), x, lower=0, upper=1e9, epsilon=eps)
+        true = np.mean((x < bounds.lower) | (x > bounds.upper))
+        m = len(log_bucket_edges(0, 1e9)) - 1
+        sd = np.sqrt(2 * m) / eps / len(x)  # numerator's noise, over about n
+        assert abs(bounds.clipped - true) < 5 * sd + 0.01 * true
 
 
 def test_range_search_noise_matches_its_ledger_entry(monkeypatch):
-    """The Laplace noise the range search draws has the scale of the event recorded in the
-    ledger (KS test), and the column's entry composes to its share of epsilon exactly."""
+    """The histogram is released by snapping at the column's share of epsilon (its event is
+    the ledger entry, no cut), and the entries compose to epsilon exactly."""
     calls = []
 
     def recording(rng, value, **kwargs):
         noisy, event = real(rng, value, **kwargs)
-        calls.append((value, noisy, event))
+        calls.append((value, noisy, event, kwargs))
         return noisy, event
 
     real = dps.laplace_mechanism
@@ -309,84 +287,98 @@ def test_range_search_noise_matches_its_ledger_entry(monkeypatch):
         rng, data, epsilon=0.6, kinds=kinds, ranges={"a": (0, 1e9), "b": (0, 1e9)}
     )
     assert len(calls) == 2
-    for (counts, noisy, event), entry in zip(calls, release.ledger.entries):
-        assert entry.event == ev.ComposedDpEvent([event, ev.PureDpEvent(0.1), ev.PureDpEvent(0.1)])
-        laplace, cut = event.events  # the textbook sampler and its cut
-        assert laplace == ev.LaplaceDpEvent(noise_multiplier=pytest.approx(10.0))
-        assert cut == ev.NoiseCutDpEvent(LAPLACE_RELEASE_CUT)
-        assert (
-            stats.kstest(noisy - counts, stats.laplace(scale=laplace.noise_multiplier).cdf).pvalue
-            > 1e-4
-        )
+    for (counts, noisy, event, kwargs), entry in zip(calls, release.ledger.entries):
+        assert entry.event == event == ev.LaplaceDpEvent(noise_multiplier=pytest.approx(1 / 0.3))
+        assert kwargs.get("secure_noise", True) and kwargs["epsilon"] == pytest.approx(0.3)
+        grid = snapping_laplace_parameters(l1_sensitivity=1.0, epsilon=0.3, size=len(counts)).grid
+        assert np.all(noisy / grid == np.round(noisy / grid))  # snapped: on the grid
     assert release.epsilon == pytest.approx(0.6)
 
 
-def test_bounds_on_adult_age_at_epsilon_1_land_near_the_truth():
+def test_bounds_on_adult_age_at_epsilon_1_cover_the_ages_within_a_small_factor():
     """Regression (issue 17): at epsilon = 1 over Adult's 15 columns with the range [0, 1e9],
-    age's bounds came out at 47-520 million. Now (age's share: epsilon = 1/15, a third each
-    for the range search and the two quantiles):
-
-    * the range search returns the buckets holding the data, [14.9, 119.2): it fails only if
-      an empty bucket passes (probability <= failure = 1e-3) or a data bucket misses its
-      threshold (probability computed below from its count, < 1e-9);
-    * each quantile's rank is within r = 0.1 n of q n except with probability
-      p <= (B - A) / l exp(-epsilon_q r / 4) (docs/privacy.md, "DP range search"), with l the
-      length of the outputs within r / 2 ranks, bounded below from the sorted ages; asserted
-      < 1e-6 here, so the tolerance is the mechanism's, not a guess;
-    * so the bounds are within a factor 1.7 of the true 1% and 99% quantiles (17, 74).
-    """
+    age's bounds came out at 47-520 million. Now (age's share: epsilon = 1/15) every bucket
+    holding ages passes its threshold except with probability < 1e-9 (computed below from
+    the counts), so the bounds cover every age; above them lie one margin bucket and the
+    empty buckets that extended them (fewer than 4 except with probability 0.2^4): the upper
+    bound is below 2^5 times the largest age's bucket edge."""
     from jdp.data.datasets import load_dataset
 
     ages = load_dataset("adult").train["age"].to_numpy(dtype=np.float64)
-    n, eps = len(ages), 1 / 15
-    eps_r = eps_q = eps / 3
+    eps = 1 / 15
     edges = log_bucket_edges(0, 1e9)
     m = len(edges) - 1
     counts = np.bincount(bucket_index(edges, ages), minlength=m)
     full = np.flatnonzero(counts)
-    tau = np.log(m / (2 * dps.RANGE_FAILURE)) / eps_r
-    assert max(stats.laplace.cdf(tau - counts[full], scale=1 / eps_r)) < 1e-9
-    bounds, event = dp_bounds(
-        np.random.default_rng(23), ages, lower=0, upper=1e9, epsilon=eps, integer=True
-    )
-    a, b = bounds.search_range
-    assert (a, b) == (edges[full[0]], edges[full[-1] + 1])
-    assert (a, b) == pytest.approx((14.9, 119.2), abs=0.1)
-    x = np.sort(ages)
-    r = 0.1 * n
-    for q, t in ((0.01, bounds.lower), (0.99, bounds.upper)):
-        # outputs with |rank - q n| <= r / 2 cover at least [x_(lo) + 1/2, x_(hi) - 1/2] (jitter)
-        # plus [b-ward tail] when q n + r / 2 >= n, and [a, x_(1) - 1/2] when q n - r / 2 <= 0
-        lo_rank, hi_rank = int(np.ceil(q * n - r / 2)), int(np.floor(q * n + r / 2))
-        length = x[min(hi_rank, n) - 1] - x[max(lo_rank, 1) - 1] - 1
-        length += (b - x[-1] - 0.5) * (hi_rank >= n) + (x[0] - 0.5 - a) * (lo_rank <= 0)
-        assert (b - a) / length * np.exp(-eps_q * r / 4) < 1e-6
-        # the output t is in [t_int - 1, t_int + 1] (rounded outwards), its rank k(t) among
-        # the jittered ages between #(age < t - 1.5) and #(age < t + 1.5)
-        assert np.sum(x < t + 1.5) >= q * n - r and np.sum(x < t - 1.5) <= q * n + r
-    assert a <= bounds.lower and bounds.upper <= np.ceil(b)
-    true_lo, true_hi = np.quantile(ages, [0.01, 0.99])
-    assert 1 / 1.7 < bounds.lower / true_lo < 1.7 and 1 / 1.7 < bounds.upper / true_hi < 1.7
-    laplace, *quantile_events = event.events
-    assert laplace.events[0].noise_multiplier == pytest.approx(1 / eps_r)
-    assert [e.epsilon for e in quantile_events] == pytest.approx([eps_q, eps_q])
+    params = snapping_laplace_parameters(l1_sensitivity=1.0, epsilon=eps, size=m)
+    tau = pass_threshold(params, m, dps.RANGE_FAILURE)
+    assert max(stats.laplace.cdf(tau + params.grid / 2 - counts[full], scale=params.scale)) < 1e-9
+    for seed in range(5):
+        bounds, event = dp_bounds(
+            np.random.default_rng(seed), ages, lower=0, upper=1e9, epsilon=eps, integer=True
+        )
+        assert bounds.signal and bounds.lower <= ages.min() and ages.max() <= bounds.upper
+        assert bounds.upper <= 2**5 * edges[full[-1] + 1]
+        assert bounds.clipped < 0.01
     assert PrivacyLedger().record("dp-bounds:age", event).epsilon(1e-9) == pytest.approx(eps)
+
+
+def test_a_long_tailed_count_is_covered_not_cut_at_its_median():
+    """Issue 26: a count with 99% quantile 21.8 got bounds [-1, 1] at a per-column epsilon
+    of 0.027. Same shape (97% zeros declared as a point mass, a geometric tail), same budget:
+    the bounds stay inside the declared [0, 200] and cover at least 98% of the non-zero
+    values on every one of 20 seeds."""
+    rng = np.random.default_rng(8)
+    n = 11_000
+    tail = rng.geometric(0.12, n)
+    counts = np.where(rng.random(n) < 0.97, 0, tail).astype(float)
+    nonzero = counts[counts > 0]
+    for seed in range(20):
+        bounds, _ = dp_bounds(
+            np.random.default_rng(seed), nonzero, lower=0, upper=200, epsilon=0.027, integer=True
+        )
+        outside = np.mean((nonzero < bounds.lower) | (nonzero > bounds.upper))
+        assert 0 <= bounds.lower < bounds.upper <= 200 and outside <= 0.02, (seed, bounds)
 
 
 def test_bounds_bad_arguments():
     rng = np.random.default_rng(24)
-    with pytest.raises(ValueError, match="expected 0 <= range_fraction < 1"):
-        dp_bounds(rng, np.ones(5), lower=0, upper=1, epsilon=1, range_fraction=1)
     with pytest.raises(ValueError, match="expected failure in"):
-        dp_range(rng, np.ones(5), lower=0, upper=1, epsilon=1, failure=0)
+        dp_bounds(rng, np.ones(5), lower=0, upper=1, epsilon=1, failure=0)
     with pytest.raises(ValueError, match="expected lower < upper"):
         log_bucket_edges(3, 3)
-    # range_fraction = 0: the quantiles alone, on the coarse range
-    bounds, event = dp_bounds(
-        rng, np.arange(100.0), lower=0, upper=100, epsilon=2, range_fraction=0
-    )
-    assert bounds.search_range == (0.0, 100.0)
-    assert event == ev.ComposedDpEvent([ev.PureDpEvent(1.0), ev.PureDpEvent(1.0)])
+    with pytest.raises(ValueError, match="epsilon"):
+        dp_bounds(rng, np.ones(5), lower=0, upper=1, epsilon=0)
+
+
+def test_declared_columns_cost_nothing_and_weak_bounds_are_named():
+    """Columns given in ``declared`` are copied and take no budget (the rest share epsilon
+    equally); a numeric column without signal keeps its coarse range, is named in a
+    DpSchemaWarning and in :meth:`SchemaRelease.bounds_report`, and the shares survive a
+    save/load round trip."""
+    rng = np.random.default_rng(31)
+    n = 3000
+    few = np.full(n, np.nan)
+    few[:2] = rng.uniform(0, 10, 2)  # at most 2 per bucket, below the threshold (11 at eps 1)
+    data = pd.DataFrame({"x": rng.normal(50, 5, n), "few": few, "c": rng.choice(["a", "b"], n)})
+
+    declared = [Column(name="c", kind="categorical", categories=("a", "b"))]
+    with pytest.warns(DpSchemaWarning, match="few: no signal, coarse range kept"):
+        release = infer_schema_dp(
+            rng, data, epsilon=2.0, declared=declared,
+            kinds={"x": "continuous", "few": "continuous"},
+            ranges={"x": (0, 1e6), "few": (0, 1e6)}, nullable=["few"],
+        )  # fmt: skip
+    assert release.ledger.labels == ["dp-bounds:x", "dp-bounds:few"]
+    assert release.epsilon == pytest.approx(2.0)
+    assert release.schema["c"] == declared[0]
+    shares = dict(release.clipped)
+    assert shares["few"] is None
+    assert (release.schema["few"].lower, release.schema["few"].upper) == (0, 1e6)
+    assert "few: bounds [0, 1e+06], no signal" in release.bounds_report()
+    x = release.schema["x"]  # within the doubling buckets around the data (see dp_bounds)
+    assert 0 <= shares["x"] < 0.01 and x.lower <= data["x"].min() < data["x"].max() <= x.upper
+    assert x.upper < 2**4 * data["x"].max()
 
 
 # -- suppressed categories: drop or map to "other" ------------------------------------------------
@@ -486,9 +478,12 @@ def test_point_masses_and_nullable_columns_are_public_declarations():
     )  # fmt: skip
     g, h, c = (release.schema[name] for name in ("gain", "hours", "c"))
     assert g.point_masses == (0.0,) and g.lower == 0
+    # the bounds cover the non-mass values, within the few doubling buckets of dp_bounds
+    # (core, extension and margin: a factor 2^4 in distance from the anchor, 0)
     nonzero = gain[gain > 0]
-    assert np.quantile(nonzero, 0.9) < g.upper < 4 * np.quantile(nonzero, 0.99)  # not 0
-    assert h.nullable and 20 < h.lower < 35 and 45 < h.upper < 60
+    assert np.quantile(nonzero, 0.999) < g.upper < 2**4 * nonzero.max()
+    assert h.nullable and 0 <= h.lower <= np.nanmin(hours)
+    assert np.nanmax(hours) <= h.upper < 2**4 * np.nanmax(hours)
     assert c.nullable and c.categories == ("a", "b", "other")
     with pytest.raises(ValueError, match="'hours' has NaN or infinite values"):
         infer_schema_dp(
