@@ -21,7 +21,12 @@ from accounting import events, relations, validation
 from accounting.accountants.base import Accountant, UnsupportedEventError
 from accounting.budget import PrivacyBudget
 from accounting.builders import dpsgd_event
-from accounting.calibrate import BudgetTooSmallError, calibrate, calibrate_noise_multiplier
+from accounting.calibrate import (
+    BudgetTooSmallError,
+    calibrate,
+    calibrate_noise_multiplier,
+    calibrate_shares,
+)
 from accounting.compose import (
     ACCOUNTANTS,
     BEST,
@@ -61,6 +66,7 @@ __all__ = [
     "best_epsilon",
     "calibrate",
     "calibrate_noise_multiplier",
+    "calibrate_shares",
     "compute_delta",
     "compute_epsilon",
     "convert_relation",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from accounting import events as ev
 from accounting.accountants.base import UnsupportedEventError
@@ -142,6 +142,48 @@ def calibrate(
     if failure is not None:
         raise failure
     raise UnsupportedEventError(f"no accountant among {RIGOROUS} can analyse this event")
+
+
+def calibrate_shares(
+    plan: Callable[[Mapping[str, float]], ev.DpEvent],
+    shares: Mapping[str, float],
+    *,
+    target_epsilon: float,
+    target_delta: float,
+    accountant: str = BEST,
+) -> dict[str, float]:
+    """Noise multipliers for a plan of phases that share one budget (P3GM, DPGM, dp-GAN).
+
+    ``plan(z)`` is the plan's event with phase ``p`` at noise multiplier ``z[p]`` (phases
+    missing from ``z`` left out). Each phase first gets ``z_p`` with
+    ``eps(plan({p: z_p})) = share_p / sum(shares) * target_epsilon`` alone, which fixes the
+    ratios between phases; then one factor ``k`` makes ``plan({p: k z_p})`` meet the target
+    (``k < 1``: the composition is tighter than the sum of the shares) under ``accountant``.
+    The ratios are a design choice, not a guarantee, so under the ledger's rule
+    (``accountant="best"``) they are computed by RDP (about 10 ms an evaluation where PLD
+    takes 0.2-0.5 s); the factor, which carries the guarantee, uses ``accountant`` itself.
+    A function of public values only.
+    """
+    total = sum(shares.values())
+    if not shares or not all(v > 0 for v in shares.values()):
+        raise ValueError(f"expected positive shares, got {dict(shares)}")
+    ratio_accountant = "rdp" if accountant == BEST else accountant
+    base = {
+        p: calibrate(
+            lambda s, p=p: plan({p: s}),
+            target_epsilon=target_epsilon * share / total,
+            target_delta=target_delta,
+            accountant=ratio_accountant,
+        )
+        for p, share in shares.items()
+    }
+    factor = calibrate(
+        lambda k: plan({p: k * z for p, z in base.items()}),
+        target_epsilon=target_epsilon,
+        target_delta=target_delta,
+        accountant=accountant,
+    )
+    return {p: factor * z for p, z in base.items()}
 
 
 def _bisect(

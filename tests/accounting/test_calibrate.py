@@ -197,3 +197,30 @@ def test_search_needs_a_few_evaluations_of_a_smooth_curve():
     assert (1 - 1e-3) <= eps(s) <= 1.0
     assert calls[:3] == [2 * answer, answer, answer / 2]
     assert len(calls) - 3 <= 4
+
+
+def test_shares_fix_the_ratios_and_the_factor_meets_the_target():
+    """calibrate_shares (P3GM, DPGM, dp-GAN): the ratios are those of each phase calibrated
+    alone to its share (under RDP when the target is the ledger's rule), and the common factor
+    makes the whole plan meet the target within rtol under the ledger's rule; a larger share
+    buys a phase less noise."""
+    from accounting.calibrate import calibrate_shares
+
+    def plan(z):
+        parts = [ev.GaussianDpEvent(z["pca"])] if "pca" in z else []
+        if "sgd" in z:
+            parts.append(dpsgd_event(z["sgd"], sampling_prob=0.01, steps=500))
+        return ev.ComposedDpEvent(parts)
+
+    z = calibrate_shares(plan, {"pca": 1, "sgd": 3}, target_epsilon=1.0, target_delta=1e-5)
+    alone = {
+        p: calibrate(lambda s, p=p: plan({p: s}), target_epsilon=share, target_delta=1e-5,
+                     accountant="rdp")
+        for p, share in (("pca", 0.25), ("sgd", 0.75))
+    }  # fmt: skip
+    assert z["pca"] / z["sgd"] == pytest.approx(alone["pca"] / alone["sgd"], rel=1e-12)
+    assert 0.999 <= best_epsilon(plan(z), 1e-5).value <= 1.0
+    more = calibrate_shares(plan, {"pca": 1, "sgd": 1}, target_epsilon=1.0, target_delta=1e-5)
+    assert more["pca"] < z["pca"] and more["sgd"] > z["sgd"]
+    with pytest.raises(ValueError, match="expected positive shares"):
+        calibrate_shares(plan, {"pca": 0, "sgd": 1}, target_epsilon=1.0, target_delta=1e-5)

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -45,7 +45,7 @@ from tqdm.auto import tqdm
 
 from accounting import PrivacyBudget, PrivacyLedger
 from accounting import events as ev
-from accounting.calibrate import calibrate
+from accounting.calibrate import calibrate_shares
 from jdp.data.schema import Schema, Table
 from jdp.data.transforms import TableEncoder
 from jdp.dpsgd import DPSGDConfig, DPSGDState, Run, clipping_decay, start
@@ -209,7 +209,7 @@ def calibrate_noise(
     whole budget (:meth:`jdp.dpsgd.DPSGDConfig.calibrated_noise_multiplier`). With them each
     is first calibrated alone to its share (``state_share`` of epsilon for the counts, the
     rest for DP-SGD), then one common factor makes their composition meet the budget
-    (:func:`accounting.calibrate.calibrate`, the ledger's rule). ``noise_cut``: the sampler's
+    (:func:`accounting.calibrate.calibrate_shares`, the ledger's rule). ``noise_cut``: the sampler's
     cut per critic step (:func:`jdp.dpsgd.noise.noise_cut` of the critic's parameters).
 
     A function of public values only (Poisson sampling's event reads no row count, and the
@@ -219,20 +219,16 @@ def calibrate_noise(
     if state_share is None:
         target = dataclasses.replace(dpsgd, target_epsilon=eps, target_delta=delta)
         return NoiseMultipliers(target.calibrated_noise_multiplier(None, noise_cut), None)
-    z_s = calibrate(gaussian_event, target_epsilon=eps * state_share, target_delta=delta)
-    z_g = calibrate(
-        lambda s: dpsgd.event(s, None, noise_cut=noise_cut),
-        target_epsilon=eps * (1 - state_share),
+
+    def plan(z: Mapping[str, float]) -> ev.DpEvent:
+        events = [dpsgd.event(z["sgd"], None, noise_cut=noise_cut)] if "sgd" in z else []
+        return ev.ComposedDpEvent(events + ([gaussian_event(z["states"])] if "states" in z else []))
+
+    z = calibrate_shares(
+        plan, {"sgd": 1 - state_share, "states": state_share}, target_epsilon=eps,
         target_delta=delta,
-    )
-    factor = calibrate(
-        lambda f: ev.ComposedDpEvent(
-            [dpsgd.event(f * z_g, None, noise_cut=noise_cut), gaussian_event(f * z_s)]
-        ),
-        target_epsilon=eps,
-        target_delta=delta,
-    )
-    return NoiseMultipliers(factor * z_g, factor * z_s)
+    )  # fmt: skip
+    return NoiseMultipliers(z["sgd"], z["states"])
 
 
 # -- training ------------------------------------------------------------------------------

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,7 +56,7 @@ import numpy as np
 
 from accounting import PrivacyBudget, PrivacyLedger
 from accounting import events as ev
-from accounting.calibrate import calibrate
+from accounting.calibrate import calibrate_shares
 from jdp.dpsgd import AdaptiveClip, DPSGDConfig, Performance
 from jdp.dpsgd.noise import noise_cut
 from jdp.encoding.kmeans import KMeansResult, assign_clusters, dp_kernel_kmeans, dp_kmeans_event
@@ -245,7 +246,7 @@ def _calibrated(
 
     Each phase is first calibrated alone to its share (``kmeans_share``, the rest to DP-SGD),
     then one common factor makes the composition of the whole plan meet ``epsilon``
-    (:func:`accounting.calibrate.calibrate` with the template's ``accountant``); ``noise_cut``
+    (:func:`accounting.calibrate.calibrate_shares` with the template's ``accountant``); ``noise_cut``
     and ``state_counts`` as :func:`plan_events`.
     Raises a one-line ``ValueError`` when the k-means phase would need more noise than
     ``max_kmeans_noise``.
@@ -253,18 +254,17 @@ def _calibrated(
     if not budget.delta > 0:
         raise ValueError(f"DPGM (Gaussian mechanisms) needs a budget delta > 0, got {budget.delta}")
 
-    def composed(z_k: float | None, z_g: float | None) -> ev.DpEvent:
-        plan = plan_events(config, z_k, z_g, noise_cut=noise_cut, state_counts=state_counts)
+    def composed(z: Mapping[str, float]) -> ev.DpEvent:
+        plan = plan_events(
+            config, z.get("kmeans"), z.get("sgd"), noise_cut=noise_cut, state_counts=state_counts
+        )
         return ev.ComposedDpEvent([e for _, e in plan])
 
     eps, share = budget.epsilon, config.kmeans_share
-    target = functools.partial(
-        calibrate, target_delta=budget.delta, accountant=config.dpsgd.accountant
-    )
-    z_k0 = target(lambda s: composed(s, None), target_epsilon=eps * share)
-    z_g0 = target(lambda s: composed(None, s), target_epsilon=eps * (1 - share))
-    factor = target(lambda f: composed(f * z_k0, f * z_g0), target_epsilon=eps)
-    z = {"kmeans": factor * z_k0, "sgd": factor * z_g0}
+    z = calibrate_shares(
+        composed, {"kmeans": share, "sgd": 1 - share}, target_epsilon=eps,
+        target_delta=budget.delta, accountant=config.dpsgd.accountant,
+    )  # fmt: skip
     if z["kmeans"] > config.max_kmeans_noise:
         raise ValueError(
             f"budget too small for {config.kmeans_iterations} k-means iterations: epsilon={eps:g} "

@@ -11,6 +11,7 @@ P3GM Theorem 4, computed rather than assumed).
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 
 from accounting import PrivacyBudget, PrivacyLedger
 from accounting import events as ev
@@ -43,7 +44,7 @@ def single_phase_events(
 
 
 def phase_events(
-    config: P3GMConfig, multipliers: dict[str, float], *, noise_cut: float
+    config: P3GMConfig, multipliers: Mapping[str, float], *, noise_cut: float
 ) -> list[tuple[str, ev.DpEvent]]:
     """All labelled events of a fit with these per-phase multipliers, in ledger order."""
     return [
@@ -63,11 +64,10 @@ def calibrate_noise(
     budget skips the calibration (seconds under the PLD accountant).
 
     Phase ``i`` with share ``s_i`` (renormalised over the phases present:
-    :meth:`Variant.phases`) first gets ``z_i`` with ``eps(phase_i(z_i)) = s_i * epsilon``
-    alone; then one factor ``k`` is calibrated so that the composition of all phases at
-    ``(k z_i)_i`` is ``epsilon``-DP at ``delta`` as the ledger reports it (``k < 1``: the
-    composition is tighter than the sum of the shares), both with the template's accountant
-    ``config.dpsgd.accountant`` (default: the ledger's own rule). ``noise_cut``: DP-SGD's
+    :meth:`Variant.phases`) sets the ratios and one common factor makes the composition of
+    all phases ``epsilon``-DP at ``delta`` under the template's accountant
+    ``config.dpsgd.accountant`` (default: the ledger's own rule), by
+    :func:`accounting.calibrate.calibrate_shares`. ``noise_cut``: DP-SGD's
     sampler cut per step (:func:`jdp.synth.p3gm.phases.sgd_noise_cut`).
     """
     return dict(_calibrated(config, get_variant(variant), budget, noise_cut))
@@ -77,31 +77,21 @@ def calibrate_noise(
 def _calibrated(
     config: P3GMConfig, variant: Variant, budget: PrivacyBudget, noise_cut: float
 ) -> tuple[tuple[str, float], ...]:
-    from accounting.calibrate import calibrate
+    from accounting.calibrate import calibrate_shares
 
     phases = variant.phases(config)
-    shares = {p: config.budget_split[PHASES.index(p)] for p in phases}
-    total = sum(shares.values())
 
-    def composed(z: dict[str, float]) -> ev.DpEvent:
+    def composed(z: Mapping[str, float]) -> ev.DpEvent:
         return ev.ComposedDpEvent([e for _, e in phase_events(config, z, noise_cut=noise_cut)])
 
-    base = {
-        p: calibrate(
-            lambda s, p=p: composed({p: s}),
-            target_epsilon=budget.epsilon * shares[p] / total,
-            target_delta=budget.delta,
-            accountant=config.dpsgd.accountant,
-        )
-        for p in phases
-    }
-    factor = calibrate(
-        lambda k: composed({p: k * z for p, z in base.items()}),
+    z = calibrate_shares(
+        composed,
+        {p: config.budget_split[PHASES.index(p)] for p in phases},
         target_epsilon=budget.epsilon,
         target_delta=budget.delta,
         accountant=config.dpsgd.accountant,
     )
-    return tuple((p, factor * z) for p, z in base.items())
+    return tuple(z.items())
 
 
 def non_private_ledger(phases: tuple[str, ...]) -> PrivacyLedger:
