@@ -111,9 +111,13 @@ def one_fit(data: Dataset, method: str, scale: str, epsilon: float, seed: int) -
 def mean_fit(
     data: Dataset, method: str, scale: str, epsilon: float, seeds: range
 ) -> dict[str, Any]:
-    """:func:`one_fit` averaged over ``seeds`` (the off-column names of the first seed)."""
-    fits = [one_fit(data, method, scale, epsilon, seed) for seed in seeds]
+    """:func:`one_fit` averaged over ``seeds`` (the off-column names of the first seed); a
+    method that refuses the table (e.g. MWEM's domain cap) gives a row with its reason."""
     row: dict[str, Any] = {"table": data.name, "method": method, "scale": scale}
+    try:
+        fits = [one_fit(data, method, scale, epsilon, seed) for seed in seeds]
+    except ValueError as exc:
+        return {**row, "refused": str(exc).split(";")[0]}
     for key in ("off", "AUROC", "tvd_2way", "ledger_epsilon", "seconds"):
         row[key] = float(np.mean([f[key] for f in fits]))
     first = fits[0]
@@ -203,6 +207,9 @@ def compute(args: argparse.Namespace) -> dict[str, Any]:
                 seeds = range(args.seed, args.seed + (args.seeds or (1 if args.quick else 3)))
                 rows.append(mean_fit(data, method, scale, args.epsilon, seeds))
                 r = rows[-1]
+                if "refused" in r:
+                    H.log(f"{name:10s} {method:10s} {scale:9s} refused: {r['refused']}")
+                    continue
                 H.log(
                     f"{name:10s} {method:10s} {scale:9s} off {r['off']:.1f}/{r['cols']} "
                     f"AUROC {r['AUROC']:.3f} TVD {r['tvd_2way']:.3f} ({r['seconds']:.0f} s/fit)"
@@ -229,6 +236,10 @@ def render(result: dict[str, Any]) -> str:
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in result["rows"]:
+        if "refused" in r:
+            head = f"| {r['table']} | {result['real_auroc'][r['table']]:.3f} | {r['method']} |"
+            lines.append(f"{head} {r['scale']} | refused: {r['refused']} | | | | | | |")
+            continue
         lines.append(
             f"| {r['table']} | {result['real_auroc'][r['table']]:.3f} | {r['method']} | "
             f"{r['scale']} | {r['seeds']} | {r['off']:.1f} / {r['cols']} | {r['AUROC']:.3f} | "
