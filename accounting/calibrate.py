@@ -3,9 +3,10 @@ the ledger reports it (the minimum over the rigorous accountants, :data:`BEST`).
 
 Epsilon is non-increasing in every noise multiplier (more noise is a post-processing of less
 noise: ``N(0, s'^2) = N(0, s^2) + N(0, s'^2 - s^2)``), so the set of scales meeting the target
-is an interval ``[s*, inf)`` and bisection finds ``s*``. We return the upper end of the final
-bracket, so the returned scale always meets the target (never overshoots ``target_epsilon``)
-and its epsilon lies within ``rtol`` (default 0.1%) below the target.
+is an interval ``[s*, inf)`` and a bracketing search finds ``s*`` (regula falsi, bisection as
+its safeguard: :func:`_bisect`). We return the upper end of the final bracket, so the
+returned scale always meets the target (never overshoots ``target_epsilon``) and its epsilon
+lies within ``rtol`` (default 0.1%) below the target.
 """
 
 from __future__ import annotations
@@ -57,9 +58,9 @@ def calibrate(
     is non-increasing in ``s``, the scales meeting ``min_a eps_a(s) <= target`` are the union
     of the intervals ``[s_a, inf)``: the answer is ``min_a s_a``. Accountants are tried
     cheapest first (:data:`accounting.compose.RIGOROUS`), stopping after an exact one
-    (:data:`accounting.compose.EXACT`, as the ledger does); one is bisected only below the
+    (:data:`accounting.compose.EXACT`, as the ledger does); one is searched only below the
     best scale so far and only if it meets the target there, so the slow PLD accountant
-    runs about ten times per calibration, never at tiny noise scales.
+    runs about four times per calibration, never at tiny noise scales.
 
     Multi-phase plans scale every phase together. P3GM (PCA + EM + SGD) with noise ratios
     fixed by the user and one scale for all:
@@ -204,11 +205,11 @@ def _bisect(
     tiny noise scales are expensive for the PLD accountant; a caller that already holds a
     near answer passes a ``shrink`` close to 1). Then the Illinois variant of regula falsi on
     ``log eps`` against ``log s`` (smooth and nearly linear for every mechanism here): the
-    weight of an end that stays put twice is halved, so both ends converge; the step stays
-    inside the bracket (a midpoint where an end's epsilon is 0 or infinite, and bisection
-    from the first three steps that did not halve the bracket: kinks and jumps), the bracket shrinks every step, and
-    the upper end, which is returned, always meets the target. About
-    3-4 evaluations to ``rtol = 1e-3`` where bisection took 8-10.
+    weight of an end that stays put twice is halved, so both ends converge. The step stays
+    inside the bracket; it is a midpoint where an end's epsilon is 0 or infinite, and
+    bisection takes over after three steps that did not halve the bracket (kinks, jumps).
+    The bracket shrinks every step and its upper end, which is returned, always meets the
+    target. About 3-4 evaluations to ``rtol = 1e-3`` where bisection took 8-10.
     """
     eps_hi = eps(hi)
     while eps_hi > target:

@@ -209,8 +209,9 @@ def calibrate_noise(
     whole budget (:meth:`jdp.dpsgd.DPSGDConfig.calibrated_noise_multiplier`). With them each
     is first calibrated alone to its share (``state_share`` of epsilon for the counts, the
     rest for DP-SGD), then one common factor makes their composition meet the budget
-    (:func:`accounting.calibrate.calibrate_shares`, the ledger's rule). ``noise_cut``: the sampler's
-    cut per critic step (:func:`jdp.dpsgd.noise.noise_cut` of the critic's parameters).
+    (:func:`accounting.calibrate.calibrate_shares`, the ledger's rule). ``noise_cut``: the
+    sampler's cut per critic step (:func:`jdp.dpsgd.noise.noise_cut` of the critic's
+    parameters).
 
     A function of public values only (Poisson sampling's event reads no row count, and the
     clip rule does not enter it), so it is cached: refits of one plan calibrate once.

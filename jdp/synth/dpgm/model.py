@@ -246,8 +246,8 @@ def _calibrated(
 
     Each phase is first calibrated alone to its share (``kmeans_share``, the rest to DP-SGD),
     then one common factor makes the composition of the whole plan meet ``epsilon``
-    (:func:`accounting.calibrate.calibrate_shares` with the template's ``accountant``); ``noise_cut``
-    and ``state_counts`` as :func:`plan_events`.
+    (:func:`accounting.calibrate.calibrate_shares` with the template's ``accountant``);
+    ``noise_cut`` and ``state_counts`` as :func:`plan_events`.
     Raises a one-line ``ValueError`` when the k-means phase would need more noise than
     ``max_kmeans_noise``.
     """

@@ -2,10 +2,10 @@
 
 The ledger of a P3GM fit holds ``["dp-mean", "dp-pca", "dp-em" x T_e, "dp-sgd"]``.
 :func:`calibrate_noise` chooses the phases' noise multipliers from ONE ``(epsilon, delta)``:
-each phase first gets the multiplier that alone spends ``split_i * epsilon``, then one common
-factor on all of them is calibrated (:func:`accounting.calibrate.calibrate`) so that the
-composition of all events, as the ledger reports it, meets ``epsilon`` exactly (``docs/privacy.md``, "P3GM composition";
-P3GM Theorem 4, computed rather than assumed).
+the shares ``split_i`` set the ratios between the phases' multipliers, then one common factor
+on all of them is calibrated (:func:`accounting.calibrate.calibrate_shares`) so that the
+composition of all events, as the ledger reports it, meets ``epsilon`` exactly
+(``docs/privacy.md``, "P3GM composition"; P3GM Theorem 4, computed rather than assumed).
 """
 
 from __future__ import annotations
