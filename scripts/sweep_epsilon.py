@@ -19,7 +19,8 @@ Usage::
     python scripts/sweep_epsilon.py                    # 5 epsilons, the paper's 4 classifiers, 3 seeds
 
 Writes ``adult_epsilon_sweep.png`` into ``--out`` (default ``docs/figures``; the committed
-figure comes from ``--json --seeds 1``) and the table to ``docs/results/sweep_epsilon.md``.
+figure comes from ``--json --seeds 1``; ``--quick`` writes ``adult_epsilon_sweep_quick.png``,
+not committed) and the table to ``docs/results/sweep_epsilon.md``.
 The JSON holds ``points`` (one per method, epsilon and seed: AUROC, AUPRC, ``tvd_2way``, one
 ``mass:<column>`` share per column with point masses, the ledger's epsilon, seconds), ``table``
 (mean and std over seeds) and ``real`` (the real-data baseline: the same keys, the TVD being
@@ -185,8 +186,13 @@ def compute(args: argparse.Namespace) -> dict[str, Any]:
         "real": real,
         "points": points,
         "table": table,
-        "figure": str(plot(table, real, Path(args.out) / "adult_epsilon_sweep.png")),
+        "figure": str(plot(table, real, Path(args.out) / figure_name(args.quick))),
     }
+
+
+def figure_name(quick: bool) -> str:
+    """The committed figure's name, or a separate one under ``--quick`` (never overwrites it)."""
+    return "adult_epsilon_sweep_quick.png" if quick else "adult_epsilon_sweep.png"
 
 
 def render(result: dict[str, Any]) -> str:
