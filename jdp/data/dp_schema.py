@@ -81,8 +81,9 @@ RELEASE_FORMAT = "jdp-schema-release"
 LEVELS = 40
 #: Default probability that some empty bucket of the range search passes its threshold.
 RANGE_FAILURE = 1e-3
-#: Probability that an empty bucket next to the bounds extends them by one more bucket.
-EXTEND_CHANCE = 0.2
+#: The most probability that an empty bucket next to the bounds extends them by one bucket
+#: (the grid point Lambda: 0.18-0.30, since Lambda is within a factor 2 above lambda).
+EXTEND_CHANCE = 1 / 3
 #: Buckets added beyond the extended bounds on each side (each doubles the distance covered).
 MARGIN = 1
 SUPPRESSED = ("drop", "other")
@@ -172,9 +173,9 @@ def dp_bounds(
        empty bucket passing by chance only widens the bounds; when none passes (a column
        too sparse for its budget) the bounds are the coarse range and ``signal`` is False;
     2. *tails*: the core grows outwards, one bucket at a time, while the next bucket's count
-       reaches ``lambda ln(1 / (2 p))`` with ``p`` = :data:`EXTEND_CHANCE` (an empty bucket
-       extends it with probability ``p``, so empty tails add ``p / (1 - p)`` buckets on
-       average; a tail holding data keeps extending);
+       reaches ``pass_threshold(params, 1, p)`` with ``p`` = :data:`EXTEND_CHANCE` (an empty
+       bucket extends it with probability at most ``p``, so empty tails add at most
+       ``p / (1 - p)`` buckets on average; a tail holding data keeps extending);
     3. *margin*: :data:`MARGIN` more buckets on each side, inside the coarse range.
 
     Each bucket doubles the distance from the anchor, so the bounds stay within a small
@@ -213,7 +214,7 @@ def dp_bounds(
         return DpBounds(float(lower), float(upper), False, 0.0), event
     top = int(np.argmax(noisy))  # the mode's bucket: a lone spurious pass only widens
     first, last = min(int(passed[0]), top), max(int(passed[-1]), top)
-    extend = params.scale * math.log(1.0 / (2.0 * EXTEND_CHANCE))
+    extend = pass_threshold(params, 1, EXTEND_CHANCE)
     while first > 0 and noisy[first - 1] >= extend:
         first -= 1
     while last < m - 1 and noisy[last + 1] >= extend:
