@@ -28,7 +28,7 @@ Privacy:
   ledger epsilon at ``delta`` is within the budget; Laplace at ``delta = 0`` is pure
   epsilon-DP with ``z = 1 / epsilon`` exactly.
   ``"auto"`` picks Gaussian when ``delta > 0`` and Laplace when ``delta = 0``.
-  Normalising and sampling are post-processing. The row count is never released on its own:
+  Norm-sub (:mod:`jdp.mechanisms.consistency`), normalising and sampling are post-processing. The row count is never released on its own:
   the model keeps only the noisy cells. See ``docs/privacy.md``, "DP marginals".
 """
 
@@ -47,6 +47,7 @@ from accounting.validation import check_count
 from jdp.data.cells import CellCodec, n_bins
 from jdp.data.quantile_scale import LOG, NumericScale
 from jdp.data.schema import Column, Schema
+from jdp.mechanisms.consistency import norm_sub, pooled_totals
 from jdp.mechanisms.noise import gaussian_event, gaussian_mechanism, laplace_mechanism
 from jdp.random import numpy_rng
 from jdp.synth.base import FittedModel, Method, Params, register
@@ -181,29 +182,64 @@ def noisy_histograms(params: Params, schema: Schema, config: MarginalsConfig) ->
     return [p.reshape(s) for p, s in zip(np.split(noisy, np.cumsum(sizes)[:-1]), shapes)]
 
 
+def noisy_totals(hists: list[np.ndarray]) -> np.ndarray:
+    """The rows each histogram's distribution stands for, estimated from the released counts:
+    per class of the target (a vector) when features are conditioned, else one total.
+
+    Every histogram sums, per class for a conditioned one, to the same true count plus noise,
+    so the estimates of all histograms are pooled by inverse variance
+    (:func:`jdp.mechanisms.consistency.pooled_totals`; the target's own cells count one cell
+    each). Post-processing."""
+    conditioned = [h for h in hists if h.ndim == 2]
+    if conditioned:
+        (target,) = [h for h in hists if h.ndim == 1]
+        sums = [target, *(h.sum(axis=1) for h in conditioned)]
+        return pooled_totals(sums, [1, *(h.shape[1] for h in conditioned)])
+    return pooled_totals([h.sum(keepdims=True) for h in hists], [h.size for h in hists])
+
+
+def distribution(noisy: np.ndarray, total: float) -> np.ndarray:
+    """One histogram's sampling distribution: norm-sub to the estimated ``total``
+    (:func:`jdp.mechanisms.consistency.norm_sub`: noise-level cells go to zero instead of
+    spreading mass over the range), normalised; where ``total <= 0`` the noisy counts clipped
+    at 0 and normalised, uniform if every one is <= 0."""
+    return clipped(norm_sub(noisy, total)) if total > 0 else clipped(noisy)
+
+
+def clipped(noisy: np.ndarray) -> np.ndarray:
+    """Noisy counts clipped at 0 and normalised; uniform if every one is <= 0."""
+    p = np.maximum(noisy, 0.0)
+    return p / p.sum() if p.sum() > 0 else np.full(noisy.size, 1.0 / noisy.size)
+
+
 def column_probabilities(
     params: Params, schema: Schema, config: MarginalsConfig
 ) -> list[np.ndarray]:
     """Each column's sampling distribution (per class for a conditioned feature: one row per
-    class): noisy counts clipped at 0 and normalised, uniform where every noisy count is
-    <= 0. Post-processing."""
+    class; :func:`distribution` of its noisy counts, to the class's pooled total
+    :func:`noisy_totals`; the target's distribution is its pooled class totals,
+    :func:`clipped`). Post-processing."""
+    hists = noisy_histograms(params, schema, config)
+    totals = noisy_totals(hists)
     probs = []
-    for h in noisy_histograms(params, schema, config):
-        p = np.maximum(h, 0.0)
-        total = p.sum(axis=-1, keepdims=True)
-        probs.append(np.where(total > 0, p / np.where(total > 0, total, 1.0), 1.0 / h.shape[-1]))
+    for h in hists:
+        if h.ndim == 2:
+            probs.append(np.stack([distribution(row, t) for row, t in zip(h, totals)]))
+        elif len(totals) > 1:
+            probs.append(clipped(totals))
+        else:
+            probs.append(distribution(h, float(totals[0])))
     return probs
 
 
 def noisy_row_count(model: FittedModel) -> int:
-    """A DP estimate of the number of training rows, for choosing how many rows to sample.
-
-    Each column's noisy cells sum to ``n`` plus noise; the mean over columns averages the
-    noise. Post-processing of the released counts: no further privacy cost (and no exact
-    ``n``, which is private under add/remove neighbours). At least 1.
+    """A DP estimate of the number of training rows, for choosing how many rows to sample:
+    the pooled totals of :func:`noisy_totals`, summed. Post-processing of the released counts:
+    no further privacy cost (and no exact ``n``, which is private under add/remove
+    neighbours). At least 1.
     """
-    totals = [h.sum() for h in noisy_histograms(model.params, model.schema, model.config)]
-    return max(1, round(float(np.mean(totals))))
+    totals = noisy_totals(noisy_histograms(model.params, model.schema, model.config))
+    return max(1, round(float(totals.sum())))
 
 
 def sample_arrays(

@@ -233,6 +233,22 @@ def test_probabilities_are_a_distribution_even_when_all_noise_is_negative():
     np.testing.assert_allclose(p, [1 / 3] * 3)
 
 
+def test_noise_in_empty_cells_is_not_spread_over_the_range():
+    """Issue 26: every record of a numeric column in one cell of 33; clipping the noisy counts
+    at 0 puts about ``32 s / sqrt(2 pi)`` records of mass on the empty cells (``s`` the noise
+    sd), spread over the whole public range. Norm-sub (the released distribution) keeps under
+    a tenth of that."""
+    schema = Schema(columns=(Column(name="x", kind="continuous", lower=0.0, upper=1000.0),))
+    frame = pd.DataFrame({"x": np.full(2000, 3.0)})
+    model = fit(3, frame, schema)
+    (noisy,) = [np.asarray(model.params["noisy_counts"])]
+    (p,) = column_probabilities(model.params, model.schema, model.config)
+    occupied = int(np.argmax(noisy))
+    clipped = np.maximum(noisy, 0) / np.maximum(noisy, 0).sum()
+    assert 1 - clipped[occupied] > 0.01  # the old rule's spread is there to remove
+    assert 1 - p[occupied] < 0.1 * (1 - clipped[occupied])
+
+
 def test_save_load_sample_identical(adult, rows3000, tmp_path):
     model = fit(8, rows3000, adult.schema)
     io.save(model, tmp_path / "m")

@@ -1,0 +1,72 @@
+"""Noisy histograms made into distributions without spreading mass over empty cells.
+
+A histogram released with zero-mean noise has, in each of its empty cells, a count that is
+positive half the time. Clipping at zero and normalising (the textbook post-processing) keeps
+all those positive halves: with noise of standard deviation ``s`` over ``m`` empty cells it
+adds about ``m s / sqrt(2 pi)`` records of mass spread evenly over the cells, which on a small
+table is more than the real records (crx: 690 rows, 64 cells per feature, ``s`` about 18: about
+460 spurious records). A numeric column's non-zero part then spreads over its whole public
+range.
+
+Norm-sub (Wang, Lopuhaä-Zwakenberg, Li, Škorić, Li, "Locally Differentially Private Frequency
+Estimation with Consistency", NDSS 2020, Sec. IV) subtracts one common amount ``theta`` from
+every cell and clips at zero, with ``theta`` chosen so that the result sums to an estimate
+``N`` of the true total: ``sum_i max(h_i - theta, 0) = N``. The cells whose noisy count
+stands out of the noise keep their shape; noise-level cells go to zero. With ``N`` itself
+estimated from the released counts (:func:`pooled_totals`), all of it is post-processing of
+a release: no privacy cost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+
+def norm_sub(noisy: np.ndarray, total: float) -> np.ndarray:
+    """``max(noisy - theta, 0)`` with ``theta >= 0`` such that the result sums to ``total``, or
+    to less where the positive counts already sum to less (``theta = 0``: they are kept).
+
+    ``theta`` is found exactly: with the counts sorted in decreasing order ``c_1 >= c_2 ...``,
+    keeping the top ``k`` gives ``theta_k = (sum_{i<=k} c_i - total) / k``, and the right ``k``
+    is the largest with ``c_k > theta_k`` (the projection onto ``{p >= 0, sum p = total}``,
+    Duchi et al. 2008). That projection's ``theta`` is negative when the positive counts sum
+    to less than ``total``: it would raise every cell, empty ones included, by ``-theta`` --
+    the very spreading this module is here to stop -- so ``theta`` is floored at 0.
+
+    Args:
+      noisy: a 1-d vector of noisy counts.
+      total: the target sum, > 0.
+
+    Returns:
+      The non-negative vector summing to ``min(total, sum of the positive counts)``.
+    """
+    if total <= 0:
+        raise ValueError(f"expected a positive total, got {total}")
+    c = np.sort(np.asarray(noisy, dtype=np.float64))[::-1]
+    k = np.arange(1, c.size + 1)
+    theta = (np.cumsum(c) - total) / k
+    kept = int(np.flatnonzero(c > theta)[-1])
+    return np.maximum(np.asarray(noisy, dtype=np.float64) - max(theta[kept], 0.0), 0.0)
+
+
+def pooled_totals(sums: Sequence[np.ndarray], cells: Sequence[int]) -> np.ndarray:
+    """Inverse-variance mean of several noisy estimates of the same totals.
+
+    Each estimate ``sums[j]`` is a sum of ``cells[j]`` released cells that carry i.i.d. noise
+    of one variance, so its variance is proportional to ``cells[j]``; the weights are
+    ``1 / cells[j]``. Post-processing.
+
+    Args:
+      sums: estimates of one shape (e.g. per-class row counts, one per histogram).
+      cells: how many noisy cells each estimate sums.
+
+    Returns:
+      The pooled estimate, of the estimates' shape.
+    """
+    if not sums or len(sums) != len(cells):
+        raise ValueError(f"expected one cell count per estimate, got {len(sums)} and {len(cells)}")
+    weights = 1.0 / np.asarray(cells, dtype=np.float64)
+    stacked = np.stack([np.asarray(s, dtype=np.float64) for s in sums])
+    return np.tensordot(weights, stacked, axes=1) / weights.sum()
