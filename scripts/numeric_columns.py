@@ -3,8 +3,8 @@ released quantile knots.
 
 Issue 26's check, on tables nobody tuned for: each method in ``--methods`` is fitted at
 ``--epsilon`` (delta = 1e-5) on each table of ``--tables``, once per numeric encoding of
-``--scales`` (``minmax``: the declared bounds; ``log``: the public log scale of
-:func:`jdp.data.quantile_scale.log_knots`; ``quantiles``: knots released by
+``--scales`` (``default``: the method's own; ``minmax``: the declared bounds; ``log``: the
+public log scale of :func:`jdp.data.quantile_scale.log_knots`; ``quantiles``: knots released by
 :func:`jdp.mechanisms.quantiles.dp_quantiles` from 10% of the budget; each through the
 config's ``scale``), and samples as many rows as the training split holds. Per fit it reports:
 
@@ -53,9 +53,10 @@ from jdp.eval.marginals import two_way_tvd
 from jdp.eval.utility import mean_score, paper_classifiers, tstr_table
 from jdp.random import key_from_seed
 from jdp.synth.base import available_methods, fit_model, get_method, sample_model
+from jdp.synth.feasibility import CannotWorkWarning, public_width
 
 TABLES = ("adult", "german", "crx", "spambase", "creditcard")
-SCALES = {"minmax": MIN_MAX, "log": LOG, "quantiles": QUANTILES}
+SCALES = {"default": None, "minmax": MIN_MAX, "log": LOG, "quantiles": QUANTILES}
 PRIVATE = tuple(m for m in available_methods() if get_method(m).private)
 QUICK_METHODS = ("marginals", "pca-gauss", "dp-gan")
 
@@ -86,10 +87,11 @@ def auroc(data: Dataset, synthetic: pd.DataFrame, seed: int) -> float:
 def one_fit(data: Dataset, method: str, scale: str, epsilon: float, seed: int) -> dict[str, Any]:
     """One fit and its sample's scores (module docstring)."""
     fit_key, sample_key = jax.random.split(key_from_seed(seed))
-    config = get_method(method).make_config(None, scale=SCALES[scale])
+    scale_option = {} if SCALES[scale] is None else {"scale": SCALES[scale]}
+    config = get_method(method).make_config(None, **scale_option)
     start = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # per-fit warnings would flood the log
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")  # recorded, not shown: they would flood the log
         model = fit_model(
             fit_key, method, data.train, PrivacyBudget(epsilon=epsilon, delta=1e-5), config,
             schema=data.schema,
@@ -98,6 +100,7 @@ def one_fit(data: Dataset, method: str, scale: str, epsilon: float, seed: int) -
         score = auroc(data, synthetic, seed)
     off, cols, names = numeric_report(data, synthetic)
     return {
+        "said": any(issubclass(w.category, CannotWorkWarning) for w in caught),
         "off": off,
         "cols": cols,
         "off_columns": names,
@@ -121,7 +124,15 @@ def mean_fit(
     for key in ("off", "AUROC", "tvd_2way", "ledger_epsilon", "seconds"):
         row[key] = float(np.mean([f[key] for f in fits]))
     first = fits[0]
-    return {**row, "cols": first["cols"], "off_columns": first["off_columns"], "seeds": len(fits)}
+    said = sum(f["said"] for f in fits)
+    return {
+        **row,
+        "cols": first["cols"],
+        "off_columns": first["off_columns"],
+        "seeds": len(fits),
+        "said": said,
+        "per_width": len(data.train) * epsilon / public_width(data.schema),
+    }
 
 
 def schema_report(data: Dataset, epsilon: float, seed: int) -> list[dict[str, Any]]:
@@ -228,22 +239,25 @@ def render(result: dict[str, Any]) -> str:
         (
             f"epsilon = {result['epsilon']:g}, delta = 1e-5; off = numeric columns whose "
             "synthetic mean is > 50% off or whose median is outside the real IQR; AUROC = TSTR, "
-            "logistic regression (chance 0.5)"
+            "logistic regression (chance 0.5); rows x eps / width = records per public width "
+            "(jdp.synth.feasibility, from the training rows); said = fits whose method warned "
+            "before fitting that it cannot work here (CannotWorkWarning)"
         ),
         "",
-        "| table | real AUROC | method | scale | seeds | off / cols | AUROC | 2-way TVD "
-        + "| eps spent | s / fit |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| table | real AUROC | rows x eps / width | method | scale | seeds | said | off / cols "
+        + "| AUROC | 2-way TVD | eps spent | s / fit |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in result["rows"]:
         if "refused" in r:
-            head = f"| {r['table']} | {result['real_auroc'][r['table']]:.3f} | {r['method']} |"
-            lines.append(f"{head} {r['scale']} | refused: {r['refused']} | | | | | | |")
+            head = f"| {r['table']} | {result['real_auroc'][r['table']]:.3f} | | {r['method']} |"
+            lines.append(f"{head} {r['scale']} | refused: {r['refused']} | | | | | | | | |")
             continue
         lines.append(
-            f"| {r['table']} | {result['real_auroc'][r['table']]:.3f} | {r['method']} | "
-            f"{r['scale']} | {r['seeds']} | {r['off']:.1f} / {r['cols']} | {r['AUROC']:.3f} | "
-            f"{r['tvd_2way']:.3f} | {r['ledger_epsilon']:.3f} | {r['seconds']:.0f} |"
+            f"| {r['table']} | {result['real_auroc'][r['table']]:.3f} | {r['per_width']:.1f} | "
+            f"{r['method']} | {r['scale']} | {r['seeds']} | {r['said']} / {r['seeds']} | "
+            f"{r['off']:.1f} / {r['cols']} | {r['AUROC']:.3f} | {r['tvd_2way']:.3f} | "
+            f"{r['ledger_epsilon']:.3f} | {r['seconds']:.0f} |"
         )
     lines += [
         "",
@@ -274,7 +288,12 @@ def main(argv: list[str] | None = None) -> int:
     p = H.parser(__file__, __doc__, quick="german and crx, three methods", seed=0)
     p.add_argument("--tables", type=H.subset(TABLES), help=f"comma-separated of {TABLES}")
     p.add_argument("--methods", type=H.subset(PRIVATE), help="comma-separated method names")
-    p.add_argument("--scales", type=H.subset(tuple(SCALES)), default=list(SCALES))
+    p.add_argument(
+        "--scales",
+        type=H.subset(tuple(SCALES)),
+        default=["minmax", "log", "quantiles"],
+        help=f"comma-separated of {tuple(SCALES)} (default: each method's own config)",
+    )
     p.add_argument("--epsilon", type=float, default=1.0)
     p.add_argument("--schema-epsilon", type=float, default=0.3)
     p.add_argument("--seeds", type=int, default=None, help="fits per row (default 3; quick 1)")

@@ -96,6 +96,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="a method option (repeatable)",
     )
     parser.add_argument(
+        "--rows",
+        type=float,
+        default=None,
+        metavar="N",
+        help="the table's row count, declared public: methods that judge whether they can work "
+        "on the table's shape read it instead of releasing a noisy count (1%% of epsilon)",
+    )
+    parser.add_argument(
         "--overwrite",
         "--force",
         dest="overwrite",
@@ -294,7 +302,13 @@ def run(args: argparse.Namespace) -> int:
         frame, schema = training_data(args)
         with ledger_progress("fit", progress_on_terminal()):
             model = fit_model(
-                command_key(args.seed, "fit"), method, frame, budget, config, schema=schema
+                command_key(args.seed, "fit"),
+                method,
+                frame,
+                budget,
+                config,
+                schema=schema,
+                rows=args.rows,
             )
     try:
         path = save(model, out, overwrite=args.overwrite)

@@ -75,11 +75,19 @@ import pandas as pd
 
 from accounting import PrivacyBudget, PrivacyLedger
 from accounting.compose import pure_spend
-from accounting.validation import check_count
+from accounting.validation import check_count, check_positive
 from jdp.data.constraints import enforce
 from jdp.data.dp_schema import SchemaRelease
 from jdp.data.quantile_scale import MIN_MAX, needs_knots, scale_table
 from jdp.data.schema import NONPRIVATE_SCHEMA_CLAIM, Schema, Table, UnaccountedSchemaWarning
+from jdp.random import numpy_rng
+from jdp.synth.feasibility import (
+    PublicShape,
+    check_shape,
+    has_minimum,
+    public_width,
+    release_row_count,
+)
 from jdp.synth.registry import METHODS
 from jdp.synth.signal import check_signal
 from jdp.verbosity import warn_private
@@ -188,20 +196,39 @@ class Method:
             )
         return apply_overrides(config, overrides) if overrides else config
 
-    def fit(self, key: jax.Array, data: Table, budget: PrivacyBudget, config: Any) -> FittedModel:
-        """The table adapter: put the numeric columns on the config's ``scale``
+    def fit(
+        self,
+        key: jax.Array,
+        data: Table,
+        budget: PrivacyBudget,
+        config: Any,
+        rows: float | None = None,
+    ) -> FittedModel:
+        """The table adapter: for a method with a shape minimum
+        (:mod:`jdp.synth.feasibility`), warn when the table's public shape is below it (the
+        row count ``rows`` as declared, else released from its own key and share of
+        ``budget``); put the numeric columns on the config's ``scale``
         (:func:`jdp.data.quantile_scale.scale_table`: public log knots, or released quantile
         knots from their own key and share of ``budget``), encode ``data`` with the public
         codec of the schema with knots, fit on the arrays, keep the released parameters with
         the public inputs (no checks: :func:`fit_model`)."""
+        counted, rest = PrivacyLedger(), budget
+        judged = has_minimum(self.name)
+        if judged and rows is None:  # keys change only when the count is released
+            count_key, key = jax.random.split(key)
+            rows, counted, rest = release_row_count(numpy_rng(count_key), len(data), rest)
+        shape = PublicShape(rows or 0.0, public_width(data.schema), rest.epsilon)
         scale = getattr(config, "scale", MIN_MAX)  # a user's method may have none
         scale_key = None
         if scale.spends and any(needs_knots(c) for c in data.schema.columns):
             scale_key, key = jax.random.split(key)  # keys change only when knots are released
-        data, spent, rest = scale_table(scale_key, data, budget, scale)
-        codec = self.codec(data.schema, config)
+        data, spent, rest = scale_table(scale_key, data, rest, scale)
+        codec = self.codec(data.schema, config)  # a config the schema refuses fails first
+        if judged:
+            check_shape(self.name, shape)
         params, ledger = self.fit_arrays(key, codec.encode(data), codec, rest, config)
-        return FittedModel(self.name, params, data.schema, config, budget, spent + ledger)
+        ledger = counted + spent + ledger
+        return FittedModel(self.name, params, data.schema, config, budget, ledger)
 
     def sample(self, key: jax.Array, model: FittedModel, n: int) -> pd.DataFrame:
         """The table adapter's inverse: ``n`` rows drawn on arrays and decoded, from one key
@@ -251,8 +278,16 @@ def fit_model(
     config: Any = None,
     *,
     schema: Schema | SchemaRelease | None = None,
+    rows: float | None = None,
 ) -> FittedModel:
     """Fit ``method`` under ``budget``; check the ledger meets it.
+
+    ``rows`` is a row count the data holder declares public (e.g. a published table size):
+    a method with a shape minimum (:mod:`jdp.synth.feasibility`) then judges the table by it
+    instead of releasing a noisy count with 1% of the epsilon. Warns
+    (:class:`~jdp.synth.feasibility.CannotWorkWarning`) before the model is fitted when the
+    method was measured below chance at this shape, naming a method that is expected to do
+    better.
 
     ``data`` is a :class:`Table`, or a DataFrame together with ``schema``. When ``schema`` is a
     :class:`~jdp.data.dp_schema.SchemaRelease` (a schema released with DP from this same
@@ -297,7 +332,9 @@ def fit_model(
     if message:
         warn_private(message, DeltaWarning, stacklevel=2)
     remaining = _remaining_budget(budget, spent)
-    model = m.fit(key, data, remaining, m.make_config(config))
+    if rows is not None:
+        rows = check_positive("rows", rows)
+    model = m.fit(key, data, remaining, m.make_config(config), rows)
     if spent.entries:
         model = dataclasses.replace(model, ledger=spent + model.ledger, budget=budget)
     spent_eps = model.epsilon()

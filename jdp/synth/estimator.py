@@ -29,8 +29,9 @@ __all__ = ["Synthesizer"]
 class Synthesizer:
     """Estimator-style wrapper: ``Cls(epsilon=1, delta=1e-5, schema=...).fit(df).sample(n)``.
 
-    Subclasses set ``method``. Keyword arguments other than ``epsilon``, ``delta``, ``schema``
-    and ``seed`` are fields of the method's config. ``schema`` is a :class:`Schema`, a
+    Subclasses set ``method``. Keyword arguments other than ``epsilon``, ``delta``, ``schema``,
+    ``seed`` and ``rows`` (a row count declared public, :func:`~jdp.synth.base.fit_model`) are
+    fields of the method's config. ``schema`` is a :class:`Schema`, a
     :class:`~jdp.data.dp_schema.SchemaRelease` (its cost is charged to the budget, see
     :func:`~jdp.synth.base.fit_model`), a dict of either, or the path of either's JSON file.
     ``seed=None`` (the default) draws fresh OS entropy for the fit and for each ``sample``
@@ -52,11 +53,13 @@ class Synthesizer:
         delta: float = 1e-5,
         schema: Schema | SchemaRelease | str | Path | Mapping[str, Any] | None = None,
         seed: int | None = None,
+        rows: float | None = None,
         **config: Any,
     ) -> None:
         self.budget = PrivacyBudget(epsilon=epsilon, delta=delta)
         self.schema = _as_schema(schema)
         self.seed = seed
+        self.rows = rows
         self.config = get_method(self.method).make_config(None, **config)
         self._key = key_from_seed(seed)
 
@@ -80,6 +83,7 @@ class Synthesizer:
             "delta": self.budget.delta,
             "schema": self.schema,
             "seed": self.seed,
+            "rows": self.rows,
             **config,
         }
 
@@ -106,6 +110,7 @@ class Synthesizer:
             seed,
             model.config,
         )
+        obj.rows = None  # a refit judges its own table's shape
         obj._key = key_from_seed(seed)
         obj._set_fitted(model)
         return obj
@@ -117,7 +122,13 @@ class Synthesizer:
         """Fit on ``data`` (a DataFrame with the schema given at construction, or a Table)."""
         self._set_fitted(
             fit_model(
-                self._next_key(), self.method, data, self.budget, self.config, schema=self.schema
+                self._next_key(),
+                self.method,
+                data,
+                self.budget,
+                self.config,
+                schema=self.schema,
+                rows=self.rows,
             )
         )
         return self

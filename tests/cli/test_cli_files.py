@@ -199,14 +199,16 @@ def test_datasets_export_refuses_a_file_out(capsys, files):
 
 
 def test_sample_defaults_to_the_noisy_row_count(capsys, files, tmp_path):
-    """marginals releases a noisy n (mean of the columns' noisy totals); sampling uses it by
+    """marginals releases a noisy n (its histograms' pooled noisy totals); sampling uses it by
     default and for ``-n noisy``, and a method that releases none needs ``-n``."""
     model = io.load(files / "m")
     noisy = base.noisy_row_count(model)
-    # post-processing of the released counts (the mean of the columns' noisy totals), never
-    # the private n: the released histograms decide it
-    totals = [h.sum() for h in marginals.noisy_histograms(model.params, model.schema, model.config)]
-    assert noisy == max(1, round(float(np.mean(totals))))
+    # post-processing of the released counts (every histogram's total, pooled by inverse
+    # variance: weights 1 / cells), never the private n: the released histograms decide it
+    hists = marginals.noisy_histograms(model.params, model.schema, model.config)
+    weights = np.array([1 / h.size for h in hists])
+    pooled = weights @ np.array([h.sum() for h in hists]) / weights.sum()
+    assert noisy == max(1, round(float(pooled)))
     for extra in ((), ("-n", "noisy")):
         code, out, err = run(capsys, "sample", "--model", files / "m", "--out",
                              tmp_path / "s.csv", "--json", *extra)  # fmt: skip

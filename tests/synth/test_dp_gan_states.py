@@ -34,6 +34,9 @@ SCHEMA = Schema(
 CODEC = codec(SCHEMA, CONFIG)
 ALPHA = 1e-3
 
+#: A declared public row count: the method alone, without the shape rule's count release.
+DECLARED_ROWS = 10**6
+
 
 def _frame(n: int, seed: int = 0) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
@@ -49,7 +52,9 @@ def _frame(n: int, seed: int = 0) -> pd.DataFrame:
 @pytest.fixture(scope="module")
 def model():
     """One fit through the method on a table with a point-mass column, shared."""
-    return fit_model(jax.random.key(0), "dp-gan", SCHEMA.conform(_frame(50)), BUDGET, CONFIG)
+    return fit_model(
+        jax.random.key(0), "dp-gan", SCHEMA.conform(_frame(50)), BUDGET, CONFIG, rows=DECLARED_ROWS
+    )
 
 
 def test_state_counts_and_dpsgd_share_the_budget(model):

@@ -51,6 +51,9 @@ BINARY = Schema(
 #: something else than the calibration.
 FIXED_Z = {"kmeans": 30.0, "sgd": 5.0}
 
+#: A declared public row count: the method alone, without the shape rule's count release.
+DECLARED_ROWS = 10**6
+
 
 def _binary(n: int = 40, seed: int = 0) -> np.ndarray:
     """Two clear groups of 0/1 rows (first half of the items vs the second half)."""
@@ -80,7 +83,9 @@ def rbm_fit():
     table = pd.DataFrame(_binary().astype(np.int64), columns=BINARY.names)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(model, "calibrate_noise", spy)
-        fitted = fit_model(jax.random.key(0), "dpgm", table, BUDGET, config, schema=BINARY)
+        fitted = fit_model(
+            jax.random.key(0), "dpgm", table, BUDGET, config, schema=BINARY, rows=DECLARED_ROWS
+        )
     (z,) = calls
     return fitted, z
 
@@ -206,7 +211,9 @@ def test_fit_does_not_depend_on_the_row_count(rbm_fit, monkeypatch):
     fitted, z = rbm_fit
     monkeypatch.setattr(model, "calibrate_noise", lambda *a, **k: z)
     table = pd.DataFrame(_binary(1).astype(np.int64), columns=BINARY.names)  # k - 1 rows
-    small = get_method("dpgm").fit(jax.random.key(0), BINARY.conform(table), BUDGET, fitted.config)
+    small = get_method("dpgm").fit(
+        jax.random.key(0), BINARY.conform(table), BUDGET, fitted.config, DECLARED_ROWS
+    )
     assert small.ledger.to_dict() == fitted.ledger.to_dict()
     assert len(small.ledger.entries[-1].event.events) == 2  # one DP-SGD run per cluster
     weights = small.params["cluster_weights"]

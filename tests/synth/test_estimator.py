@@ -88,7 +88,7 @@ def test_get_params_are_the_constructor_arguments():
     params = synth.get_params()
     assert params["epsilon"] == 0.5 and params["delta"] == 1e-6 and params["seed"] == 3
     assert params["schema"] is release and params["bins"] == 16
-    assert set(params) == {"epsilon", "delta", "schema", "seed", *vars(synth.config)}
+    assert set(params) == {"epsilon", "delta", "schema", "seed", "rows", *vars(synth.config)}
     copy = Marginals(**params)
     assert copy.get_params() == params and copy.config == synth.config
     assert not hasattr(copy, "model_")

@@ -37,6 +37,9 @@ TINY_OPTIONS = {
 }
 TINY = apply_overrides(P3GMConfig(), TINY_OPTIONS)
 
+#: A declared public row count: the method alone, without the shape rule's count release.
+DECLARED_ROWS = 10**6
+
 
 @pytest.fixture(scope="module")
 def arrays(adult, small):
@@ -73,7 +76,9 @@ def recorded(adult, small):
     """A tiny P3GM fitted on ``small`` with every mechanism's release recorded."""
     with pytest.MonkeyPatch.context() as mp:
         rec = _Recorder(mp)
-        model = base.fit_model(jax.random.key(3), "p3gm", small, BUDGET, TINY, schema=adult.schema)
+        model = base.fit_model(
+            jax.random.key(3), "p3gm", small, BUDGET, TINY, schema=adult.schema, rows=DECLARED_ROWS
+        )
     return model, rec.outputs
 
 
@@ -128,7 +133,9 @@ def test_model_depends_on_data_only_through_accounted_releases(adult, small, rec
     neighbour = pd.concat([small, pd.DataFrame([extreme])], ignore_index=True)
     rec = _Recorder(monkeypatch)
     rec.outputs, rec.replay = outputs, True
-    m2 = base.fit_model(jax.random.key(3), "p3gm", neighbour, BUDGET, TINY, schema=adult.schema)
+    m2 = base.fit_model(
+        jax.random.key(3), "p3gm", neighbour, BUDGET, TINY, schema=adult.schema, rows=DECLARED_ROWS
+    )
     assert rec.calls == len(outputs) == 3
     flat1, flat2 = io.flatten_params(m1.params), io.flatten_params(m2.params)
     assert flat1.keys() == flat2.keys()
@@ -141,7 +148,9 @@ def test_neighbours_with_real_noise_share_all_public_parts(adult, small, fitted)
     extreme = {c.name: (c.lower if c.is_numeric else c.categories[0]) for c in adult.schema.columns}
     neighbour = pd.concat([small, pd.DataFrame([extreme])], ignore_index=True)
     m1 = fitted
-    m2 = base.fit_model(jax.random.key(3), "p3gm", neighbour, BUDGET, TINY, schema=adult.schema)
+    m2 = base.fit_model(
+        jax.random.key(3), "p3gm", neighbour, BUDGET, TINY, schema=adult.schema, rows=DECLARED_ROWS
+    )
     assert m1.ledger.to_dict() == m2.ledger.to_dict() and m1.config == m2.config
     shapes1 = {k: v.shape for k, v in io.flatten_params(m1.params).items()}
     assert shapes1 == {k: v.shape for k, v in io.flatten_params(m2.params).items()}
@@ -500,7 +509,9 @@ def test_without_reduction_the_fixed_mean_is_the_dp_centred_row(adult, small, ar
         return releases[-1]
 
     monkeypatch.setattr(Ph.pca, "dp_mean_gaussian", dp_mean)
-    model = base.fit_model(jax.random.key(4), "p3gm", small, BUDGET, config, schema=adult.schema)
+    model = base.fit_model(
+        jax.random.key(4), "p3gm", small, BUDGET, config, schema=adult.schema, rows=DECLARED_ROWS
+    )
     cut = _cut(adult, config)
     expected = phase_events(
         config, calibrate_noise(config, "p3gm", BUDGET, noise_cut=cut), noise_cut=cut
@@ -524,7 +535,9 @@ def test_latent_excluding_the_target_reads_features_only(adult, small):
     """latent_excludes_target: zero loadings and centre on the label's coordinates, so a
     row's fixed encoder mean does not move when only its label changes; same ledger."""
     config = dataclasses.replace(TINY, latent_excludes_target=True)
-    model = base.fit_model(jax.random.key(5), "p3gm", small, BUDGET, config, schema=adult.schema)
+    model = base.fit_model(
+        jax.random.key(5), "p3gm", small, BUDGET, config, schema=adult.schema, rows=DECLARED_ROWS
+    )
     encoder = P.table_encoder(adult.schema)
     start, stop = P.target_coords(encoder)
     assert stop - start == len(adult.schema[adult.schema.target].categories)

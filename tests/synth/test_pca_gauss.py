@@ -15,6 +15,9 @@ from jdp.synth import pca_gauss as pg
 
 ADD, REPLACE = pg.ADD_OR_REMOVE_ONE, pg.REPLACE_ONE
 
+#: A declared public row count: the method alone, without the shape rule's count release.
+DECLARED_ROWS = 10**6
+
 
 def _orthonormal(rng: np.random.Generator, d: int, k: int) -> np.ndarray:
     q, _ = np.linalg.qr(rng.standard_normal((d, k)))
@@ -407,7 +410,7 @@ def test_registered_table_fit_and_sample(config, labels) -> None:
     table, ds = _adult_table(400)
     budget = PrivacyBudget(epsilon=1.0, delta=1e-5)
     model = fit_model(key_from_seed(0), "pca-gauss", table, budget, config)
-    assert model.ledger.labels == labels
+    assert model.ledger.labels == ["row count", *labels]  # the shape rule's count first
     assert model.epsilon() <= 1.0 * (1 + 1e-9)
     out = sample_model(key_from_seed(1), model, 50)
     assert list(out.columns) == ds.schema.names
@@ -464,7 +467,12 @@ def test_table_public_pca_costs_nothing(tmp_path) -> None:
         n_components=3, mode="unsupervised", pca_source="public", public_data=str(path)
     )
     model = fit_model(
-        key_from_seed(0), "pca-gauss", table, PrivacyBudget(epsilon=0.5, delta=0.0), config
+        key_from_seed(0),
+        "pca-gauss",
+        table,
+        PrivacyBudget(epsilon=0.5, delta=0.0),
+        config,
+        rows=DECLARED_ROWS,
     )
     assert model.ledger.labels == ["pca-gauss/count", "pca-gauss/mean", "pca-gauss/covariance"]
     assert model.epsilon(0.0) == pytest.approx(0.5, rel=1e-12)

@@ -19,6 +19,7 @@ from jdp.synth.dpgm.codec import DPGMCodec, codec
 from jdp.synth.dpgm.config import DPGMConfig
 from jdp.synth.dpgm.model import fit_arrays, sample_arrays
 from jdp.synth.estimator import Synthesizer
+from jdp.synth.feasibility import register_minimum
 
 __all__ = ["DPGM", "DPGMCodec", "DPGMConfig", "codec", "fit_arrays", "sample_arrays"]
 
@@ -32,6 +33,10 @@ register(
         description="DPGM: DP kernel k-means + one DP-SGD VAE/RBM per cluster (Acs et al. 2019)",
     )
 )
+
+
+# measured at or below chance on spambase, above on 5,000 Adult rows (numeric_columns.md)
+register_minimum("dpgm", failed="spambase", worked="adult-5k")
 
 
 class DPGM(Synthesizer):

@@ -1,0 +1,122 @@
+"""The shape rule: a method says before fitting when it cannot work on a table this small."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from accounting import PrivacyBudget
+from accounting import events as ev
+from jdp.data.schema import Column, Schema
+from jdp.random import key_from_seed
+from jdp.synth import feasibility as F
+from jdp.synth.base import fit_model, get_method
+
+SCHEMA = Schema(
+    columns=(
+        Column(name="age", kind="integer", lower=0, upper=100, point_masses=(0,)),
+        Column(name="city", kind="categorical", categories=("a", "b", "c"), nullable=True),
+        Column(name="y", kind="categorical", categories=("n", "p")),
+    ),
+    target="y",
+)
+
+
+def test_public_width_counts_states_and_leaves_the_target_out():
+    assert F.public_width(SCHEMA) == (1 + 1) + (3 + 1)
+
+
+def test_records_per_width_is_rows_times_epsilon_over_width():
+    assert F.PublicShape(rows=600.0, width=60, epsilon=0.5).records_per_width == 5.0
+    assert F.PublicShape(rows=-3.0, width=60, epsilon=0.5).records_per_width == 0.0
+
+
+def test_the_row_count_is_a_laplace_release_of_its_share():
+    budget = PrivacyBudget(epsilon=2.0, delta=1e-6)
+    noisy, ledger, rest = F.release_row_count(np.random.default_rng(0), 500, budget)
+    ((entry),) = ledger.entries
+    assert entry.label == "row count"
+    assert isinstance(entry.event, ev.LaplaceDpEvent)
+    np.testing.assert_allclose(ledger.epsilon(0.0), F.ROW_COUNT_SHARE * 2.0, rtol=1e-9)
+    assert rest == PrivacyBudget(epsilon=2.0 * (1 - F.ROW_COUNT_SHARE), delta=1e-6)
+    # Laplace sd sqrt(2) / 0.02 = 70.7: within 6 sd of the truth
+    assert abs(noisy - 500) < 6 * np.sqrt(2) / (F.ROW_COUNT_SHARE * 2.0)
+
+
+def test_a_minimum_lies_between_its_measured_failure_and_success(monkeypatch):
+    monkeypatch.setattr(F, "_MINIMUM", {})
+    m = F.register_minimum("slow", failed="spambase", worked="adult-5k")
+    assert F.MEASURED_AT["spambase"] < m < F.MEASURED_AT["adult-5k"]
+    with pytest.raises(ValueError, match="below"):
+        F.register_minimum("slow", failed="adult-5k", worked="crx")
+
+
+def test_a_share_too_small_to_release_gives_the_public_cap_and_spends_nothing():
+    budget = PrivacyBudget(epsilon=1e-9, delta=1e-5)
+    rows, ledger, rest = F.release_row_count(np.random.default_rng(0), 500, budget)
+    assert rows == F.DEFAULT_MAX_RECORDS and not ledger.entries and rest == budget
+
+
+def test_below_the_minimum_warns_and_names_a_method_that_passes(monkeypatch):
+    monkeypatch.setattr(F, "_MINIMUM", {"slow": 30.0, "clustmix": 100.0})
+    small = F.PublicShape(rows=500.0, width=50, epsilon=1.0)  # 10 per width
+    with pytest.warns(F.CannotWorkWarning, match="slow cannot work here.*marginals"):
+        assert F.check_shape("slow", small) is not None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert F.check_shape("slow", F.PublicShape(rows=5000.0, width=50, epsilon=1.0)) is None
+        assert F.check_shape("marginals", small) is None  # no minimum: never judged
+
+
+def test_the_message_hides_the_row_count_unless_asked(monkeypatch):
+    monkeypatch.setattr(F, "_MINIMUM", {"slow": 30.0})
+    with pytest.warns(F.CannotWorkWarning) as record:
+        F.check_shape("slow", F.PublicShape(rows=517.0, width=50, epsilon=1.0))
+    assert "517" not in str(record[0].message)
+
+
+def frame(n: int, seed: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame(
+        {
+            "age": rng.integers(0, 100, n),
+            "city": rng.choice(["a", "b", "c"], n),
+            "y": rng.choice(["n", "p"], n),
+        }
+    )
+
+
+def tiny_fit(n, rows, method="pca-gauss"):
+    budget = PrivacyBudget(epsilon=1.0, delta=1e-5)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = fit_model(key_from_seed(0), method, frame(n, n), budget, schema=SCHEMA, rows=rows)
+    return model, [w for w in caught if issubclass(w.category, F.CannotWorkWarning)]
+
+
+def test_a_declared_count_is_read_for_free_and_decides_alone():
+    """With ``rows`` declared, whether the warning appears depends on it and not on the
+    private number of rows (two tables of very different sizes, the same verdict)."""
+    get_method("pca-gauss")  # registers its minimum on import
+    assert F.has_minimum("pca-gauss")
+    for n in (40, 4000):
+        model, warned = tiny_fit(n, rows=10.0)
+        assert len(warned) == 1 and "pca-gauss cannot work here" in str(warned[0].message)
+        assert "row count" not in [e.label for e in model.ledger.entries]
+        model, warned = tiny_fit(n, rows=1e7)
+        assert not warned
+
+
+def test_without_a_declared_count_the_noisy_count_opens_the_ledger_within_budget():
+    model, _ = tiny_fit(300, rows=None)
+    assert model.ledger.entries[0].label == "row count"
+    assert model.epsilon() <= 1.0 * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("rows", [0.0, -5.0, float("nan")])
+def test_a_declared_count_must_be_positive(rows):
+    with pytest.raises(ValueError, match="rows"):
+        tiny_fit(50, rows=rows)
