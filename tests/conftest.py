@@ -41,6 +41,7 @@ _P3GM_FAMILY = {
 #: nested for ``dpsgd``/``performance``), for the contract's 60-row table.
 TINY_OPTIONS: dict[str, dict[str, Any]] = {
     "marginals": {"bins": 4},
+    "tree": {"bins": 4},
     "pca-gauss": {"n_components": 2},
     "p3gm": _P3GM_FAMILY,
     "p3gm-ae": _P3GM_FAMILY,

@@ -16,6 +16,7 @@ __all__ = ["METHODS"]
 METHODS: Mapping[str, tuple[str, str]] = MappingProxyType(
     {
         "marginals": ("jdp.synth.marginals", "Marginals"),
+        "tree": ("jdp.synth.tree", "TreeMarginals"),
         "mwem": ("jdp.synth.mwem", "MWEM"),
         "pca-gauss": ("jdp.synth.pca_gauss", "PCAGauss"),
         "p3gm": ("jdp.synth.p3gm", "P3GM"),

@@ -1,0 +1,327 @@
+"""DP tree of 2-way marginals: a spanning tree of column pairs chosen privately, sampled along it.
+
+The DP naive-Bayes ``marginals`` keeps every feature's relation to the target and loses every
+relation between features. This method keeps the strongest pairwise relations the budget can
+find, in the manner of MST (McKenna, Miklau, Sheldon, "Winning the NIST Contest: A scalable
+and general approach to differentially private synthetic data", JPC 2021, Sec. 3): the columns
+are the nodes of a tree whose ``d - 1`` edges are column pairs; each edge's 2-way marginal is
+released and the synthetic rows are drawn along the tree (Chow & Liu 1968: a tree-shaped
+distribution is its root's marginal times each child's conditional on its parent).
+
+Three releases, on the cells of :class:`jdp.data.cells.CellCodec` (as ``marginals``):
+
+1. **One-way marginals** of all ``d`` columns: every record is in one cell of each, so the
+   concatenated counts have L2 sensitivity ``sqrt(d)`` under add/remove; Gaussian noise of
+   standard deviation ``z_1 sqrt(d)``, event ``GaussianDpEvent(z_1)``.
+2. **Edge selection**, ``d - 1`` rounds of Kruskal's algorithm: among the pairs joining two
+   different components, the exponential mechanism (:func:`jdp.mechanisms.selection.gumbel_max`)
+   picks one with probability ``exp(epsilon_r u / 2)``, ``u(i, j) = || T_ij - n~ p~_i p~_j^T ||_1``
+   the L1 distance between the pair's true 2-way counts and the independent estimate from the
+   released one-way marginals (``p~`` their norm-sub distributions, ``n~`` the pooled noisy
+   total). Adding or removing a record changes ``T_ij`` by 1 in one cell and nothing released,
+   so ``u`` has sensitivity 1 and each round is ``epsilon_r``-DP (``PureDpEvent``,
+   ``epsilon_r = 1 / z_2``). Which pairs are candidates depends only on earlier selections.
+3. **Two-way marginals** of the ``d - 1`` selected edges: one cell of each per record, L2
+   sensitivity ``sqrt(d - 1)``; Gaussian noise of standard deviation ``z_3 sqrt(d - 1)``.
+
+``(z_1, z_2, z_3)`` are calibrated together (:func:`accounting.calibrate.calibrate_shares`,
+``config.shares``, MST's equal thirds by default) so that the ledger meets the budget. Sampling
+is post-processing: the root (the target when the schema has one, else the first column) from
+its one-way distribution, then each child given its parent's cell from the edge's noisy table,
+each row norm-sub'd (:mod:`jdp.mechanisms.consistency`) to the parent cell's estimated count.
+See ``docs/privacy.md``, "DP tree of marginals".
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import jax
+import numpy as np
+
+from accounting import PrivacyBudget, PrivacyLedger
+from accounting import events as ev
+from accounting.calibrate import calibrate_shares
+from accounting.validation import check_count
+from jdp.data.cells import CellCodec, n_bins
+from jdp.data.quantile_scale import LOG, NumericScale
+from jdp.data.schema import Schema
+from jdp.mechanisms.consistency import norm_sub, pooled_totals
+from jdp.mechanisms.noise import gaussian_event, gaussian_mechanism
+from jdp.mechanisms.selection import gumbel_max
+from jdp.random import numpy_rng
+from jdp.synth.base import FittedModel, Method, Params, register
+from jdp.synth.estimator import Synthesizer
+
+LABEL = "tree"
+PHASES = ("one-way", "selection", "two-way")
+
+
+@dataclass(frozen=True, kw_only=True)
+class TreeConfig:
+    """Options of the DP tree of marginals.
+
+    Attributes:
+      bins: cells per continuous column (and at most this many per integer column).
+      shares: the budget's split over the one-way marginals, the edge selection and the
+        two-way marginals (MST's equal thirds).
+      scale: how numeric columns are cut into cells (the public log scale by default, as
+        ``marginals``).
+    """
+
+    bins: int = 32
+    shares: tuple[float, float, float] = (1.0, 1.0, 1.0)
+    scale: NumericScale = LOG
+
+    def __post_init__(self) -> None:
+        check_count("bins", self.bins, minimum=2)
+        shares = tuple(float(s) for s in self.shares)
+        if len(shares) != 3 or not all(s > 0 for s in shares):
+            raise ValueError(f"expected three positive shares, got {self.shares!r}")
+        object.__setattr__(self, "shares", shares)
+
+
+def plan(d: int, z: Mapping[str, float]) -> ev.DpEvent:
+    """The fit's event with phase ``p`` at multiplier ``z[p]`` (phases absent from ``z`` left
+    out): the one-way Gaussian, ``d - 1`` exponential-mechanism rounds at ``1 / z`` each, the
+    two-way Gaussian."""
+    events: list[ev.DpEvent] = []
+    if "one-way" in z:
+        events.append(gaussian_event(z["one-way"]))
+    if "selection" in z and d > 1:
+        events.append(ev.SelfComposedDpEvent(ev.PureDpEvent(1.0 / z["selection"]), d - 1))
+    if "two-way" in z and d > 1:
+        events.append(gaussian_event(z["two-way"]))
+    return ev.ComposedDpEvent(events)
+
+
+def multipliers(d: int, budget: PrivacyBudget, config: TreeConfig) -> dict[str, float]:
+    """``z`` per phase meeting ``budget`` (a function of public values only)."""
+    if budget.delta == 0:
+        raise ValueError("the tree's marginals are Gaussian: it needs delta > 0")
+    phases = PHASES if d > 1 else PHASES[:1]
+    shares = dict(zip(phases, config.shares))
+    return calibrate_shares(
+        lambda z: plan(d, z), shares, target_epsilon=budget.epsilon, target_delta=budget.delta
+    )
+
+
+def counts(cells: np.ndarray, sizes: list[int], i: int, j: int | None = None) -> np.ndarray:
+    """Exact (private) counts of column ``i``, or of the pair ``(i, j)`` as a table."""
+    if j is None:
+        return np.bincount(cells[:, i], minlength=sizes[i]).astype(np.float64)
+    flat = cells[:, i] * sizes[j] + cells[:, j]
+    return np.bincount(flat, minlength=sizes[i] * sizes[j]).reshape(sizes[i], sizes[j]) * 1.0
+
+
+def distribution(noisy: np.ndarray, total: float) -> np.ndarray:
+    """Norm-sub of ``noisy`` to ``total``, normalised; where ``total <= 0`` or nothing is
+    left, the noisy counts clipped at 0 and normalised (uniform if all are <= 0)."""
+    kept = norm_sub(noisy, total) if total > 0 else np.maximum(noisy, 0.0)
+    if kept.sum() <= 0:
+        kept = np.maximum(noisy, 0.0)
+    return kept / kept.sum() if kept.sum() > 0 else np.full(noisy.size, 1.0 / noisy.size)
+
+
+def one_way_model(one_way: list[np.ndarray]) -> tuple[float, list[np.ndarray]]:
+    """The pooled noisy total and each column's distribution, from the released one-ways."""
+    total = float(
+        pooled_totals([h.sum(keepdims=True) for h in one_way], [h.size for h in one_way])[0]
+    )
+    return total, [distribution(h, total) for h in one_way]
+
+
+#: One-way cells whose noisy count is below this many noise sds are merged (MST's rule).
+RARE_SDS = 3.0
+
+
+def compression(noisy: np.ndarray, sd: float) -> np.ndarray:
+    """Each cell's index in the column's compressed domain: the cells whose noisy count is at
+    least :data:`RARE_SDS` noise sds keep one index each, in order; the others share the last
+    index (MST's domain compression, McKenna et al. 2021, Sec. 3.2). Post-processing of a
+    released one-way marginal."""
+    kept = noisy >= RARE_SDS * sd
+    index = np.cumsum(kept) - 1
+    return np.where(kept, index, int(kept.sum())).astype(np.int64)
+
+
+def compressed_size(mapping: np.ndarray) -> int:
+    """Cells of the compressed domain."""
+    return int(mapping.max()) + 1
+
+
+def edge_scores(
+    cells: np.ndarray, sizes: list[int], one_way: list[np.ndarray]
+) -> dict[tuple[int, int], float]:
+    """``u(i, j) = || T_ij - n~ p~_i p~_j^T ||_1`` for every pair (module docstring): the
+    exact 2-way counts against the independent estimate from the released one-ways.
+    Sensitivity 1 under add/remove (one cell of ``T_ij`` moves by 1)."""
+    total, probs = one_way_model(one_way)
+    return {
+        (i, j): float(
+            np.abs(counts(cells, sizes, i, j) - total * np.outer(probs[i], probs[j])).sum()
+        )
+        for i, j in itertools.combinations(range(len(sizes)), 2)
+    }
+
+
+def select_edges(
+    rng: np.random.Generator,
+    cells: np.ndarray,
+    sizes: list[int],
+    one_way: list[np.ndarray],
+    epsilon_round: float,
+) -> list[tuple[int, int]]:
+    """Kruskal's spanning tree with each edge chosen by the exponential mechanism (module
+    docstring, release 2)."""
+    d = len(sizes)
+    score = edge_scores(cells, sizes, one_way)
+    component = list(range(d))
+    edges: list[tuple[int, int]] = []
+    for _ in range(d - 1):
+        candidates = [p for p in score if component[p[0]] != component[p[1]]]
+        utility = np.array([score[p] for p in candidates])
+        i, j = candidates[gumbel_max(rng, epsilon_round * utility / 2.0)]
+        old, new = component[j], component[i]
+        component = [new if c == old else c for c in component]
+        edges.append((i, j))
+    return edges
+
+
+def fit_arrays(
+    key: jax.Array, cells: np.ndarray, codec: CellCodec, budget: PrivacyBudget, config: TreeConfig
+) -> tuple[dict[str, np.ndarray], PrivacyLedger]:
+    """The three releases of the module docstring, with one ledger entry each; the selection
+    and the two-way marginals are on the compressed domains (:func:`compression`)."""
+    rng = numpy_rng(key)
+    sizes = [n_bins(c, config.bins) for c in codec.schema.columns]
+    d = len(sizes)
+    z = multipliers(d, budget, config)
+    exact = np.concatenate([counts(cells, sizes, i) for i in range(d)])
+    sd = z["one-way"] * float(np.sqrt(d))
+    noisy, event = gaussian_mechanism(
+        rng, exact, l2_sensitivity=float(np.sqrt(d)), noise_multiplier=z["one-way"]
+    )
+    ledger = PrivacyLedger().record(f"{LABEL}/one-way", event, note=f"{d} columns")
+    params = {"one_way": noisy, "edges": np.zeros((0, 2), np.int64), "two_way": np.zeros(0)}
+    if d == 1:
+        return params, ledger
+    one_way = np.split(noisy, np.cumsum(sizes)[:-1])
+    maps = [compression(h, sd) for h in one_way]
+    small = np.column_stack([m[cells[:, i]] for i, m in enumerate(maps)])
+    small_sizes = [compressed_size(m) for m in maps]
+    small_one_way = [
+        np.bincount(m, weights=h, minlength=s) for m, h, s in zip(maps, one_way, small_sizes)
+    ]
+    edges = select_edges(rng, small, small_sizes, small_one_way, 1.0 / z["selection"])
+    selection = plan(d, {"selection": z["selection"]}).events[0]
+    ledger = ledger.record(f"{LABEL}/selection", selection, note=f"{d - 1} edges")
+    exact2 = np.concatenate([counts(small, small_sizes, i, j).ravel() for i, j in edges])
+    noisy2, event2 = gaussian_mechanism(
+        rng, exact2, l2_sensitivity=float(np.sqrt(d - 1)), noise_multiplier=z["two-way"]
+    )
+    ledger = ledger.record(f"{LABEL}/two-way", event2, note=f"{d - 1} edges")
+    params = {
+        **params,
+        "edges": np.asarray(edges, np.int64),
+        "two_way": noisy2,
+        "sd": np.array([sd]),
+    }
+    return params, ledger
+
+
+def order(d: int, edges: np.ndarray, root: int) -> list[tuple[int, int, int]]:
+    """``(child, parent, edge index)`` in breadth-first order from ``root``."""
+    out, seen, frontier = [], {root}, [root]
+    while frontier:
+        parent = frontier.pop(0)
+        for e, (i, j) in enumerate(edges.tolist()):
+            for a, b in ((i, j), (j, i)):
+                if a == parent and b not in seen:
+                    seen.add(b)
+                    frontier.append(b)
+                    out.append((b, a, e))
+    return out
+
+
+def sample_arrays(
+    key: jax.Array, params: Params, codec: CellCodec, config: TreeConfig, n: int
+) -> np.ndarray:
+    """``n`` rows of cells drawn along the tree on the compressed domains, each compressed
+    cell then expanded to one of its cells by the column's one-way distribution (module
+    docstring; post-processing)."""
+    rng = numpy_rng(key)
+    schema = codec.schema
+    sizes = [n_bins(c, config.bins) for c in schema.columns]
+    d = len(sizes)
+    one_way = np.split(np.asarray(params["one_way"], np.float64), np.cumsum(sizes)[:-1])
+    total, probs = one_way_model(one_way)
+    if d == 1:
+        return rng.choice(sizes[0], size=(n, 1), p=probs[0])
+    sd = float(np.asarray(params["sd"]).ravel()[0])
+    maps = [compression(h, sd) for h in one_way]
+    small_sizes = [compressed_size(m) for m in maps]
+    small_probs = [
+        np.bincount(m, weights=p, minlength=k) for m, p, k in zip(maps, probs, small_sizes)
+    ]
+    edges = np.asarray(params["edges"], np.int64).reshape(-1, 2)
+    shapes = [(small_sizes[i], small_sizes[j]) for i, j in edges.tolist()]
+    flat = np.split(
+        np.asarray(params["two_way"], np.float64), np.cumsum([a * b for a, b in shapes])[:-1]
+    )
+    tables = [t.reshape(s) for t, s in zip(flat, shapes)]
+    root = schema.names.index(schema.target) if schema.target else 0
+    small = np.empty((n, d), dtype=np.int64)
+    small[:, root] = rng.choice(small_sizes[root], size=n, p=small_probs[root])
+    for child, parent, e in order(d, edges, root):
+        table = tables[e] if edges[e, 0] == parent else tables[e].T
+        joint = norm_sub(table.ravel(), total).reshape(table.shape) if total > 0 else 0 * table
+        for a in range(small_sizes[parent]):
+            rows = np.flatnonzero(small[:, parent] == a)
+            if rows.size:
+                kept = joint[a].sum()
+                p = joint[a] / kept if kept > 0 else small_probs[child]
+                small[rows, child] = rng.choice(small_sizes[child], size=rows.size, p=p)
+    out = np.empty_like(small)
+    for i, (m, p) in enumerate(zip(maps, probs)):
+        for c in range(small_sizes[i]):
+            rows = np.flatnonzero(small[:, i] == c)
+            members = np.flatnonzero(m == c)
+            if rows.size:
+                w = p[members]
+                w = w / w.sum() if w.sum() > 0 else np.full(members.size, 1.0 / members.size)
+                out[rows, i] = members[rng.choice(members.size, size=rows.size, p=w)]
+    return out
+
+
+def noisy_row_count(model: FittedModel) -> int:
+    """The pooled noisy total of the one-way marginals (post-processing), at least 1."""
+    sizes = [n_bins(c, model.config.bins) for c in model.schema.columns]
+    one_way = np.split(np.asarray(model.params["one_way"], np.float64), np.cumsum(sizes)[:-1])
+    return max(1, round(one_way_model(one_way)[0]))
+
+
+def codec(schema: Schema, config: TreeConfig) -> CellCodec:
+    """The public encoding: one cell per column (``config.bins`` cells of a numeric column)."""
+    return CellCodec(schema, config.bins)
+
+
+register(
+    Method(
+        name=LABEL,
+        config_cls=TreeConfig,
+        codec=codec,
+        fit_arrays=fit_arrays,
+        sample_arrays=sample_arrays,
+        description="DP tree of 2-way marginals: spanning tree chosen privately (MST-style)",
+        noisy_rows=noisy_row_count,
+    )
+)
+
+
+class TreeMarginals(Synthesizer):
+    """``jdp.TreeMarginals(epsilon=1, delta=1e-5, schema=schema).fit(df).sample(1000)``."""
+
+    method = LABEL

@@ -1,0 +1,105 @@
+"""DP tree of marginals: sensitivities, the ledger, the compression, the selection."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from accounting import PrivacyBudget
+from accounting.compose import best_epsilon
+from jdp.data.schema import Column, Schema
+from jdp.random import key_from_seed
+from jdp.synth import base
+from jdp.synth.tree import (
+    RARE_SDS,
+    TreeConfig,
+    compression,
+    counts,
+    edge_scores,
+    multipliers,
+    plan,
+)
+
+BUDGET = PrivacyBudget(epsilon=1.0, delta=1e-5)
+SCHEMA = Schema(
+    columns=(
+        Column(name="a", kind="categorical", categories=("x", "y", "z")),
+        Column(name="b", kind="categorical", categories=("x", "y", "z")),
+        Column(name="c", kind="integer", lower=0, upper=3),
+        Column(name="t", kind="categorical", categories=("n", "p")),
+    ),
+    target="t",
+)
+
+
+def frame(n: int, seed: int) -> pd.DataFrame:
+    """``b`` copies ``a``; ``c`` and ``t`` are independent of everything."""
+    rng = np.random.default_rng(seed)
+    a = rng.choice(["x", "y", "z"], n)
+    return pd.DataFrame(
+        {"a": a, "b": a, "c": rng.integers(0, 4, n), "t": rng.choice(["n", "p"], n)}
+    )
+
+
+def fit(seed: int, data: pd.DataFrame, budget: PrivacyBudget = BUDGET) -> base.FittedModel:
+    return base.fit_model(
+        key_from_seed(seed), "tree", data, budget, TreeConfig(bins=4), schema=SCHEMA
+    )
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_each_edge_score_moves_by_at_most_one_between_neighbours(seed):
+    """The exponential mechanism's utility has sensitivity 1: with the released one-ways
+    fixed, adding any record moves every pair's L1 score by at most 1."""
+    rng = np.random.default_rng(seed)
+    sizes = [3, 4, 2, 5]
+    cells = np.column_stack([rng.integers(0, s, 200) for s in sizes])
+    one_way = [rng.normal(50, 20, s) for s in sizes]
+    before = edge_scores(cells, sizes, one_way)
+    for _ in range(20):
+        extra = np.array([[rng.integers(0, s) for s in sizes]])
+        after = edge_scores(np.vstack([cells, extra]), sizes, one_way)
+        assert all(abs(after[p] - before[p]) <= 1 + 1e-9 for p in before)
+
+
+def test_counts_of_a_pair_change_in_one_cell_per_record():
+    cells = np.array([[0, 1], [2, 0]])
+    added = np.vstack([cells, [[1, 1]]])
+    diff = counts(added, [3, 2], 0, 1) - counts(cells, [3, 2], 0, 1)
+    assert diff.sum() == 1 and (diff != 0).sum() == 1
+
+
+def test_ledger_is_the_plan_and_meets_the_budget_tightly():
+    model = fit(0, frame(300, 0))
+    assert model.ledger.labels == ["tree/one-way", "tree/selection", "tree/two-way"]
+    z = multipliers(4, BUDGET, TreeConfig(bins=4))
+    planned = best_epsilon(plan(4, z), BUDGET.delta).value
+    assert model.epsilon() == pytest.approx(planned, rel=1e-9)
+    assert 0.99 <= model.epsilon() <= 1.0 * (1 + 1e-9)
+
+
+def test_pure_dp_is_refused_with_a_reason():
+    with pytest.raises(ValueError, match="needs delta > 0"):
+        fit(0, frame(50, 0), PrivacyBudget(epsilon=1.0, delta=0.0))
+
+
+def test_rare_cells_share_one_index_and_frequent_ones_keep_theirs():
+    noisy = np.array([100.0, 2.0, 40.0, -5.0, 31.0])
+    m = compression(noisy, sd=10.0)  # kept: >= 30
+    assert RARE_SDS == 3.0
+    np.testing.assert_array_equal(m, [0, 3, 1, 3, 2])
+    np.testing.assert_array_equal(compression(np.array([50.0, 60.0]), 10.0), [0, 1])
+
+
+def test_at_high_epsilon_the_copied_pair_is_an_edge_and_survives_sampling():
+    """``b = a`` is the only dependence: the selection takes the pair, and the samples keep
+    ``b = a`` (beside the independent pair ``a, c`` as a control)."""
+    model = fit(1, frame(3000, 1), PrivacyBudget(epsilon=50.0, delta=1e-5))
+    edges = {tuple(sorted(e)) for e in np.asarray(model.params["edges"]).tolist()}
+    assert (0, 1) in edges
+    out = base.sample_model(key_from_seed(2), model, 2000)
+    assert (out["a"] == out["b"]).mean() > 0.95
+    # a and c independent: a == "x" and c == 0 about 1/3 * 1/4 of rows (binomial 5 sd)
+    share = ((out["a"] == "x") & (out["c"] == 0)).mean()
+    assert abs(share - 1 / 12) < 5 * np.sqrt(1 / 12 * 11 / 12 / 2000)
