@@ -53,7 +53,9 @@ def test_every_shipped_method_takes_a_scale_that_spends_nothing_by_default():
     """Min-max, or the public log scale where it was measured to help."""
     for name in available_methods():
         scale = get_method(name).config_cls().scale
-        assert scale == (LOG if name in ("marginals", "dp-gan", "clustmix") else MIN_MAX), name
+        assert scale == (LOG if name in ("marginals", "tree", "dp-gan", "clustmix") else MIN_MAX), (
+            name
+        )
 
 
 def test_quantiles_spend_their_share_first_and_the_ledger_meets_the_budget(fitted):
