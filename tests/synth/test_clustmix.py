@@ -373,3 +373,26 @@ def test_strict_fit_does_not_depend_on_a_class_size():
         assert release.ledger.labels == [
             "clustmix/dp-clustering", "clustmix/cluster-sizes", "clustmix/mixing"
         ]  # fmt: skip
+
+
+# -- mixture_size="auto" ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["strict", "paper"])
+def test_auto_mixture_size_is_the_least_l_within_the_target_noise(mode):
+    """``l`` from the public noise alone: the mixtures' per-feature noise is at most
+    AUTO_NOISE_STD, and one record fewer per mixture would put it above."""
+    from jdp.synth.clustmix.config import AUTO_NOISE_STD
+
+    config = dataclasses.replace(CONFIG, mode=mode, mixture_size="auto", n_clusters=2)
+    release = _fit(config, *_arrays(6000))
+    l, noise = release.info["mixture_size"], float(release.info["noise_std"])
+    assert noise <= AUTO_NOISE_STD < noise * l / (l - 1)
+    # the same l whatever the records (their number included): it reads no data
+    assert _fit(config, *_arrays(5000, seed=1)).info["mixture_size"] == l
+
+
+def test_auto_is_the_only_word_mixture_size_takes():
+    assert ClustMixConfig(mixture_size="auto").mixture_size == "auto"
+    with pytest.raises((TypeError, ValueError), match="mixture_size"):
+        ClustMixConfig(mixture_size="big")

@@ -17,6 +17,9 @@ CLUSTERINGS: tuple[str, ...] = ("kmeans", "em")
 ENCODINGS: tuple[str, ...] = ("one-hot", "ordinal")
 #: DP-KIP's default run: Poisson batches of target records at rate 0.05, 20 steps, clip 1 per
 #: target record. A template: the fit sets its noise multiplier and its normaliser.
+#: ``mixture_size="auto"``'s target: the per-feature noise std of a mixture on the ``[0, 1]``
+#: feature box (a public precision: a tenth of the box).
+AUTO_NOISE_STD = 0.1
 KIP_DPSGD = DPSGDConfig(l2_clip_norm=1.0, sampling_prob=0.05, expected_batch_size=1.0, steps=20)
 
 
@@ -38,7 +41,10 @@ class ClustMixConfig:
       mixture_size: ``l``, records per mixture. Paper mode: also the size constraint
         ``l_min`` of the constrained GMM, and each cluster is cut into disjoint groups of
         exactly ``l``. Strict mode: the expected group size (a cluster with noisy size ``s``
-        gets ``floor(s / l)`` groups; a cluster below ``l`` releases nothing).
+        gets ``floor(s / l)`` groups; a cluster below ``l`` releases nothing). ``"auto"``:
+        the least ``l`` whose mixtures carry per-feature noise of at most
+        :data:`AUTO_NOISE_STD` at this budget (:func:`jdp.synth.clustmix.phases.mixture_size`:
+        the noise is public, so the rule reads no data).
       alpha: the Eq. 6 trade-off in ``[0, 1]``: weight of the distance to the Approximate
         step's representatives (1: stay at them; 0: plain KIP loss).
       adapt: run the Adapt step (KIP in paper mode, DP-KIP in strict mode); ``False`` skips
@@ -77,7 +83,7 @@ class ClustMixConfig:
 
     mode: Mode = "strict"
     n_clusters: int = 10
-    mixture_size: int = 50
+    mixture_size: int | Literal["auto"] = 50
     alpha: float = 0.5
     adapt: bool = True
     kip_dpsgd: DPSGDConfig = KIP_DPSGD
@@ -115,7 +121,8 @@ class ClustMixConfig:
             poisson_because="add/remove-one",
         )
         check_count("n_clusters", self.n_clusters, minimum=1)
-        check_count("mixture_size", self.mixture_size, minimum=1)
+        if self.mixture_size != "auto":
+            check_count("mixture_size", self.mixture_size, minimum=1)
         check_count("kip_depth", self.kip_depth, minimum=1)
         check_count("kip_target_batch_size", self.kip_target_batch_size, minimum=1)
         check_count("gmm_steps", self.gmm_steps, minimum=1)

@@ -62,7 +62,7 @@ from jdp.encoding.constrained_gmm import (
 from jdp.mechanisms.mixing import bucket_groups, mix, paper_mix, paper_mu, paper_noise_std
 from jdp.mechanisms.noise import gaussian_event, gaussian_mechanism
 from jdp.random import numpy_rng
-from jdp.synth.clustmix.config import ClustMixConfig, Records
+from jdp.synth.clustmix.config import AUTO_NOISE_STD, ClustMixConfig, Records
 from jdp.synth.clustmix.dp_kip import centred_problem, dp_kip_displacement, support_noise_cut
 from jdp.verbosity import progress_on_terminal
 from kip.kip import fit_support
@@ -136,6 +136,16 @@ def kip_displacement(
     return np.asarray(result.support_x) + 0.5 - centres
 
 
+def mixture_size(config: ClustMixConfig, noise_std_of_one: float) -> int:
+    """``l``: ``config.mixture_size``, or for ``"auto"`` the least ``l`` with
+    ``noise_std_of_one / l <= AUTO_NOISE_STD`` (a mixture of ``l`` records carries ``1 / l``
+    of one record's per-feature noise std in both modes). Public: the noise std is a function
+    of the budget, the width and the classes."""
+    if config.mixture_size != "auto":
+        return config.mixture_size
+    return max(1, math.ceil(noise_std_of_one / AUTO_NOISE_STD))
+
+
 def fit_paper(
     key: jax.Array, records: Records, budget: PrivacyBudget, config: ClustMixConfig
 ) -> ClustMixRelease:
@@ -145,7 +155,9 @@ def fit_paper(
     epsilon, delta = budget.epsilon, budget.delta
     cluster_key, kip_key, mix_key = jax.random.split(key, 3)
     rng = numpy_rng(cluster_key)
-    l, k = config.mixture_size, config.n_clusters
+    d = x.shape[1]
+    one = paper_noise_std(epsilon, delta, mixture_size=1, n_classes=n_classes, n_features=d)
+    l, k = mixture_size(config, one), config.n_clusters
     members, centres, centre_labels = [], [], []
     for c in range(n_classes):
         rows = np.flatnonzero(y == c)
@@ -173,7 +185,6 @@ def fit_paper(
         groups.append(mix_rng.permutation(rows)[: m * l].reshape(m, l))
         group_cluster += [j] * m
     group_cluster = np.asarray(group_cluster)
-    d = x.shape[1]
     sigma = paper_noise_std(epsilon, delta, mixture_size=l, n_classes=n_classes, n_features=d)
     means, _ = paper_mix(mix_rng, x, np.concatenate(groups), noise_std=sigma, n_classes=n_classes)
     mu = paper_mu(sigma, mixture_size=l, n_classes=n_classes, n_features=d)
@@ -195,7 +206,7 @@ def fit_paper(
             f"D={d}, l={l}, sigma={sigma:.4g}, converted to (epsilon, delta) by GDP"
         ),
     )
-    info = {"noise_std": sigma, "mu": mu, "groups": len(group_cluster)}
+    info = {"noise_std": sigma, "mu": mu, "groups": len(group_cluster), "mixture_size": l}
     return ClustMixRelease(means, shift[group_cluster], centre_labels[group_cluster], ledger, info)
 
 
@@ -276,7 +287,8 @@ def fit_strict(
         target_delta=delta,
     )
     z = strict_multipliers(config, scale)
-    k, l, d = config.n_clusters, config.mixture_size, x.shape[1]
+    d = x.shape[1]
+    k, l = config.n_clusters, mixture_size(config, z["mixing"] * math.sqrt(d) / 2.0)
     noise_std = z["mixing"] * math.sqrt(d) / 2.0 / l
     if noise_std > MAX_NOISE_STD:
         raise ValueError(
@@ -346,6 +358,7 @@ def fit_strict(
         "noise_multipliers": z,
         "noise_std": noise_std,
         "groups": int(n_groups.sum()),
+        "mixture_size": l,
     }
     return ClustMixRelease(
         mixtures, shift[group_cluster], centre_labels[group_cluster], ledger, info
