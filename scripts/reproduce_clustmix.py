@@ -14,18 +14,18 @@
 
 The paper never reports its number of clusters, ``alpha``, the support size or ``l`` (all
 tuned by Bayesian optimisation on the private data), nor how its noise level was chosen
-beyond "the highest accuracy against the training set"; we fix them (:data:`SETTINGS`; MNIST
-uses the paper's average ``l = 118``) and tune nothing on private data (docs/errata.md).
-``--mixture-size auto`` replaces the fixed ``l`` by the public rule of
-``ClustMixConfig(mixture_size="auto")`` (the least ``l`` whose mixtures' per-feature noise std
-is at most 0.1 at the budget: no data read), in both modes.
+beyond "the highest accuracy against the training set"; we fix them (:data:`SETTINGS`) and
+tune nothing on private data (docs/errata.md). ``l`` on Adult and credit is the public rule
+of ``ClustMixConfig(mixture_size="auto")`` (the least ``l`` whose mixtures' per-feature
+noise std is at most 0.1 at the budget: no data read), in both modes; MNIST uses the
+paper's average ``l = 118``. ``--mixture-size`` sets one ``l`` for every dataset.
 
 Records are encoded with the public schema, one feature per column as the paper counts them
 (``categorical_encoding="ordinal"``: categories as scaled indices,
-:class:`jdp.synth.clustmix.ClustMixCodec`), numeric columns by ``--scale``: ``minmax`` to the
-declared bounds (default), the public ``log`` scale, or ``quantiles`` (knots released once
-from the training split with 10% of epsilon; each fit then gets the rest and its reported
-epsilon includes the knots). The classifier sees the same encoding for real and synthetic
+:class:`jdp.synth.clustmix.ClustMixCodec`), numeric columns by ``--scale`` (default
+:data:`DATASET_SCALE`): ``minmax`` to the declared bounds, the public ``log`` scale, or
+``quantiles`` (knots released once from the training split with 10% of epsilon; each fit
+then gets the rest and its reported epsilon includes the knots). The classifier sees the same encoding for real and synthetic
 rows.
 
 ``--quick``: one seed, subsampled training sets, fewer KIP steps, three alphas. ``--json``
@@ -70,10 +70,13 @@ TEST_SHARE = 0.25
 SPLIT_SEED = 0
 #: Our settings (the paper reports none but MNIST's average l = 118): full / quick.
 SETTINGS = {
-    "adult": {"full": {"n_clusters": 20, "mixture_size": 30}, "quick": {"n_clusters": 10, "mixture_size": 30}},
-    "credit": {"full": {"n_clusters": 8, "mixture_size": 30}, "quick": {"n_clusters": 2, "mixture_size": 30}},
+    "adult": {"full": {"n_clusters": 20, "mixture_size": "auto"}, "quick": {"n_clusters": 10, "mixture_size": "auto"}},
+    "credit": {"full": {"n_clusters": 8, "mixture_size": "auto"}, "quick": {"n_clusters": 2, "mixture_size": "auto"}},
     "mnist": {"full": {"n_clusters": 5, "mixture_size": 118}, "quick": {"n_clusters": 1, "mixture_size": 118}},
 }  # fmt: skip
+#: Each dataset's numeric scale (``--scale`` overrides): DP quantile knots for the tables
+#: (measured: docs/results/reproduce_clustmix.md), min-max for MNIST's pixels.
+DATASET_SCALE = {"adult": "quantiles", "credit": "quantiles", "mnist": "minmax"}
 #: ``--scale``: how numeric columns are put on ``[0, 1]`` (min-max to the declared bounds,
 #: the public log scale, or DP quantile knots from 10% of epsilon).
 SCALES = {"minmax": MIN_MAX, "log": LOG, "quantiles": QUANTILES}
@@ -197,7 +200,7 @@ def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 def run_dataset(name: str, args: argparse.Namespace) -> dict[str, Any]:
     size = "quick" if args.quick else "full"
-    data = encode(name, args.quick, args.scale, args.epsilon)
+    data = encode(name, args.quick, args.scale or DATASET_SCALE[name], args.epsilon)
     seeds = range(1 if args.quick else args.seeds)
     settings = dict(SETTINGS[name][size])
     if args.mixture_size is not None:
@@ -228,7 +231,7 @@ def run_dataset(name: str, args: argparse.Namespace) -> dict[str, Any]:
 def alpha_curve(args: argparse.Namespace, out_dir: Path) -> dict[str, Any]:
     """Paper mode with KIP on Adult at each alpha of :data:`ALPHAS`: AUC against alpha."""
     size = "quick" if args.quick else "full"
-    data = encode("adult", args.quick, args.scale, args.epsilon)
+    data = encode("adult", args.quick, args.scale or DATASET_SCALE["adult"], args.epsilon)
     base = ClustMixConfig(
         **SETTINGS["adult"][size], mode="paper", kip_dpsgd=kip_dpsgd(size),
         kip_target_batch_size=2000,
@@ -311,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--datasets", default="adult,credit,mnist")
     p.add_argument("--no-alpha", action="store_true", help="skip the alpha curve")
-    p.add_argument("--scale", choices=tuple(SCALES), default="minmax")
+    p.add_argument("--scale", choices=tuple(SCALES), default=None, help="default: DATASET_SCALE")
     p.add_argument(
         "--mixture-size",
         type=lambda v: v if v == "auto" else int(v),
