@@ -111,6 +111,8 @@ def compute(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def render(result: dict[str, Any]) -> str:
+    if result.get("skipped"):
+        return f"skipped: {result['skipped']}"
     lines = [
         (
             f"epsilon = {result['epsilon']:g}, delta = 1e-5, on jdp's cells (log scale, {BINS} "
