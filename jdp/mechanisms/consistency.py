@@ -15,6 +15,14 @@ every cell and clips at zero, with ``theta`` chosen so that the result sums to a
 stands out of the noise keep their shape; noise-level cells go to zero. With ``N`` itself
 estimated from the released counts (:func:`pooled_totals`), all of it is post-processing of
 a release: no privacy cost.
+
+Norm-sub keeps a noise spike that happens to exceed ``theta``. On ordered cells (a numeric
+column's value cells) such a spike is usually alone: :func:`drop_isolated` removes a kept cell
+whose neighbours were both sent to zero and whose noisy count is within :data:`RARE_SDS`
+noise standard deviations of zero (the threshold MST uses to merge rare cells, McKenna et
+al. 2021, Sec. 3.2). A lone spike in a tail cell moves a column's mean by its mass times the
+cell's distance from the bulk; on spambase's zero-inflated frequencies (public range
+[0, 100], real means 0.1-0.3) it was most of the error.
 """
 
 from __future__ import annotations
@@ -22,6 +30,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+
+#: Noise standard deviations within which a lone cell counts as noise (MST's rare-cell rule).
+RARE_SDS = 3.0
 
 
 def norm_sub(noisy: np.ndarray, total: float) -> np.ndarray:
@@ -70,3 +81,29 @@ def pooled_totals(sums: Sequence[np.ndarray], cells: Sequence[int]) -> np.ndarra
     weights = 1.0 / np.asarray(cells, dtype=np.float64)
     stacked = np.stack([np.asarray(s, dtype=np.float64) for s in sums])
     return np.tensordot(weights, stacked, axes=1) / weights.sum()
+
+
+def drop_isolated(kept: np.ndarray, noisy: np.ndarray, noise_sd: float) -> np.ndarray:
+    """``kept`` (ordered cells, e.g. after :func:`norm_sub`) with each positive cell set to 0
+    when both its neighbours are 0 (a missing neighbour at either end counts as 0) and its
+    ``noisy`` count is below ``RARE_SDS * noise_sd``. One pass; post-processing."""
+    kept = np.asarray(kept, dtype=np.float64)
+    padded = np.pad(kept, 1)
+    alone = (kept > 0) & (padded[:-2] == 0) & (padded[2:] == 0)
+    return np.where(alone & (np.asarray(noisy) < RARE_SDS * noise_sd), 0.0, kept)
+
+
+def distribution(
+    noisy: np.ndarray, total: float, *, ordered: int = 0, noise_sd: float | None = None
+) -> np.ndarray:
+    """One noisy histogram's sampling distribution: :func:`norm_sub` to the estimated
+    ``total`` (where ``total <= 0``: the noisy counts clipped at 0), the first ``ordered``
+    cells through :func:`drop_isolated` when ``noise_sd`` is known, normalised (uniform when
+    nothing is left). Post-processing."""
+    noisy = np.asarray(noisy, dtype=np.float64)
+    kept = norm_sub(noisy, total) if total > 0 else np.maximum(noisy, 0.0)
+    if ordered and noise_sd is not None:
+        kept[:ordered] = drop_isolated(kept[:ordered], noisy[:ordered], noise_sd)
+    if kept.sum() <= 0:
+        kept = np.maximum(noisy, 0.0)
+    return kept / kept.sum() if kept.sum() > 0 else np.full(noisy.size, 1.0 / noisy.size)

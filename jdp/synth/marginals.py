@@ -47,7 +47,8 @@ from accounting.validation import check_count
 from jdp.data.cells import CellCodec, n_bins
 from jdp.data.quantile_scale import LOG, NumericScale
 from jdp.data.schema import Column, Schema
-from jdp.mechanisms.consistency import norm_sub, pooled_totals
+from jdp.data.transforms import value_cells
+from jdp.mechanisms.consistency import distribution, pooled_totals
 from jdp.mechanisms.noise import gaussian_event, gaussian_mechanism, laplace_mechanism
 from jdp.random import numpy_rng
 from jdp.synth.base import FittedModel, Method, Params, register
@@ -162,14 +163,16 @@ def fit_arrays(
             noise_multiplier=z,
             secure_noise=config.secure_noise,
         )
+        sd = z * np.sqrt(d)
     else:
         z = noise_multiplier("laplace", budget.epsilon, budget.delta)
         noisy, event = laplace_mechanism(rng, counts, l1_sensitivity=float(d), epsilon=1.0 / z)
+        sd = np.sqrt(2.0) * z * d
     kind = "class-conditional " if conditioning(schema, config) else ""
     ledger = PrivacyLedger().record(
         LABEL, event, note=f"{d} {kind}column histograms, {counts.size} cells"
     )
-    return {"noisy_counts": noisy}, ledger
+    return {"noisy_counts": noisy, "noise_sd": np.array([sd])}, ledger
 
 
 def noisy_histograms(params: Params, schema: Schema, config: MarginalsConfig) -> list[np.ndarray]:
@@ -198,37 +201,28 @@ def noisy_totals(hists: list[np.ndarray]) -> np.ndarray:
     return pooled_totals([h.sum(keepdims=True) for h in hists], [h.size for h in hists])
 
 
-def distribution(noisy: np.ndarray, total: float) -> np.ndarray:
-    """One histogram's sampling distribution: norm-sub to the estimated ``total``
-    (:func:`jdp.mechanisms.consistency.norm_sub`: noise-level cells go to zero instead of
-    spreading mass over the range), normalised; where ``total <= 0`` the noisy counts clipped
-    at 0 and normalised, uniform if every one is <= 0."""
-    return clipped(norm_sub(noisy, total)) if total > 0 else clipped(noisy)
-
-
-def clipped(noisy: np.ndarray) -> np.ndarray:
-    """Noisy counts clipped at 0 and normalised; uniform if every one is <= 0."""
-    p = np.maximum(noisy, 0.0)
-    return p / p.sum() if p.sum() > 0 else np.full(noisy.size, 1.0 / noisy.size)
-
-
 def column_probabilities(
     params: Params, schema: Schema, config: MarginalsConfig
 ) -> list[np.ndarray]:
     """Each column's sampling distribution (per class for a conditioned feature: one row per
-    class; :func:`distribution` of its noisy counts, to the class's pooled total
-    :func:`noisy_totals`; the target's distribution is its pooled class totals,
-    :func:`clipped`). Post-processing."""
+    class): :func:`jdp.mechanisms.consistency.distribution` of its noisy counts, to the
+    class's pooled total (:func:`noisy_totals`), a numeric column's value cells freed of lone
+    noise spikes (the released noise sd ``params["noise_sd"]``; a model saved without it
+    skips that step); the target's distribution is its pooled class totals clipped at 0.
+    Post-processing."""
     hists = noisy_histograms(params, schema, config)
     totals = noisy_totals(hists)
+    sd = float(np.ravel(params["noise_sd"])[0]) if "noise_sd" in params else None
     probs = []
-    for h in hists:
+    for col, h in zip(schema.columns, hists):
+        ordered = value_cells(col, config.bins) if col.is_numeric else 0
         if h.ndim == 2:
-            probs.append(np.stack([distribution(row, t) for row, t in zip(h, totals)]))
+            rows = [distribution(r, t, ordered=ordered, noise_sd=sd) for r, t in zip(h, totals)]
+            probs.append(np.stack(rows))
         elif len(totals) > 1:
-            probs.append(clipped(totals))
+            probs.append(distribution(totals, 0.0))
         else:
-            probs.append(distribution(h, float(totals[0])))
+            probs.append(distribution(h, float(totals[0]), ordered=ordered, noise_sd=sd))
     return probs
 
 

@@ -48,7 +48,7 @@ from accounting.validation import check_count
 from jdp.data.cells import CellCodec, n_bins
 from jdp.data.quantile_scale import LOG, NumericScale
 from jdp.data.schema import Schema
-from jdp.mechanisms.consistency import norm_sub, pooled_totals
+from jdp.mechanisms.consistency import distribution, norm_sub, pooled_totals
 from jdp.mechanisms.noise import gaussian_event, gaussian_mechanism
 from jdp.mechanisms.selection import gumbel_max
 from jdp.random import numpy_rng
@@ -114,15 +114,6 @@ def counts(cells: np.ndarray, sizes: list[int], i: int, j: int | None = None) ->
         return np.bincount(cells[:, i], minlength=sizes[i]).astype(np.float64)
     flat = cells[:, i] * sizes[j] + cells[:, j]
     return np.bincount(flat, minlength=sizes[i] * sizes[j]).reshape(sizes[i], sizes[j]) * 1.0
-
-
-def distribution(noisy: np.ndarray, total: float) -> np.ndarray:
-    """Norm-sub of ``noisy`` to ``total``, normalised; where ``total <= 0`` or nothing is
-    left, the noisy counts clipped at 0 and normalised (uniform if all are <= 0)."""
-    kept = norm_sub(noisy, total) if total > 0 else np.maximum(noisy, 0.0)
-    if kept.sum() <= 0:
-        kept = np.maximum(noisy, 0.0)
-    return kept / kept.sum() if kept.sum() > 0 else np.full(noisy.size, 1.0 / noisy.size)
 
 
 def one_way_model(one_way: list[np.ndarray]) -> tuple[float, list[np.ndarray]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from jdp.mechanisms.consistency import norm_sub, pooled_totals
+from jdp.mechanisms.consistency import distribution, drop_isolated, norm_sub, pooled_totals
 
 
 def bisection_theta(c: np.ndarray, total: float) -> float:
@@ -57,3 +57,21 @@ def test_pooled_totals_weigh_by_inverse_cell_count():
     np.testing.assert_allclose(est, [(10 + 40 / 3) / (4 / 3), (20 + 50 / 3) / (4 / 3)])
     with pytest.raises(ValueError, match="one cell count per estimate"):
         pooled_totals([np.zeros(2)], [1, 2])
+
+
+def test_a_lone_cell_within_three_noise_sds_is_dropped_and_a_strong_or_flanked_one_kept():
+    kept = np.array([5.0, 0.0, 2.0, 0.0, 0.0, 1.5, 2.5, 0.0])
+    noisy = np.array([5.0, -1.0, 2.9, -0.5, 0.1, 1.6, 2.6, -2.0])
+    out = drop_isolated(kept, noisy, noise_sd=1.0)
+    # cell 0: alone but 5 >= 3 sd; cell 2: alone, 2.9 < 3: dropped; cells 5-6 flank each other
+    np.testing.assert_array_equal(out, [5.0, 0.0, 0.0, 0.0, 0.0, 1.5, 2.5, 0.0])
+
+
+def test_distribution_drops_lone_spikes_only_among_the_ordered_cells():
+    """Value cells first (ordered), then a point-mass cell that stands alone by position."""
+    noisy = np.array([40.0, 35.0, 0.0, 0.0, 0.0, 2.5, 0.0, 2.0])
+    p = distribution(noisy, total=79.5, ordered=7, noise_sd=1.0)
+    assert p[5] == 0.0 and p[7] > 0.0  # the tail spike goes, the mass cell stays
+    np.testing.assert_allclose(p.sum(), 1.0)
+    np.testing.assert_allclose(distribution(noisy, 79.5), distribution(noisy, 79.5, ordered=0))
+    np.testing.assert_allclose(distribution(-np.ones(3), 10.0), [1 / 3] * 3)

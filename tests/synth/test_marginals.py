@@ -70,7 +70,7 @@ def test_neighbours_differ_only_in_accounted_noisy_counts(
     adult, rows3000, noise, conditioned, tmp_path
 ):
     """Fit on D and on D + one extreme record with the same key: everything public (schema,
-    config, budget, ledger, parameter names and shapes) is identical, and the noisy counts
+    config, budget, ledger, parameter names and shapes, the released noise sd) is identical, and the noisy counts
     differ by exactly the change of the exact counts, which has L1 norm d and L2 norm sqrt(d)
     (the sensitivities the calibration assumes) -- for the Gaussian; the Laplace release
     (snapping) rounds to a grid, so there the counts differ only in the d cells that moved,
@@ -86,7 +86,9 @@ def test_neighbours_differ_only_in_accounted_noisy_counts(
         m1 = fit(7, rows3000, adult.schema, noise=noise, condition_on_target=conditioned)
         assert m1.schema == m2.schema and m1.config == m2.config and m1.budget == m2.budget
         assert m1.ledger.to_dict() == m2.ledger.to_dict()
-        assert m1.params.keys() == m2.params.keys() == {"noisy_counts"}
+        assert m1.params.keys() == m2.params.keys() == {"noisy_counts", "noise_sd"}
+        # the noise sd is public (the calibrated multiplier times the sensitivity)
+        np.testing.assert_array_equal(m1.params["noise_sd"], m2.params["noise_sd"])
         diff = m2.params["noisy_counts"] - m1.params["noisy_counts"]
         if noise == "gaussian":
             assert np.abs(diff).sum() == pytest.approx(d, abs=1e-6)
