@@ -159,7 +159,7 @@ def check_shape(method: str, shape: PublicShape) -> str | None:
     better = alternative(shape)
     message = (
         f"{method} cannot work here: {r:.3g} records per width (rows x epsilon "
-        f"{shape.epsilon:.3g} / width {shape.width}), below the {minimum:g} under which "
+        f"{shape.epsilon:.3g} / width {shape.width}), below the {minimum:.3g} under which "
         f"{method} was measured below chance (docs/results/numeric_columns.md)"
         + (f"; {better} is expected to do better" if better and better != method else "")
         + "; more rows, more epsilon or fewer columns help"
