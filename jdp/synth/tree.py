@@ -48,7 +48,7 @@ from accounting.validation import check_count
 from jdp.data.cells import CellCodec, n_bins
 from jdp.data.quantile_scale import LOG, NumericScale
 from jdp.data.schema import Schema
-from jdp.mechanisms.consistency import distribution, norm_sub, pooled_totals
+from jdp.mechanisms.consistency import RARE_SDS, distribution, norm_sub, pooled_totals
 from jdp.mechanisms.noise import gaussian_event, gaussian_mechanism
 from jdp.mechanisms.selection import gumbel_max
 from jdp.random import numpy_rng
@@ -117,20 +117,19 @@ def counts(cells: np.ndarray, sizes: list[int], i: int, j: int | None = None) ->
 
 
 def one_way_model(one_way: list[np.ndarray]) -> tuple[float, list[np.ndarray]]:
-    """The pooled noisy total and each column's distribution, from the released one-ways."""
+    """The pooled noisy total and each column's distribution, from the released one-ways
+    (:func:`jdp.mechanisms.consistency.distribution`, without dropping lone cells: a
+    compressed cell is expanded by these distributions, and an all-zero group would be
+    expanded uniformly, over the very tail the dropping clears)."""
     total = float(
         pooled_totals([h.sum(keepdims=True) for h in one_way], [h.size for h in one_way])[0]
     )
     return total, [distribution(h, total) for h in one_way]
 
 
-#: One-way cells whose noisy count is below this many noise sds are merged (MST's rule).
-RARE_SDS = 3.0
-
-
 def compression(noisy: np.ndarray, sd: float) -> np.ndarray:
     """Each cell's index in the column's compressed domain: the cells whose noisy count is at
-    least :data:`RARE_SDS` noise sds keep one index each, in order; the others share the last
+    least :data:`~jdp.mechanisms.consistency.RARE_SDS` noise sds keep one index each, in order; the others share the last
     index (MST's domain compression, McKenna et al. 2021, Sec. 3.2). Post-processing of a
     released one-way marginal."""
     kept = noisy >= RARE_SDS * sd
@@ -196,7 +195,12 @@ def fit_arrays(
         rng, exact, l2_sensitivity=float(np.sqrt(d)), noise_multiplier=z["one-way"]
     )
     ledger = PrivacyLedger().record(f"{LABEL}/one-way", event, note=f"{d} columns")
-    params = {"one_way": noisy, "edges": np.zeros((0, 2), np.int64), "two_way": np.zeros(0)}
+    params = {
+        "one_way": noisy,
+        "edges": np.zeros((0, 2), np.int64),
+        "two_way": np.zeros(0),
+        "sd": np.array([sd]),
+    }
     if d == 1:
         return params, ledger
     one_way = np.split(noisy, np.cumsum(sizes)[:-1])
@@ -214,12 +218,7 @@ def fit_arrays(
         rng, exact2, l2_sensitivity=float(np.sqrt(d - 1)), noise_multiplier=z["two-way"]
     )
     ledger = ledger.record(f"{LABEL}/two-way", event2, note=f"{d - 1} edges")
-    params = {
-        **params,
-        "edges": np.asarray(edges, np.int64),
-        "two_way": noisy2,
-        "sd": np.array([sd]),
-    }
+    params = {**params, "edges": np.asarray(edges, np.int64), "two_way": noisy2}
     return params, ledger
 
 
@@ -248,10 +247,10 @@ def sample_arrays(
     sizes = [n_bins(c, config.bins) for c in schema.columns]
     d = len(sizes)
     one_way = np.split(np.asarray(params["one_way"], np.float64), np.cumsum(sizes)[:-1])
+    sd = float(np.asarray(params["sd"]).ravel()[0])
     total, probs = one_way_model(one_way)
     if d == 1:
         return rng.choice(sizes[0], size=(n, 1), p=probs[0])
-    sd = float(np.asarray(params["sd"]).ravel()[0])
     maps = [compression(h, sd) for h in one_way]
     small_sizes = [compressed_size(m) for m in maps]
     small_probs = [
