@@ -26,8 +26,8 @@ Records are encoded with the public schema, one feature per column as the paper 
 :class:`jdp.synth.clustmix.ClustMixCodec`), numeric columns by ``--scale`` (default
 :data:`DATASET_SCALE`): ``minmax`` to the declared bounds, the public ``log`` scale, or
 ``quantiles`` (knots released once from the training split with 10% of epsilon; each fit
-then gets the rest and its reported epsilon includes the knots). The classifier sees the same encoding for real and synthetic
-rows.
+then gets the rest and its reported epsilon includes the knots). The classifier sees the
+same encoding for real and synthetic rows.
 
 ``--quick``: one seed, subsampled training sets, fewer KIP steps, three alphas. ``--json``
 prints ONE JSON object on stdout (``epsilon``, ``delta`` and per dataset ``real``,

@@ -19,8 +19,9 @@ adds to what it learns from ``n`` records shrinks as ``n epsilon``, and what it 
 with ``D``), against a minimum each method registers (:func:`register_minimum`) from
 measurements on real tables (``scripts/numeric_columns.py``; the figures and their tables are
 in ``docs/results/numeric_columns.md``): the geometric midpoint between the largest records
-per width at which it was measured at or below chance and the next at which it was above. A method below its minimum warns
-(:class:`CannotWorkWarning`) and names a method whose minimum the table meets. Methods that
+per width at which it was measured at or below chance and the next at which it was above.
+A method below its minimum warns (:class:`CannotWorkWarning`) and names a method whose
+minimum the table meets. Methods that
 register no minimum were not measured below chance anywhere and are never warned about.
 The rule reads no data beyond the released or declared count.
 """

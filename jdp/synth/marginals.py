@@ -28,8 +28,9 @@ Privacy:
   ledger epsilon at ``delta`` is within the budget; Laplace at ``delta = 0`` is pure
   epsilon-DP with ``z = 1 / epsilon`` exactly.
   ``"auto"`` picks Gaussian when ``delta > 0`` and Laplace when ``delta = 0``.
-  Norm-sub (:mod:`jdp.mechanisms.consistency`), normalising and sampling are post-processing. The row count is never released on its own:
-  the model keeps only the noisy cells. See ``docs/privacy.md``, "DP marginals".
+  Norm-sub and the lone-cell rule (:mod:`jdp.mechanisms.consistency`), normalising and
+  sampling are post-processing. The row count is never released on its own: the model keeps
+  only the noisy cells (and their public noise sd). See ``docs/privacy.md``, "DP marginals".
 """
 
 from __future__ import annotations

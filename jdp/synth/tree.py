@@ -129,9 +129,9 @@ def one_way_model(one_way: list[np.ndarray]) -> tuple[float, list[np.ndarray]]:
 
 def compression(noisy: np.ndarray, sd: float) -> np.ndarray:
     """Each cell's index in the column's compressed domain: the cells whose noisy count is at
-    least :data:`~jdp.mechanisms.consistency.RARE_SDS` noise sds keep one index each, in order; the others share the last
-    index (MST's domain compression, McKenna et al. 2021, Sec. 3.2). Post-processing of a
-    released one-way marginal."""
+    least :data:`~jdp.mechanisms.consistency.RARE_SDS` noise sds keep one index each, in
+    order; the others share the last index (MST's domain compression, McKenna et al. 2021,
+    Sec. 3.2). Post-processing of a released one-way marginal."""
     kept = noisy >= RARE_SDS * sd
     index = np.cumsum(kept) - 1
     return np.where(kept, index, int(kept.sum())).astype(np.int64)
