@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from accounting import PrivacyBudget
+from accounting import PrivacyBudget, PrivacyLedger
 from accounting import events as ev
 from accounting.calibrate import calibrate_noise_multiplier
 from jdp.nn.heads import into_heads, log_likelihood
@@ -22,7 +22,7 @@ from jdp.synth.configs import apply_overrides
 from jdp.synth.p3gm import model as P
 from jdp.synth.p3gm import phases as Ph
 from jdp.synth.p3gm.config import DPSGD_TEMPLATE, P3GMConfig
-from jdp.synth.p3gm.privacy import calibrate_noise, phase_events
+from jdp.synth.p3gm.privacy import calibrate_noise, non_private_ledger, phase_events
 from jdp.synth.p3gm.variants import get_variant
 
 BUDGET = PrivacyBudget(epsilon=1.0, delta=1e-5)
@@ -302,15 +302,17 @@ def test_variants_differ_only_where_they_should(arrays):
         "latent_scale",
     }
     assert l_ae.labels[:-1] == ["dp-mean", "dp-pca"] + ["dp-em"] * TINY.em_iterations
-    # PGM: exact PCA of the clipped, exactly centred rows; every phase non-private
-    p_pgm, l_pgm = P.fit_arrays(key, x, codec, BUDGET, TINY, variant="pgm")
-    assert all(isinstance(e.event, ev.NonPrivateDpEvent) for e in l_pgm.entries)
+    # PGM (no noise): the encoding phase is the exact PCA of the clipped, exactly centred rows,
+    # and the variant's ledger is non-private in every phase
+    fixed_pgm, _ = Ph.encoding_phase(np.random.default_rng(0), x, bound, TINY, noise=None)
+    l_pgm = non_private_ledger(get_variant("pgm").phases(TINY))
+    assert l_pgm.entries and all(isinstance(e.event, ev.NonPrivateDpEvent) for e in l_pgm.entries)
     assert l_pgm.epsilon(1e-5) == np.inf
     scaled = x / bound
     centred = scaled - scaled.mean(axis=0)
     _, _, vt = np.linalg.svd(centred, full_matrices=False)
     overlap = np.linalg.svd(
-        vt[: TINY.latent_dim] @ p_pgm["projection"]["components"], compute_uv=False
+        vt[: TINY.latent_dim] @ fixed_pgm["projection"]["components"], compute_uv=False
     )
     assert overlap.min() > 0.999
     # DP-VAE: learned encoder mean, no encoding phase, the whole budget to DP-SGD
@@ -497,9 +499,20 @@ def test_initial_decoder_fits_the_inverse_projection_from_released_values_only(r
     assert best <= after < best + 0.5 * (before - best)
 
 
-def test_without_reduction_the_fixed_mean_is_the_dp_centred_row(adult, small, arrays, monkeypatch):
+def _encoding_phase(config, x, codec, seed):
+    """The encoding phase at the multipliers a whole fit of ``config`` calibrates (the fit
+    runs exactly this function before DP-SGD), with the events the fit's ledger must hold."""
+    cut = Ph.sgd_noise_cut(config, "p3gm", codec.layout)
+    noise = calibrate_noise(config, "p3gm", BUDGET, noise_cut=cut)
+    fixed, ledger = Ph.encoding_phase(
+        np.random.default_rng(seed), x, codec.row_norm_bound, config, noise, codec.target_coords
+    )
+    return fixed, ledger, phase_events(config, noise, noise_cut=cut)
+
+
+def test_without_reduction_the_fixed_mean_is_the_dp_centred_row(arrays, monkeypatch):
     """latent_dim=None (the paper's credit setting): the "pca" phase is one DP mean, the
-    ledger is [dp-mean, dp-em x T_e, dp-sgd] and meets the target, and the fixed encoder
+    phases are [dp-mean, dp-em x T_e, dp-sgd] and meet the target, and the fixed encoder
     mean is the row minus that released centre (identity components)."""
     config = dataclasses.replace(TINY, latent_dim=None)
     releases, original = [], Ph.pca.dp_mean_gaussian
@@ -509,39 +522,37 @@ def test_without_reduction_the_fixed_mean_is_the_dp_centred_row(adult, small, ar
         return releases[-1]
 
     monkeypatch.setattr(Ph.pca, "dp_mean_gaussian", dp_mean)
-    model = base.fit_model(
-        jax.random.key(4), "p3gm", small, BUDGET, config, schema=adult.schema, rows=DECLARED_ROWS
-    )
-    cut = _cut(adult, config)
-    expected = phase_events(
-        config, calibrate_noise(config, "p3gm", BUDGET, noise_cut=cut), noise_cut=cut
-    )
-    labels = ["dp-mean"] + ["dp-em"] * config.em_iterations + ["dp-sgd"]
-    assert model.ledger.labels == labels == [label for label, _ in expected]
-    assert 0.99 <= model.ledger.epsilon(BUDGET.delta) <= 1.0
     x, codec = arrays
-    bound = codec.row_norm_bound
-    proj = model.params["projection"]
+    fixed, ledger, expected = _encoding_phase(config, x, codec, seed=4)
+    labels = ["dp-mean"] + ["dp-em"] * config.em_iterations + ["dp-sgd"]
+    assert [label for label, _ in expected] == labels
+    assert [(e.label, e.event) for e in ledger.entries] == expected[:-1]
+    whole = PrivacyLedger()
+    for label, event in expected:
+        whole = whole.record(label, event)
+    assert 0.99 <= whole.epsilon(BUDGET.delta) <= 1.0
+    proj = fixed["projection"]
     np.testing.assert_array_equal(proj["components"], np.eye(x.shape[1]))
     # the centre IS the one DP-mean release (with its event in the ledger), not a raw mean
     ((centre, event),) = releases
     np.testing.assert_array_equal(proj["centre"], centre)
-    assert model.ledger.entries[0].event == event
-    c = np.asarray(Ph.project(jax.tree_util.tree_map(jnp.asarray, model.params), jnp.asarray(x)))
-    np.testing.assert_allclose(c, x / bound - proj["centre"], atol=1e-5)
+    assert ledger.entries[0].event == event
+    params = jax.tree_util.tree_map(jnp.asarray, fixed)
+    c = np.asarray(Ph.project(params, jnp.asarray(x)))
+    np.testing.assert_allclose(c, x / codec.row_norm_bound - proj["centre"], atol=1e-5)
 
 
-def test_latent_excluding_the_target_reads_features_only(adult, small):
+def test_latent_excluding_the_target_reads_features_only(adult, small, arrays):
     """latent_excludes_target: zero loadings and centre on the label's coordinates, so a
-    row's fixed encoder mean does not move when only its label changes; same ledger."""
+    row's fixed encoder mean does not move when only its label changes; same phases."""
     config = dataclasses.replace(TINY, latent_excludes_target=True)
-    model = base.fit_model(
-        jax.random.key(5), "p3gm", small, BUDGET, config, schema=adult.schema, rows=DECLARED_ROWS
-    )
+    x, codec = arrays
+    fixed, ledger, expected = _encoding_phase(config, x, codec, seed=5)
     encoder = P.table_encoder(adult.schema)
     start, stop = P.target_coords(encoder)
+    assert (start, stop) == codec.target_coords
     assert stop - start == len(adult.schema[adult.schema.target].categories)
-    proj = model.params["projection"]
+    proj = fixed["projection"]
     assert np.all(proj["components"][start:stop] == 0) and np.all(proj["centre"][start:stop] == 0)
     assert np.any(proj["components"][:start] != 0)
     flipped = small.copy()
@@ -549,10 +560,9 @@ def test_latent_excluding_the_target_reads_features_only(adult, small):
     flipped[adult.schema.target] = [
         cats[0] if v == cats[-1] else cats[-1] for v in small[adult.schema.target]
     ]
-    params = jax.tree_util.tree_map(jnp.asarray, model.params)
+    params = jax.tree_util.tree_map(jnp.asarray, fixed)
     c1 = Ph.project(params, jnp.asarray(encoder.encode(adult.schema.conform(small))))
     c2 = Ph.project(params, jnp.asarray(encoder.encode(adult.schema.conform(flipped))))
     np.testing.assert_array_equal(np.asarray(c1), np.asarray(c2))
-    assert model.ledger.labels == ["dp-mean", "dp-pca"] + ["dp-em"] * TINY.em_iterations + [
-        "dp-sgd"
-    ]
+    labels = ["dp-mean", "dp-pca"] + ["dp-em"] * TINY.em_iterations
+    assert ledger.labels == labels == [label for label, _ in expected[:-1]]
