@@ -649,7 +649,7 @@ def _marginals() -> Mechanism:
     from jdp.synth.base import get_method
 
     schema = Schema(columns=(Column(name="c", kind="categorical", categories=("a", "b", "c")),))
-    config = marginals.MarginalsConfig(noise="gaussian")
+    config = marginals.MarginalsConfig(noise="gaussian", bins=32)  # no numeric column
     method = get_method("marginals")
 
     def neighbours(rng: np.random.Generator) -> tuple[Any, Any]:

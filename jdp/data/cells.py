@@ -68,6 +68,24 @@ def undiscretize(
     return numeric_column(column, values, cells, bins)
 
 
+def cell_values(column: Column, bins: int, points: int = 64) -> np.ndarray:
+    """The mean value :func:`undiscretize` draws in each of a numeric column's cells: the
+    mean of a value cell's integer run, or of ``from_unit`` over the cell's part of the unit
+    scale (midpoint rule on ``points`` points); a point mass's value; NaN for "missing".
+    Public: a function of the schema and ``bins``."""
+    b = value_cells(column, bins)
+    cells = np.arange(b)
+    if integer_runs(column, bins):
+        first, last = run_bounds(column, cells, bins)
+        values = (first + last) / 2.0
+    else:
+        u = (cells[:, None] + (np.arange(points) + 0.5)[None, :] / points) / b
+        values = from_unit(column, u.ravel()).reshape(b, points).mean(axis=1)
+    return np.concatenate(
+        [values, np.asarray(column.point_masses, dtype=np.float64), [np.nan] * column.nullable]
+    )
+
+
 @dataclass(frozen=True)
 class CellCodec:
     """A table as one cell index per column (:func:`discretize`), and back

@@ -166,6 +166,11 @@ class Method:
         noisy_rows: the model's released noisy row count (post-processing of released
             values), when the method releases one: ``jdp sample``'s default ``-n``
             (:func:`noisy_row_count`).
+        for_shape: ``for_shape(config, schema, budget, rows)`` -> ``config`` with its
+            public-shape settings resolved (e.g. marginals' ``bins="auto"``), from ``rows``,
+            the declared or released row count, and ``budget``, what the fit itself will
+            spend; ``None`` when ``rows`` is ``None`` and a setting needs it (:meth:`fit`
+            then releases a row count, unless one is declared).
     """
 
     name: str
@@ -176,6 +181,7 @@ class Method:
     description: str = ""
     private: bool = True
     noisy_rows: Callable[[FittedModel], int] | None = None
+    for_shape: Callable[[Any, Schema, PrivacyBudget, float | None], Any] | None = None
 
     def __post_init__(self) -> None:
         if not dataclasses.is_dataclass(self.config_cls):
@@ -207,14 +213,18 @@ class Method:
         """The table adapter: for a method with a shape minimum
         (:mod:`jdp.synth.feasibility`), warn when the table's public shape is below it (the
         row count ``rows`` as declared, else released from its own key and share of
-        ``budget``); put the numeric columns on the config's ``scale``
+        ``budget``; released too when the config has public-shape settings to resolve,
+        :attr:`for_shape`); put the numeric columns on the config's ``scale``
         (:func:`jdp.data.quantile_scale.scale_table`: public log knots, or released quantile
         knots from their own key and share of ``budget``), encode ``data`` with the public
         codec of the schema with knots, fit on the arrays, keep the released parameters with
-        the public inputs (no checks: :func:`fit_model`)."""
+        the public inputs and the resolved config (no checks: :func:`fit_model`)."""
         counted, rest = PrivacyLedger(), budget
         judged = has_minimum(self.name)
-        if judged and rows is None:  # keys change only when the count is released
+        needs_rows = self.for_shape is not None and (
+            self.for_shape(config, data.schema, rest, None) is None
+        )
+        if (judged or needs_rows) and rows is None:  # keys change only on a release
             count_key, key = jax.random.split(key)
             rows, counted, rest = release_row_count(numpy_rng(count_key), len(data), rest)
         shape = PublicShape(rows or 0.0, public_width(data.schema), rest.epsilon)
@@ -223,6 +233,8 @@ class Method:
         if scale.spends and any(needs_knots(c) for c in data.schema.columns):
             scale_key, key = jax.random.split(key)  # keys change only when knots are released
         data, spent, rest = scale_table(scale_key, data, rest, scale)
+        if self.for_shape is not None:
+            config = self.for_shape(config, data.schema, rest, rows)
         codec = self.codec(data.schema, config)  # a config the schema refuses fails first
         if judged:
             check_shape(self.name, shape)

@@ -28,6 +28,9 @@ Privacy:
   ledger epsilon at ``delta`` is within the budget; Laplace at ``delta = 0`` is pure
   epsilon-DP with ``z = 1 / epsilon`` exactly.
   ``"auto"`` picks Gaussian when ``delta > 0`` and Laplace when ``delta = 0``.
+  With ``bins="auto"`` and no declared row count, a noisy row count is released first from
+  1% of epsilon (:func:`jdp.synth.feasibility.release_row_count`, its own ledger entry) to
+  choose the public number of cells (:func:`auto_bins`); the histograms get the rest.
   Norm-sub and the lone-cell rule (:mod:`jdp.mechanisms.consistency`), normalising and
   sampling are post-processing. The row count is never released on its own: the model keeps
   only the noisy cells (and their public noise sd). See ``docs/privacy.md``, "DP marginals".
@@ -35,6 +38,7 @@ Privacy:
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Literal
 
@@ -45,18 +49,22 @@ from accounting import PrivacyBudget, PrivacyLedger
 from accounting import events as ev
 from accounting.calibrate import calibrate
 from accounting.validation import check_count
-from jdp.data.cells import CellCodec, n_bins
+from jdp.data.cells import CellCodec, cell_values, n_bins
 from jdp.data.quantile_scale import LOG, NumericScale
 from jdp.data.schema import Column, Schema
 from jdp.data.transforms import value_cells
-from jdp.mechanisms.consistency import distribution, pooled_totals
+from jdp.mechanisms.consistency import RARE_SDS, distribution, pooled_totals
 from jdp.mechanisms.noise import gaussian_event, gaussian_mechanism, laplace_mechanism
 from jdp.random import numpy_rng
 from jdp.synth.base import FittedModel, Method, Params, register
 from jdp.synth.estimator import Synthesizer
+from jdp.synth.signal import Release, register_releases
 
 LABEL = "marginals"
 Noise = Literal["auto", "gaussian", "laplace"]
+
+#: The fewest and the most value cells ``bins="auto"`` gives a numeric column.
+AUTO_BINS = (4, 32)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,7 +72,9 @@ class MarginalsConfig:
     """Options of the marginals baseline.
 
     Attributes:
-      bins: cells per continuous column (and at most this many per integer column).
+      bins: cells per continuous column (and at most this many per integer column), or
+        ``"auto"`` (the default): the public rule :func:`auto_bins`, from the declared or
+        released row count (measured against fixed counts: ``docs/results/numeric_columns.md``).
       noise: ``"gaussian"``, ``"laplace"`` or ``"auto"`` (Gaussian iff delta > 0).
       condition_on_target: histogram each feature per class of the schema's target (if any).
       secure_noise: Gaussian: a clamp-and-round mitigation without proof (see
@@ -75,14 +85,15 @@ class MarginalsConfig:
         chosen by ``scripts/numeric_columns.py``, ``docs/results/numeric_columns.md``).
     """
 
-    bins: int = 32
+    bins: int | Literal["auto"] = "auto"
     noise: Noise = "auto"
     condition_on_target: bool = True
     secure_noise: bool = False
     scale: NumericScale = LOG
 
     def __post_init__(self) -> None:
-        check_count("bins", self.bins, minimum=2)
+        if self.bins != "auto":
+            check_count("bins", self.bins, minimum=2)
         if self.noise not in ("auto", "gaussian", "laplace"):
             raise ValueError(
                 f"expected noise in ('auto', 'gaussian', 'laplace'), got {self.noise!r}"
@@ -100,6 +111,54 @@ def noise_multiplier(noise: Literal["gaussian", "laplace"], epsilon: float, delt
         return 1.0 / epsilon
     event_fn = gaussian_event if noise == "gaussian" else ev.LaplaceDpEvent
     return calibrate(event_fn, target_epsilon=epsilon, target_delta=delta, lower=1e-3)
+
+
+def noise_kind(config: MarginalsConfig, budget: PrivacyBudget) -> Literal["gaussian", "laplace"]:
+    """The noise ``config.noise`` names; ``"auto"``: Gaussian iff ``budget.delta > 0``.
+    Raises ``ValueError`` for Gaussian noise at ``delta = 0``."""
+    noise = (
+        config.noise if config.noise != "auto" else "gaussian" if budget.delta > 0 else "laplace"
+    )
+    if noise == "gaussian" and budget.delta == 0:
+        raise ValueError("Gaussian noise needs delta > 0; use noise='laplace' for delta = 0")
+    return noise
+
+
+def cell_noise_sd(noise: Literal["gaussian", "laplace"], z: float, d: int) -> float:
+    """Standard deviation of one cell's noise for ``d`` histograms at multiplier ``z``:
+    ``z sqrt(d)`` (Gaussian, L2 sensitivity ``sqrt(d)``), ``sqrt(2) z d`` (Laplace of scale
+    ``z d``)."""
+    return z * np.sqrt(d) if noise == "gaussian" else np.sqrt(2.0) * z * d
+
+
+def auto_bins(schema: Schema, config: MarginalsConfig, budget: PrivacyBudget, rows: float) -> int:
+    """Value cells per numeric column for ``bins="auto"``: as many as keep a cell that holds
+    an equal share of its class's rows :data:`~jdp.mechanisms.consistency.RARE_SDS` noise
+    sds above zero, ``round(rows_per_class / (RARE_SDS * sd))`` within :data:`AUTO_BINS`.
+    ``rows_per_class`` is ``rows`` over the target's classes when features are conditioned
+    (else ``rows``), ``sd`` the cell noise sd the fit will add (:func:`cell_noise_sd` at the
+    multiplier :func:`noise_multiplier` gives ``budget``). Every released cell carries the
+    same noise, so fewer, fuller cells keep a column's tail from being noise spikes spread
+    over its public range (crx, spambase: ``docs/results/numeric_columns.md``). Public: the
+    schema, the budget and a declared or released ``rows``."""
+    noise = noise_kind(config, budget)
+    sd = cell_noise_sd(noise, noise_multiplier(noise, budget.epsilon, budget.delta), len(schema))
+    target = conditioning(schema, config)
+    per_class = rows / (len(target.categories) if target is not None else 1)
+    low, high = AUTO_BINS
+    return int(np.clip(round(per_class / (RARE_SDS * sd)), low, high))
+
+
+def for_shape(
+    config: MarginalsConfig, schema: Schema, budget: PrivacyBudget, rows: float | None
+) -> MarginalsConfig | None:
+    """``config`` with ``bins="auto"`` resolved by :func:`auto_bins` (``None`` while the
+    row count is unknown); any other config unchanged."""
+    if config.bins != "auto":
+        return config
+    if rows is None:
+        return None
+    return dataclasses.replace(config, bins=auto_bins(schema, config, budget, rows))
 
 
 def conditioning(schema: Schema, config: MarginalsConfig) -> Column | None:
@@ -134,7 +193,13 @@ def cell_counts(cells: np.ndarray, schema: Schema, config: MarginalsConfig) -> l
 
 
 def codec(schema: Schema, config: MarginalsConfig) -> CellCodec:
-    """The public encoding: one cell per column (``config.bins`` cells of a numeric column)."""
+    """The public encoding: one cell per column (``config.bins`` cells of a numeric column;
+    ``bins="auto"`` is resolved by :func:`for_shape` first, as the fit does)."""
+    if config.bins == "auto":
+        raise ValueError(
+            "bins='auto' is resolved from the row count when fitting a table (fit_model, "
+            "for_shape); give an int to use the arrays directly"
+        )
     return CellCodec(schema, config.bins)
 
 
@@ -150,12 +215,8 @@ def fit_arrays(
     schema = codec.schema
     counts = np.concatenate([c.ravel() for c in cell_counts(cells, schema, config)])
     d = len(schema)
-    noise = (
-        config.noise if config.noise != "auto" else ("gaussian" if budget.delta > 0 else "laplace")
-    )
+    noise = noise_kind(config, budget)
     if noise == "gaussian":
-        if budget.delta == 0:
-            raise ValueError("Gaussian noise needs delta > 0; use noise='laplace' for delta = 0")
         z = noise_multiplier("gaussian", budget.epsilon, budget.delta)
         noisy, event = gaussian_mechanism(
             rng,
@@ -164,11 +225,10 @@ def fit_arrays(
             noise_multiplier=z,
             secure_noise=config.secure_noise,
         )
-        sd = z * np.sqrt(d)
     else:
         z = noise_multiplier("laplace", budget.epsilon, budget.delta)
         noisy, event = laplace_mechanism(rng, counts, l1_sensitivity=float(d), epsilon=1.0 / z)
-        sd = np.sqrt(2.0) * z * d
+    sd = cell_noise_sd(noise, z, d)
     kind = "class-conditional " if conditioning(schema, config) else ""
     ledger = PrivacyLedger().record(
         LABEL, event, note=f"{d} {kind}column histograms, {counts.size} cells"
@@ -237,6 +297,37 @@ def noisy_row_count(model: FittedModel) -> int:
     return max(1, round(float(totals.sum())))
 
 
+def released_statistics(model: FittedModel) -> list[Release]:
+    """Each numeric column's mean, as the released histograms give it, for the no-signal
+    rule (:mod:`jdp.synth.signal`). The mean is ``sum_{k,c} h_kc v_c / N`` over the
+    classes ``k`` and cells ``c`` (``v_c`` the mean value drawn in cell ``c``,
+    :func:`jdp.data.cells.cell_values`; missing cells left out), so the released noise of sd
+    ``s`` per cell moves it by ``s sqrt(K sum_c v_c^2) / N`` (``K`` classes, 1 when not
+    conditioned; ``N`` the noisy row count): its noise. Its signal is the mean's distance
+    from the column's lower bound in the model's own distribution (post-processing). A
+    column whose mean is within its noise of the bound is reported: its synthetic mean says
+    little about the real one. Models saved without ``noise_sd`` report nothing."""
+    if "noise_sd" not in model.params:
+        return []
+    schema, config = model.schema, model.config
+    sd = float(np.ravel(model.params["noise_sd"])[0])
+    rows = float(noisy_row_count(model))
+    probs = column_probabilities(model.params, schema, config)
+    target = conditioning(schema, config)
+    weights = np.ones(1) if target is None else probs[schema.names.index(target.name)]
+    out = []
+    for col, p in zip(schema.columns, probs):
+        if not col.is_numeric or col is target:
+            continue
+        v = cell_values(col, config.bins)
+        known = ~np.isnan(v)
+        p = np.atleast_2d(p)[:, known]
+        mean = float(weights @ (p @ v[known]) / np.maximum(weights @ p.sum(axis=1), 1e-12))
+        noise = sd * np.sqrt(len(weights) * np.sum(v[known] ** 2)) / rows
+        out.append(Release(f"mean of {col.name}", noise, mean - col.lower))
+    return out
+
+
 def sample_arrays(
     key: jax.Array, params: Params, codec: CellCodec, config: MarginalsConfig, n: int
 ) -> np.ndarray:
@@ -271,8 +362,12 @@ register(
         sample_arrays=sample_arrays,
         description="DP marginals: noisy histogram per column, per class of the target (baseline)",
         noisy_rows=noisy_row_count,
+        for_shape=for_shape,
     )
 )
+
+
+register_releases(LABEL, released_statistics)
 
 
 class Marginals(Synthesizer):

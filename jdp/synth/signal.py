@@ -106,8 +106,9 @@ def check_signal(model: FittedModel) -> list[Release]:
         worst = ", ".join(f"{r.name} {r.ratio:.2g}" for r in weak)
         warnings.warn(
             f"{model.method}: the budget is too small for any signal in {len(weak)} of "
-            f"{len(releases)} released statistics (noise/signal: {worst}); the synthetic data "
-            "will be mostly noise. More epsilon, more rows or fewer columns help"
+            f"{len(releases)} released statistics (noise/signal: {worst}); what they describe "
+            "in the synthetic data is mostly noise. More epsilon, more rows or fewer columns "
+            "help"
             + private_detail(
                 "; ".join(f"{r.name}: noise {r.noise:.3g}, signal {r.signal:.3g}" for r in weak)
             ),

@@ -351,7 +351,7 @@ def test_fit_help_lists_methods_and_a_methods_options(capsys):
     assert main(["fit", "--method", "marginals", "--help"]) == 0
     out = capsys.readouterr().out
     assert "options of --method marginals (MarginalsConfig" in out
-    assert "bins = 32" in out and "cells per continuous column" in out
+    assert 'bins = "auto"' in out and "cells per continuous column" in out
 
 
 def test_every_option_of_every_method_has_a_meaning():

@@ -49,6 +49,9 @@ def test_fit_warnings_hide_the_row_count_and_clip_counts(capsys, tmp_path, priva
 
     code, out, err = fit(capsys, tmp_path, *private_csv)
     assert code == 0, err
+    # the no-signal verdict reads the released values only (jdp.synth.signal): it may appear
+    released_only = "too small for any signal"
+    err = "\n".join(line for line in err.splitlines() if released_only not in line)
     assert "delta=0.01" not in err and "clipped" not in err and "warning" not in err
     for secret in (str(N), "0.0073", str(CLIPPED)):
         assert secret not in err

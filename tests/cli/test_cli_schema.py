@@ -77,7 +77,7 @@ def test_dp_release_file_carries_its_ledger_and_fit_charges_it(capsys, tmp_path,
     assert code == 0, err
     ledger = json.loads(stdout)["ledger"]
     labels = [e["label"] for e in ledger["entries"]]
-    assert labels[:4] == release.ledger.labels and labels[4:] == ["marginals"]
+    assert labels[:4] == release.ledger.labels and labels[4:] == ["row count", "marginals"]
     assert json.loads(stdout)["epsilon"] <= 2.0
 
 

@@ -71,7 +71,7 @@ def test_fit_then_sample_on_embedded_adult(capsys, tmp_path, adult):
     )
     doc = json.loads(out)
     assert code == 0 and doc["method"] == "marginals" and doc["delta"] == 1e-5
-    assert doc["ledger"]["entries"][0]["label"] == "marginals"
+    assert [e["label"] for e in doc["ledger"]["entries"]] == ["row count", "marginals"]
     assert_spent_the_budget(doc)
     code, out, _ = run(
         capsys,
@@ -283,13 +283,15 @@ def test_sample_rejects_zero_rows(capsys, tmp_path):
 
 def assert_spent_the_budget(doc: dict) -> None:
     """The summary's epsilon is the ledger's (the best accountant's) figure, and the noise
-    was calibrated to that figure over the whole budget, so it reads (almost) exactly 1;
-    RDP, one of the candidates of the best figure, reads no less."""
+    was calibrated to that figure over the whole budget, less the row count's share taken by
+    basic composition (jdp.synth.feasibility), so it reads (almost) exactly 1; RDP, one of
+    the candidates of the best figure, reads no less."""
     from accounting import PrivacyLedger
+    from jdp.synth.feasibility import ROW_COUNT_SHARE
 
     ledger = PrivacyLedger.from_dict(doc["ledger"])
     assert doc["epsilon"] == pytest.approx(ledger.epsilon(doc["delta"]), rel=1e-9)
-    assert 0.99 <= doc["epsilon"] <= 1.0
+    assert 1.0 - 2 * ROW_COUNT_SHARE <= doc["epsilon"] <= 1.0
     assert ledger.epsilon(doc["delta"], accountant="rdp") >= doc["epsilon"]
 
 
@@ -318,7 +320,8 @@ def test_demo_json(capsys, tmp_path, monkeypatch, adult):
         "--out",
         tmp_path,
     )
-    assert code == 0 and err == ""
+    # on 3,000 rows the capital columns' means may be noise: the no-signal rule says so
+    assert code == 0 and all("too small for any signal" in line for line in err.splitlines())
     doc = json.loads(out)
     assert doc["method"] == "marginals" and doc["delta"] == 1e-5
     assert_spent_the_budget(doc)

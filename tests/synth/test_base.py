@@ -416,7 +416,7 @@ def test_synthesizer_fitted_with_a_schema_release_carries_its_cost(tmp_path):
             synth = Marginals(epsilon=1.0, delta=1e-5, schema=schema, seed=0).fit(df)
         assert synth.ledger_.entries[:m] == release.ledger.entries
         method_alone = PrivacyLedger(synth.ledger_.entries[m:])
-        assert method_alone.labels == ["marginals"]
+        assert method_alone.labels == ["row count", "marginals"]
         assert method_alone.epsilon(1e-5 - release.delta) <= 1.0 - release.epsilon
         eps = synth.model_.epsilon()
         assert eps > method_alone.epsilon(1e-5) and release.epsilon < eps <= 1.0
@@ -442,7 +442,7 @@ def test_bare_schema_of_a_release_warns_that_its_cost_is_missing(tmp_path):
     budget = PrivacyBudget(epsilon=1.0, delta=1e-5)
     with pytest.warns(UnaccountedSchemaWarning, match="SchemaRelease"):
         model = base.fit_model(jax.random.key(0), "marginals", df, budget, schema=release.schema)
-    assert model.ledger.labels == ["marginals"]
+    assert model.ledger.labels == ["row count", "marginals"]
     release.schema.save(tmp_path / "bare.json")
     with pytest.warns(UnaccountedSchemaWarning, match="SchemaRelease"):
         Marginals(schema=tmp_path / "bare.json", seed=0).fit(df)

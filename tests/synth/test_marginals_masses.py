@@ -65,7 +65,7 @@ def test_missing_values_are_a_cell_and_come_back_missing():
     x[rng.random(n) < 0.3] = np.nan
     c = rng.choice(np.array(["NA", "b", None], dtype=object), size=n, p=[0.5, 0.3, 0.2])
     data = pd.DataFrame({"x": x, "c": c, "y": rng.integers(0, 2, size=n)})
-    config = MarginalsConfig()
+    config = MarginalsConfig(bins=32)
     counts = cell_counts(codec(schema, config).encode(schema.conform(data)), schema, config)
     assert [h.sum() for h in counts] == [n] * 3
     model = base.fit_model(key_from_seed(4), "marginals", data, HIGH, schema=schema)
