@@ -54,6 +54,7 @@ from jdp.eval.utility import mean_score, paper_classifiers, tstr_table
 from jdp.random import key_from_seed
 from jdp.synth.base import available_methods, fit_model, get_method, sample_model
 from jdp.synth.feasibility import CannotWorkWarning, public_width
+from jdp.synth.signal import NoSignalWarning
 
 TABLES = ("adult", "german", "crx", "spambase", "creditcard")
 SCALES = {"default": None, "minmax": MIN_MAX, "log": LOG, "quantiles": QUANTILES}
@@ -99,9 +100,11 @@ def one_fit(data: Dataset, method: str, scale: str, epsilon: float, seed: int) -
         synthetic = sample_model(sample_key, model, len(data.train))
         score = auroc(data, synthetic, seed)
     off, cols, names = numeric_report(data, synthetic)
+    no_signal = " ".join(str(w.message) for w in caught if issubclass(w.category, NoSignalWarning))
     return {
         "said": any(issubclass(w.category, CannotWorkWarning) for w in caught),
         "off": off,
+        "off_named": sum(f"mean of {name} " in no_signal for name in names),
         "cols": cols,
         "off_columns": names,
         "AUROC": score,
@@ -121,7 +124,7 @@ def mean_fit(
         fits = [one_fit(data, method, scale, epsilon, seed) for seed in seeds]
     except ValueError as exc:
         return {**row, "refused": str(exc).split(";")[0]}
-    for key in ("off", "AUROC", "tvd_2way", "ledger_epsilon", "seconds"):
+    for key in ("off", "off_named", "AUROC", "tvd_2way", "ledger_epsilon", "seconds"):
         row[key] = float(np.mean([f[key] for f in fits]))
     first = fits[0]
     said = sum(f["said"] for f in fits)
@@ -241,22 +244,23 @@ def render(result: dict[str, Any]) -> str:
             "synthetic mean is > 50% off or whose median is outside the real IQR; AUROC = TSTR, "
             "logistic regression (chance 0.5); rows x eps / width = records per public width "
             "(jdp.synth.feasibility, from the training rows); said = fits whose method warned "
-            "before fitting that it cannot work here (CannotWorkWarning)"
+            "before fitting that it cannot work here (CannotWorkWarning); named = off columns whose "
+            "mean the fit's no-signal warning named (NoSignalWarning, from released values)"
         ),
         "",
         "| table | real AUROC | rows x eps / width | method | scale | seeds | said | off / cols "
-        + "| AUROC | 2-way TVD | eps spent | s / fit |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        + "| named | AUROC | 2-way TVD | eps spent | s / fit |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in result["rows"]:
         if "refused" in r:
             head = f"| {r['table']} | {result['real_auroc'][r['table']]:.3f} | | {r['method']} |"
-            lines.append(f"{head} {r['scale']} | refused: {r['refused']} | | | | | | | | |")
+            lines.append(f"{head} {r['scale']} | refused: {r['refused']} | | | | | | | | | |")
             continue
         lines.append(
             f"| {r['table']} | {result['real_auroc'][r['table']]:.3f} | {r['per_width']:.1f} | "
             f"{r['method']} | {r['scale']} | {r['seeds']} | {r['said']} / {r['seeds']} | "
-            f"{r['off']:.1f} / {r['cols']} | {r['AUROC']:.3f} | {r['tvd_2way']:.3f} | "
+            f"{r['off']:.1f} / {r['cols']} | {r.get('off_named', 0):.1f} | {r['AUROC']:.3f} | {r['tvd_2way']:.3f} | "
             f"{r['ledger_epsilon']:.3f} | {r['seconds']:.0f} |"
         )
     lines += [
