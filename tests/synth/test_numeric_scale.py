@@ -45,8 +45,11 @@ def _frame(n: int = 4000) -> pd.DataFrame:
 
 @pytest.fixture(scope="module")
 def fitted():
+    """Marginals on released knots, its row count declared (no count release before them)."""
     config = get_method("marginals").make_config(None, scale=QUANTILES)
-    return fit_model(jax.random.key(0), "marginals", _frame(), BUDGET, config, schema=SCHEMA)
+    return fit_model(
+        jax.random.key(0), "marginals", _frame(), BUDGET, config, schema=SCHEMA, rows=10**6
+    )
 
 
 def test_every_shipped_method_takes_a_scale_that_spends_nothing_by_default():
