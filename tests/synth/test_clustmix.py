@@ -139,8 +139,15 @@ def test_strict_em_clustering_and_budget_too_small():
     x, y = _arrays(n=200)
     with pytest.raises(ValueError, match="budget too small"):  # data-free refusal
         fit(jax.random.key(0), x, y, n_classes=2, epsilon=0.01, delta=DELTA, config=CONFIG)
-    with pytest.raises(ValueError, match="no cluster can supply a mixture"):  # l too large
-        _fit(dataclasses.replace(CONFIG, mixture_size=5000), x, y)
+    # l beyond every cluster: each cluster whose noisy size keeps its one mixture's noise
+    # within the box forms one group (groups_per_cluster), at most one per cluster
+    huge = _fit(dataclasses.replace(CONFIG, mixture_size=5000), x, y)
+    assert 1 <= huge.info["groups"] <= 2 * CONFIG.n_clusters
+    # two records of 400 features: one mixture needs z sqrt(D) / 2 = 43 of them, 2.6 sds of
+    # the size noise above the clusters' counts (this key: every noisy size falls below)
+    wide, labels = np.full((2, 400), 0.5), np.array([0, 1])
+    with pytest.raises(ValueError, match="no cluster can supply a mixture"):
+        _fit(dataclasses.replace(CONFIG, mixture_size=200), wide, labels)
 
 
 # -- paper mode -------------------------------------------------------------------------------
@@ -267,6 +274,16 @@ def test_strict_groups_change_only_for_the_added_or_removed_record():
         assert np.linalg.norm(diff) <= mixing_sensitivity(4) * (1 + 1e-12)
     for i in range(0, 400, 37):
         assert np.array_equal(groups(np.delete(x, i, 0), np.delete(y, i)), np.delete(base, i))
+
+
+def test_small_clusters_form_one_group_while_its_noise_stays_in_the_box():
+    """floor(s / l) groups from a noisy size s; below l, one group from ``smallest`` records
+    up (credit's frauds: 45 per cluster at l = 179), none below it or for a negative size."""
+    from jdp.synth.clustmix.phases import groups_per_cluster
+
+    sizes = np.array([-3.0, 10.0, 17.9, 18.0, 45.0, 178.9, 179.0, 400.0])
+    got = groups_per_cluster(sizes, 179, smallest=18.0)
+    np.testing.assert_array_equal(got, [0, 0, 0, 1, 1, 1, 1, 2])
 
 
 def test_denoise_mixtures_keeps_class_means_and_removes_noise():

@@ -41,7 +41,9 @@ class ClustMixConfig:
       mixture_size: ``l``, records per mixture. Paper mode: also the size constraint
         ``l_min`` of the constrained GMM, and each cluster is cut into disjoint groups of
         exactly ``l``. Strict mode: the expected group size (a cluster with noisy size ``s``
-        gets ``floor(s / l)`` groups; a cluster below ``l`` releases nothing). ``"auto"``:
+        gets ``floor(s / l)`` groups; a cluster below ``l`` forms one group when its mixture's
+        noise std stays within the box, else releases nothing:
+        :func:`jdp.synth.clustmix.phases.groups_per_cluster`). ``"auto"``:
         the least ``l`` whose mixtures carry per-feature noise of at most
         :data:`AUTO_NOISE_STD` at this budget (:func:`jdp.synth.clustmix.phases.mixture_size`:
         the noise is public, so the rule reads no data).

@@ -24,7 +24,8 @@ Strict mode (:func:`fit_strict`), DP as a whole (docs/privacy.md, "ClustMix"):
    runs for any size, 0 or fewer records than ``n_clusters`` included, with the same ledger;
 2. each record assigned to its nearest *released* centre of its class (per record);
 3. noisy cluster sizes (Gaussian, sensitivity 1); cluster ``k`` gets
-   ``m_k = floor(max(s~_k, 0) / l)`` groups;
+   ``m_k = floor(max(s~_k, 0) / l)`` groups, or one for a smaller cluster whose mixture's
+   noise stays within the box (:func:`groups_per_cluster`);
 4. DP-KIP on the released centres (if ``adapt``): the displacement of each centre;
 5. each record hashed into one of its cluster's ``m_k`` groups (:func:`bucket_groups`, a
    public salt), the centred group sums released by one Gaussian mechanism (sensitivity
@@ -262,6 +263,17 @@ def assign_clusters(x: np.ndarray, y: np.ndarray, centres: list[np.ndarray]) -> 
     return cluster
 
 
+def groups_per_cluster(sizes: np.ndarray, l: int, smallest: float) -> np.ndarray:
+    """How many groups each cluster's records form, from its noisy size ``s``
+    (post-processing): ``floor(s / l)``; a cluster of fewer than ``l`` but at least
+    ``smallest`` (noisy) records forms one group of all of them, whose mixture carries ``l / s``
+    times the noise std of a full one (a small class -- credit's frauds -- keeps mixtures
+    instead of vanishing from the output); none below ``smallest``."""
+    s = np.maximum(np.asarray(sizes, dtype=np.float64), 0.0)
+    n = (s // l).astype(np.int64)
+    return np.where((n == 0) & (s >= smallest), 1, n)
+
+
 def mixing_groups(
     x: np.ndarray, cluster: np.ndarray, n_groups: np.ndarray, salt: bytes
 ) -> np.ndarray:
@@ -325,12 +337,14 @@ def fit_strict(
         l2_sensitivity=1.0, noise_multiplier=z["sizes"], secure_noise=config.secure_noise,
     )  # fmt: skip
     ledger = ledger.record("clustmix/cluster-sizes", size_event, note="noisy count per cluster")
-    n_groups = (np.maximum(sizes, 0.0) // l).astype(np.int64)
+    # a group of m records carries z sqrt(D) / (2 m) per feature: at least MAX_NOISE_STD's m
+    n_groups = groups_per_cluster(sizes, l, noise_std * l / MAX_NOISE_STD)
     if n_groups.sum() == 0:
         raise ValueError(
-            f"no cluster can supply a mixture of mixture_size={l} records at this budget "
-            "(every noisy cluster size is below it): lower mixture_size or n_clusters, or "
-            "raise epsilon"
+            f"no cluster can supply a mixture at this budget (every noisy cluster size is "
+            f"below mixture_size={l} and below the {noise_std * l / MAX_NOISE_STD:.3g} "
+            "records one mixture needs to keep its noise within the box): lower n_clusters, "
+            "or raise epsilon"
         )
 
     # 4. Adapt: DP-KIP on the released centres.
