@@ -151,6 +151,21 @@ def test_strict_em_clustering_and_budget_too_small():
 
 
 # -- paper mode -------------------------------------------------------------------------------
+def test_paper_mode_mixes_a_small_class_at_the_largest_l_it_holds():
+    """30 records of class 1 cannot fill 3 clusters of l = 20: they are mixed in groups of
+    l_1 = 10 (3 clusters of exactly 10: 3 mixtures) instead of refusing the table; class 0
+    keeps l = 20. Fewer records than clusters is refused."""
+    x, y = _arrays(n=2000)
+    keep = np.concatenate([np.flatnonzero(y == 0), np.flatnonzero(y == 1)[:30]])
+    release = _fit(PAPER, x[keep], y[keep])
+    assert release.info["class_mixture_sizes"] == [20, 10]
+    labels = np.asarray(release.labels)
+    assert np.sum(labels == 1) == 3 and 3 <= np.sum(labels == 0) <= np.sum(y == 0) // 20
+    two = np.concatenate([np.flatnonzero(y == 0), np.flatnonzero(y == 1)[:2]])
+    with pytest.raises(ValueError, match="fewer records than n_clusters"):
+        _fit(PAPER, x[two], y[two])
+
+
 def test_paper_mode_is_labelled_and_uses_eq8(paper_release):
     release = paper_release
     ledger = release.ledger
@@ -184,8 +199,8 @@ def test_bad_input_gives_one_line_errors():
         ClustMixConfig(alpha=1.5)
     with pytest.raises(ValueError, match="mixture_size >= 1"):
         ClustMixConfig(mixture_size=0)
-    with pytest.raises(ValueError, match="impossible"):
-        _fit(dataclasses.replace(PAPER, mixture_size=30), x, y)
+    with pytest.raises(ValueError, match="fewer records than n_clusters"):  # ~50 per class
+        _fit(dataclasses.replace(PAPER, n_clusters=60), x, y)
     with pytest.raises(TypeError, match="public encoding"):
         _fit(CONFIG, x.astype(object), y)
     with pytest.raises(ValueError, match="public box"):
@@ -219,7 +234,7 @@ def test_cli_fit_paper_mode_shows_the_label_and_bad_options_write_nothing(tmp_pa
     assert PAPER_CLAIM in out and "NOT a DP guarantee" in out
     saved = json.loads((tmp_path / "m" / "model.json").read_text())
     assert {e["mode"] for e in saved["ledger"]["entries"]} == {"paper"}
-    for bad in (["--set", "alpha=2"], ["--set", "mixture_size=1000", "--set", "mode=paper"]):
+    for bad in (["--set", "alpha=2"], ["--set", "n_clusters=100000", "--set", "mode=paper"]):
         code = main(base + ["--out", str(tmp_path / "bad")] + bad)
         _, err = capsys.readouterr()
         assert code != 0 and len(err.strip().splitlines()) == 1

@@ -40,7 +40,9 @@ class ClustMixConfig:
         clustered separately and its mixtures carry that class's label).
       mixture_size: ``l``, records per mixture. Paper mode: also the size constraint
         ``l_min`` of the constrained GMM, and each cluster is cut into disjoint groups of
-        exactly ``l``. Strict mode: the expected group size (a cluster with noisy size ``s``
+        exactly ``l``; a class too small for ``n_clusters`` clusters of ``l`` uses the largest
+        ``l`` it holds (its exact size read, as the paper reads everything) with Eq. 8's
+        ``sigma`` at that ``l``. Strict mode: the expected group size (a cluster with noisy size ``s``
         gets ``floor(s / l)`` groups; a cluster below ``l`` forms one group when its mixture's
         noise std stays within the box, else releases nothing:
         :func:`jdp.synth.clustmix.phases.groups_per_cluster`). ``"auto"``:

@@ -159,35 +159,46 @@ def fit_paper(
     d = x.shape[1]
     one = paper_noise_std(epsilon, delta, mixture_size=1, n_classes=n_classes, n_features=d)
     l, k = mixture_size(config, one), config.n_clusters
-    members, centres, centre_labels = [], [], []
+    members, centres, centre_labels, class_l = [], [], [], []
     for c in range(n_classes):
         rows = np.flatnonzero(y == c)
-        if rows.size < k * l:
+        l_c = min(l, rows.size // k)  # a small class: the largest l its k clusters can hold
+        if l_c < 1:
             raise ValueError(
-                f"mixture_size (l_min) = {l} is impossible for class {c}: {k} clusters of at "
-                f"least {l} records need more records than the class holds"
+                f"class {c} holds fewer records than n_clusters={k}: no cluster of it can be "
+                "mixed; lower n_clusters"
             )
         clustering = constrained_gmm(
-            rng, x[rows], k, l, steps=config.gmm_steps, timeout_s=config.gmm_timeout_s,
+            rng, x[rows], k, l_c, steps=config.gmm_steps, timeout_s=config.gmm_timeout_s,
             progress=progress_on_terminal(),
         )  # fmt: skip
         members += [rows[clustering.labels == j] for j in range(k)]
         centres.append(clustering.means)
         centre_labels += [c] * k
+        class_l.append(l_c)
     centres = np.concatenate(centres)
     centre_labels = np.asarray(centre_labels)
     shift = np.zeros_like(centres)
     if config.adapt:
         shift = kip_displacement(kip_key, centres, centre_labels, records, config)
     mix_rng = numpy_rng(mix_key)
-    groups, group_cluster = [], []
-    for j, rows in enumerate(members):
-        m = rows.size // l
-        groups.append(mix_rng.permutation(rows)[: m * l].reshape(m, l))
-        group_cluster += [j] * m
+    means, group_cluster = [], []
+    for c, l_c in enumerate(class_l):  # Eq. 8 at each class's l: the same claimed mu
+        groups = []
+        for j in range(c * k, (c + 1) * k):
+            m = members[j].size // l_c
+            groups.append(mix_rng.permutation(members[j])[: m * l_c].reshape(m, l_c))
+            group_cluster += [j] * m
+        sigma_c = paper_noise_std(
+            epsilon, delta, mixture_size=l_c, n_classes=n_classes, n_features=d
+        )
+        mixed, _ = paper_mix(
+            mix_rng, x, np.concatenate(groups), noise_std=sigma_c, n_classes=n_classes
+        )
+        means.append(mixed)
+    means = np.concatenate(means)
     group_cluster = np.asarray(group_cluster)
     sigma = paper_noise_std(epsilon, delta, mixture_size=l, n_classes=n_classes, n_features=d)
-    means, _ = paper_mix(mix_rng, x, np.concatenate(groups), noise_std=sigma, n_classes=n_classes)
     mu = paper_mu(sigma, mixture_size=l, n_classes=n_classes, n_features=d)
     ledger = PrivacyLedger().record(
         "clustmix/approximate", ev.NoOpDpEvent(), mode="paper",
@@ -204,10 +215,17 @@ def fit_paper(
         mode="paper",
         note=(
             f"{PAPER_NOTE}: Eq. 8, mu = sqrt(C D)/(l sigma) = {mu:.4g} with C={n_classes}, "
-            f"D={d}, l={l}, sigma={sigma:.4g}, converted to (epsilon, delta) by GDP"
+            f"D={d}, l={l}, sigma={sigma:.4g} (per class l={class_l}, each with its own "
+            "sigma for the same mu), converted to (epsilon, delta) by GDP"
         ),
     )
-    info = {"noise_std": sigma, "mu": mu, "groups": len(group_cluster), "mixture_size": l}
+    info = {
+        "noise_std": sigma,
+        "mu": mu,
+        "groups": len(group_cluster),
+        "mixture_size": l,
+        "class_mixture_sizes": class_l,
+    }
     return ClustMixRelease(means, shift[group_cluster], centre_labels[group_cluster], ledger, info)
 
 
