@@ -11,13 +11,26 @@ Tests that need a config tuned to their own check (steps, sizes) keep it beside 
 
 from __future__ import annotations
 
+import getpass
 import os
+import tempfile
 
 # The fits here are tiny and compile-bound (a tiny P3GM fit spends most of its time in XLA's
 # compiler): JAX's "try not to do much optimization work" switch cuts the suite's CPU time by
 # about a third. It changes how programs are compiled, not what they compute; set before jax
 # is imported so that subprocesses (the CLI tests) inherit it. Benchmarks run without it.
 os.environ.setdefault("JAX_DISABLE_MOST_OPTIMIZATIONS", "1")
+# Many tests build the same programs anew (a fresh closure per fit, the same shapes): a
+# compilation cache on disk, shared by the pytest-xdist workers, compiles each once. Measured
+# on tests/dpsgd, tests/contracts and test_p3gm.py with 2 workers, from an empty cache: 266 s
+# without, 208 s with. Entries are keyed by the program and the jax version, so a stale one is
+# never used for another program.
+os.environ.setdefault(
+    "JAX_COMPILATION_CACHE_DIR",
+    os.path.join(tempfile.gettempdir(), f"jdp-tests-jax-cache-{getpass.getuser()}"),
+)
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.2")
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
 
 from collections.abc import Callable
 from typing import Any
