@@ -139,8 +139,8 @@ def test_strict_em_clustering_and_budget_too_small():
     x, y = _arrays(n=200)
     with pytest.raises(ValueError, match="budget too small"):  # data-free refusal
         fit(jax.random.key(0), x, y, n_classes=2, epsilon=0.01, delta=DELTA, config=CONFIG)
-    # l beyond every cluster: each cluster whose noisy size keeps its one mixture's noise
-    # within the box forms one group (groups_per_cluster), at most one per cluster
+    # l beyond every cluster: in each class (none has a full group), each cluster whose noisy
+    # size keeps its one mixture's noise within the box forms one group (groups_per_cluster)
     huge = _fit(dataclasses.replace(CONFIG, mixture_size=5000), x, y)
     assert 1 <= huge.info["groups"] <= 2 * CONFIG.n_clusters
     # two records of 400 features: one mixture needs z sqrt(D) / 2 = 43 of them, 2.6 sds of
@@ -291,14 +291,15 @@ def test_strict_groups_change_only_for_the_added_or_removed_record():
         assert np.array_equal(groups(np.delete(x, i, 0), np.delete(y, i)), np.delete(base, i))
 
 
-def test_small_clusters_form_one_group_while_its_noise_stays_in_the_box():
-    """floor(s / l) groups from a noisy size s; below l, one group from ``smallest`` records
-    up (credit's frauds: 45 per cluster at l = 179), none below it or for a negative size."""
+def test_a_class_without_a_full_group_forms_one_per_cluster_in_the_box():
+    """floor(s / l) groups from a noisy size s. A class none of whose clusters reaches l
+    (credit's frauds: 45 per cluster at l = 179) gets one group per cluster of at least
+    ``smallest`` records; a class with a full group keeps floor(s / l) everywhere."""
     from jdp.synth.clustmix.phases import groups_per_cluster
 
-    sizes = np.array([-3.0, 10.0, 17.9, 18.0, 45.0, 178.9, 179.0, 400.0])
-    got = groups_per_cluster(sizes, 179, smallest=18.0)
-    np.testing.assert_array_equal(got, [0, 0, 0, 1, 1, 1, 1, 2])
+    sizes = np.array([[-3.0, 10.0, 17.9, 18.0, 45.0, 178.9], [17.9, 18.0, 45.0, 179.0, 400.0, 5]])
+    got = groups_per_cluster(sizes.ravel(), 179, smallest=18.0, n_classes=2)
+    np.testing.assert_array_equal(got, [0, 0, 0, 1, 1, 1, 0, 0, 0, 1, 2, 0])
 
 
 def test_denoise_mixtures_keeps_class_means_and_removes_noise():

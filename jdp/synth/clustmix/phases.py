@@ -24,8 +24,8 @@ Strict mode (:func:`fit_strict`), DP as a whole (docs/privacy.md, "ClustMix"):
    runs for any size, 0 or fewer records than ``n_clusters`` included, with the same ledger;
 2. each record assigned to its nearest *released* centre of its class (per record);
 3. noisy cluster sizes (Gaussian, sensitivity 1); cluster ``k`` gets
-   ``m_k = floor(max(s~_k, 0) / l)`` groups, or one for a smaller cluster whose mixture's
-   noise stays within the box (:func:`groups_per_cluster`);
+   ``m_k = floor(max(s~_k, 0) / l)`` groups; a class with none gets one per cluster whose
+   mixture's noise stays within the box (:func:`groups_per_cluster`);
 4. DP-KIP on the released centres (if ``adapt``): the displacement of each centre;
 5. each record hashed into one of its cluster's ``m_k`` groups (:func:`bucket_groups`, a
    public salt), the centred group sums released by one Gaussian mechanism (sensitivity
@@ -281,15 +281,18 @@ def assign_clusters(x: np.ndarray, y: np.ndarray, centres: list[np.ndarray]) -> 
     return cluster
 
 
-def groups_per_cluster(sizes: np.ndarray, l: int, smallest: float) -> np.ndarray:
-    """How many groups each cluster's records form, from its noisy size ``s``
-    (post-processing): ``floor(s / l)``; a cluster of fewer than ``l`` but at least
-    ``smallest`` (noisy) records forms one group of all of them, whose mixture carries ``l / s``
-    times the noise std of a full one (a small class -- credit's frauds -- keeps mixtures
-    instead of vanishing from the output); none below ``smallest``."""
-    s = np.maximum(np.asarray(sizes, dtype=np.float64), 0.0)
+def groups_per_cluster(sizes: np.ndarray, l: int, smallest: float, n_classes: int) -> np.ndarray:
+    """How many groups each cluster's records form, from the noisy sizes ``s`` of the
+    ``n_classes * K`` clusters (class-major; post-processing): ``floor(s / l)``. A class none
+    of whose clusters fills a group -- credit's frauds -- would vanish from the output instead:
+    each of its clusters with at least ``smallest`` (noisy) records forms one group of all of
+    them, whose mixture carries ``l / s`` times the noise std of a full one. Other classes
+    are left alone: on Adult, single groups of small clusters beside full ones cost 0.015 AUC
+    (their noise outweighs them)."""
+    s = np.maximum(np.asarray(sizes, dtype=np.float64), 0.0).reshape(n_classes, -1)
     n = (s // l).astype(np.int64)
-    return np.where((n == 0) & (s >= smallest), 1, n)
+    empty = n.sum(axis=1, keepdims=True) == 0
+    return np.where(empty & (s >= smallest), 1, n).ravel()
 
 
 def mixing_groups(
@@ -356,7 +359,7 @@ def fit_strict(
     )  # fmt: skip
     ledger = ledger.record("clustmix/cluster-sizes", size_event, note="noisy count per cluster")
     # a group of m records carries z sqrt(D) / (2 m) per feature: at least MAX_NOISE_STD's m
-    n_groups = groups_per_cluster(sizes, l, noise_std * l / MAX_NOISE_STD)
+    n_groups = groups_per_cluster(sizes, l, noise_std * l / MAX_NOISE_STD, n_classes)
     if n_groups.sum() == 0:
         raise ValueError(
             f"no cluster can supply a mixture at this budget (every noisy cluster size is "
