@@ -182,19 +182,19 @@ def fit_paper(
     if config.adapt:
         shift = kip_displacement(kip_key, centres, centre_labels, records, config)
     mix_rng = numpy_rng(mix_key)
-    means, group_cluster = [], []
+    groups, group_cluster = [], []
+    for j, rows in enumerate(members):  # cluster j of class j // k, groups of its class's l
+        l_c = class_l[j // k]
+        m = rows.size // l_c
+        groups.append(mix_rng.permutation(rows)[: m * l_c].reshape(m, l_c))
+        group_cluster += [j] * m
+    means = []
     for c, l_c in enumerate(class_l):  # Eq. 8 at each class's l: the same claimed mu
-        groups = []
-        for j in range(c * k, (c + 1) * k):
-            m = members[j].size // l_c
-            groups.append(mix_rng.permutation(members[j])[: m * l_c].reshape(m, l_c))
-            group_cluster += [j] * m
         sigma_c = paper_noise_std(
             epsilon, delta, mixture_size=l_c, n_classes=n_classes, n_features=d
         )
-        mixed, _ = paper_mix(
-            mix_rng, x, np.concatenate(groups), noise_std=sigma_c, n_classes=n_classes
-        )
+        class_groups = np.concatenate(groups[c * k : (c + 1) * k])
+        mixed, _ = paper_mix(mix_rng, x, class_groups, noise_std=sigma_c, n_classes=n_classes)
         means.append(mixed)
     means = np.concatenate(means)
     group_cluster = np.asarray(group_cluster)
