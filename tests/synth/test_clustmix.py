@@ -291,15 +291,17 @@ def test_strict_groups_change_only_for_the_added_or_removed_record():
         assert np.array_equal(groups(np.delete(x, i, 0), np.delete(y, i)), np.delete(base, i))
 
 
-def test_a_class_without_a_full_group_forms_one_per_cluster_in_the_box():
-    """floor(s / l) groups from a noisy size s. A class none of whose clusters reaches l
-    (credit's frauds: 45 per cluster at l = 179) gets one group per cluster of at least
-    ``smallest`` records; a class with a full group keeps floor(s / l) everywhere."""
+def test_a_class_with_fewer_groups_than_clusters_adds_one_per_cluster_in_the_box():
+    """floor(s / l) groups from a noisy size s. A class with fewer full groups than clusters
+    (credit's frauds: one cluster of 320 and a few of 17-54 at l = 139) also gets one group
+    from each cluster without one that holds at least ``smallest`` records; a class with at
+    least K groups keeps floor(s / l) everywhere."""
     from jdp.synth.clustmix.phases import groups_per_cluster
 
-    sizes = np.array([[-3.0, 10.0, 17.9, 18.0, 45.0, 178.9], [17.9, 18.0, 45.0, 179.0, 400.0, 5]])
-    got = groups_per_cluster(sizes.ravel(), 179, smallest=18.0, n_classes=2)
-    np.testing.assert_array_equal(got, [0, 0, 0, 1, 1, 1, 0, 0, 0, 1, 2, 0])
+    frauds = [320.0, 17.0, -6.0, 37.0, 13.0, 54.0]
+    other = [17.9, 18.0, 45.0, 179.0, 400.0, 1000.0]
+    got = groups_per_cluster(np.array(frauds + other), 139, smallest=13.81, n_classes=2)
+    np.testing.assert_array_equal(got, [2, 1, 0, 1, 0, 1, 0, 0, 0, 1, 2, 7])
 
 
 def test_denoise_mixtures_keeps_class_means_and_removes_noise():

@@ -43,8 +43,8 @@ class ClustMixConfig:
         exactly ``l``; a class too small for ``n_clusters`` clusters of ``l`` uses the largest
         ``l`` it holds (its exact size read, as the paper reads everything) with Eq. 8's
         ``sigma`` at that ``l``. Strict mode: the expected group size (a cluster with noisy size ``s``
-        gets ``floor(s / l)`` groups; in a class with no full group, each cluster forms one
-        when its mixture's noise std stays within the box:
+        gets ``floor(s / l)`` groups; in a class with fewer groups than clusters, each
+        cluster without one forms one when its mixture's noise std stays within the box:
         :func:`jdp.synth.clustmix.phases.groups_per_cluster`). ``"auto"``:
         the least ``l`` whose mixtures carry per-feature noise of at most
         :data:`AUTO_NOISE_STD` at this budget (:func:`jdp.synth.clustmix.phases.mixture_size`:

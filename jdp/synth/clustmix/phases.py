@@ -24,8 +24,9 @@ Strict mode (:func:`fit_strict`), DP as a whole (docs/privacy.md, "ClustMix"):
    runs for any size, 0 or fewer records than ``n_clusters`` included, with the same ledger;
 2. each record assigned to its nearest *released* centre of its class (per record);
 3. noisy cluster sizes (Gaussian, sensitivity 1); cluster ``k`` gets
-   ``m_k = floor(max(s~_k, 0) / l)`` groups; a class with none gets one per cluster whose
-   mixture's noise stays within the box (:func:`groups_per_cluster`);
+   ``m_k = floor(max(s~_k, 0) / l)`` groups; a class with fewer than ``K`` also gets one per
+   cluster without a group whose mixture's noise stays within the box
+   (:func:`groups_per_cluster`);
 4. DP-KIP on the released centres (if ``adapt``): the displacement of each centre;
 5. each record hashed into one of its cluster's ``m_k`` groups (:func:`bucket_groups`, a
    public salt), the centred group sums released by one Gaussian mechanism (sensitivity
@@ -283,16 +284,17 @@ def assign_clusters(x: np.ndarray, y: np.ndarray, centres: list[np.ndarray]) -> 
 
 def groups_per_cluster(sizes: np.ndarray, l: int, smallest: float, n_classes: int) -> np.ndarray:
     """How many groups each cluster's records form, from the noisy sizes ``s`` of the
-    ``n_classes * K`` clusters (class-major; post-processing): ``floor(s / l)``. A class none
-    of whose clusters fills a group -- credit's frauds -- would vanish from the output instead:
-    each of its clusters with at least ``smallest`` (noisy) records forms one group of all of
-    them, whose mixture carries ``l / s`` times the noise std of a full one. Other classes
-    are left alone: on Adult, single groups of small clusters beside full ones cost 0.015 AUC
-    (their noise outweighs them)."""
+    ``n_classes * K`` clusters (class-major; post-processing): ``floor(s / l)``. A class with
+    fewer full groups than clusters -- credit's frauds: 2 mixtures of about 370 records, too
+    few for a classifier to learn the class from -- also gets one group from each of its
+    clusters without one that holds at least ``smallest`` (noisy) records; such a mixture
+    carries ``l / s`` times the noise std of a full one. Classes with at least ``K`` groups are
+    left alone: on Adult, single groups of small clusters beside hundreds of full ones cost
+    0.015 AUC (their noise outweighs them)."""
     s = np.maximum(np.asarray(sizes, dtype=np.float64), 0.0).reshape(n_classes, -1)
     n = (s // l).astype(np.int64)
-    empty = n.sum(axis=1, keepdims=True) == 0
-    return np.where(empty & (s >= smallest), 1, n).ravel()
+    few = n.sum(axis=1, keepdims=True) < s.shape[1]
+    return np.where(few & (n == 0) & (s >= smallest), 1, n).ravel()
 
 
 def mixing_groups(
