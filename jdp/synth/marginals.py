@@ -60,18 +60,13 @@ from jdp.mechanisms.noise import gaussian_event, gaussian_mechanism, laplace_mec
 from jdp.random import numpy_rng
 from jdp.synth.base import FittedModel, Method, Params, register
 from jdp.synth.estimator import Synthesizer
-from jdp.synth.signal import Release, register_releases
+from jdp.synth.signal import Release, mean_release, register_releases
 
 LABEL = "marginals"
 Noise = Literal["auto", "gaussian", "laplace"]
 
 #: The fewest and the most value cells ``bins="auto"`` gives a numeric column.
 AUTO_BINS = (4, 32)
-
-#: A released mean carries signal when two noise sds are within half its distance from the
-#: column's lower bound (then it is within half of its value about 95% of the time): its
-#: signal for :mod:`jdp.synth.signal` is that distance times ``1 / (2 * 2)``.
-MEAN_PRECISION = 0.25
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -418,7 +413,7 @@ def released_statistics(model: FittedModel) -> list[Release]:
     noise of sd ``s`` per cell moves it by about ``s sqrt(K sum_c m_c^2 + sum_f (v_f -
     m_c(f))^2) / N`` (``K`` classes, 1 when not conditioned; ``N`` the noisy row count; the
     second term from the fine cells of a refined column, whose counts, about the coarse
-    cell's own, move ``m_c``): its noise. Its signal is :data:`MEAN_PRECISION` times the
+    cell's own, move ``m_c``): its noise. Its signal (:func:`jdp.synth.signal.mean_release`) is a quarter of the
     mean's distance from the column's lower bound in the model's own distribution
     (post-processing). A column whose mean is not within half of that distance at two noise
     sds is reported: its synthetic mean says little about the real one. Models saved
@@ -445,11 +440,7 @@ def released_statistics(model: FittedModel) -> list[Release]:
         p = np.atleast_2d(p)[:, coarse_known]
         mean = float(weights @ (p @ m[coarse_known]) / np.maximum(weights @ p.sum(axis=1), 1e-12))
         noise = sd * np.sqrt(len(weights) * np.sum(m[coarse_known] ** 2) + spread) / rows
-        out.append(
-            Release(
-                f"mean of {col.name} (to within half)", noise, MEAN_PRECISION * (mean - col.lower)
-            )
-        )
+        out.append(mean_release(col.name, mean, noise, col.lower))
     return out
 
 

@@ -34,6 +34,11 @@ from jdp.verbosity import private_detail
 
 SIGNAL_SHARE = 0.05
 
+#: A released mean carries signal when two noise sds are within half its distance from the
+#: column's lower bound (then it is within half of its value about 95% of the time): its
+#: signal is that distance times ``1 / (2 * 2)`` (:func:`mean_release`).
+MEAN_PRECISION = 0.25
+
 
 class FittedModel(Protocol):
     """What the rule needs of :class:`jdp.synth.base.FittedModel` (not imported: base calls
@@ -59,6 +64,12 @@ class Release:
     def ratio(self) -> float:
         """Noise over signal (``inf`` for a signal <= 0)."""
         return self.noise / self.signal if self.signal > 0 else math.inf
+
+
+def mean_release(column: str, mean: float, noise: float, lower: float) -> Release:
+    """A numeric column's mean as the released values give it, with the standard deviation
+    ``noise`` of its DP noise: signal :data:`MEAN_PRECISION` times ``mean - lower``."""
+    return Release(f"mean of {column} (to within half)", noise, MEAN_PRECISION * (mean - lower))
 
 
 def laplace_std(l1_sensitivity: float, epsilon: float) -> float:

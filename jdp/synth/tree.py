@@ -45,7 +45,7 @@ from accounting import PrivacyBudget, PrivacyLedger
 from accounting import events as ev
 from accounting.calibrate import calibrate_shares
 from accounting.validation import check_count
-from jdp.data.cells import CellCodec, n_bins
+from jdp.data.cells import CellCodec, cell_values, n_bins
 from jdp.data.quantile_scale import LOG, NumericScale
 from jdp.data.schema import Schema
 from jdp.mechanisms.consistency import RARE_SDS, distribution, norm_sub, pooled_totals
@@ -54,6 +54,7 @@ from jdp.mechanisms.selection import gumbel_max
 from jdp.random import numpy_rng
 from jdp.synth.base import FittedModel, Method, Params, register
 from jdp.synth.estimator import Synthesizer
+from jdp.synth.signal import Release, mean_release, register_releases
 
 LABEL = "tree"
 PHASES = ("one-way", "selection", "two-way")
@@ -293,6 +294,31 @@ def noisy_row_count(model: FittedModel) -> int:
     return max(1, round(one_way_model(one_way)[0]))
 
 
+def released_statistics(model: FittedModel) -> list[Release]:
+    """Each numeric column's mean as its released one-way marginal gives it, for the
+    no-signal rule (:mod:`jdp.synth.signal`; the sampled column follows that marginal: its
+    compressed cells come from the tree, each expanded by the one-way shares). The mean is
+    ``sum_c p_c v_c`` (``p`` the norm-sub'd one-way distribution, ``v_c`` the mean value drawn
+    in cell ``c``, :func:`jdp.data.cells.cell_values`; missing cells left out), moved by the
+    one-way noise of sd ``s`` by ``s sqrt(sum_c v_c^2) / N`` (``N`` the pooled noisy total):
+    ``marginals``' rule for one class. Post-processing of release 1."""
+    schema, config = model.schema, model.config
+    sizes = [n_bins(c, config.bins) for c in schema.columns]
+    one_way = np.split(np.asarray(model.params["one_way"], np.float64), np.cumsum(sizes)[:-1])
+    sd = float(np.asarray(model.params["sd"]).ravel()[0])
+    total, probs = one_way_model(one_way)
+    out = []
+    for col, p in zip(schema.columns, probs):
+        if not col.is_numeric or col.name == schema.target:
+            continue
+        v = cell_values(col, config.bins)
+        known = ~np.isnan(v)
+        mean = float(p[known] @ v[known] / max(p[known].sum(), 1e-12))
+        noise = sd * float(np.sqrt(np.sum(v[known] ** 2))) / max(total, 1.0)
+        out.append(mean_release(col.name, mean, noise, col.lower))
+    return out
+
+
 def codec(schema: Schema, config: TreeConfig) -> CellCodec:
     """The public encoding: one cell per column (``config.bins`` cells of a numeric column)."""
     return CellCodec(schema, config.bins)
@@ -309,6 +335,9 @@ register(
         noisy_rows=noisy_row_count,
     )
 )
+
+
+register_releases(LABEL, released_statistics)
 
 
 class TreeMarginals(Synthesizer):

@@ -20,7 +20,6 @@ from jdp.synth import base
 from jdp.synth.feasibility import ROW_COUNT_SHARE
 from jdp.synth.marginals import (
     AUTO_BINS,
-    MEAN_PRECISION,
     MarginalsConfig,
     auto_bins,
     cell_noise_sd,
@@ -30,6 +29,7 @@ from jdp.synth.marginals import (
     noisy_row_count,
     released_statistics,
 )
+from jdp.synth.signal import MEAN_PRECISION
 
 BUDGET = PrivacyBudget(epsilon=1.0, delta=1e-5)
 ALPHA = 1e-3

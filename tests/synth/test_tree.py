@@ -5,12 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 from accounting import PrivacyBudget
 from accounting.compose import best_epsilon
 from jdp.data.schema import Column, Schema
 from jdp.random import key_from_seed
 from jdp.synth import base
+from jdp.synth.signal import MEAN_PRECISION
 from jdp.synth.tree import (
     RARE_SDS,
     TreeConfig,
@@ -19,6 +21,7 @@ from jdp.synth.tree import (
     edge_scores,
     multipliers,
     plan,
+    released_statistics,
 )
 
 BUDGET = PrivacyBudget(epsilon=1.0, delta=1e-5)
@@ -103,3 +106,25 @@ def test_at_high_epsilon_the_copied_pair_is_an_edge_and_survives_sampling():
     # a and c independent: a == "x" and c == 0 about 1/3 * 1/4 of rows (binomial 5 sd)
     share = ((out["a"] == "x") & (out["c"] == 0)).mean()
     assert abs(share - 1 / 12) < 5 * np.sqrt(1 / 12 * 11 / 12 / 2000)
+
+
+def test_reported_mean_noise_is_the_spread_of_the_one_way_mean_over_releases():
+    """The no-signal report names ``c``'s mean with noise ``s sqrt(sum v_c^2) / N``: the
+    standard deviation of ``sum_c h_c v_c / N`` over one-way releases of noise sd ``s``
+    (chi-square bound at ALPHA on 300 draws, ``N`` the true count; the report divides by the
+    noisy total, within a few percent at 4,000 rows); and the model's own mean (its signal
+    over MEAN_PRECISION, lower bound 0) is within the z bound of that noise of the real one."""
+    alpha, n = 1e-3, 4000
+    data = frame(n, 1)
+    model = fit(2, data)
+    (release,) = released_statistics(model)
+    assert release.name == "mean of c (to within half)"
+    sd = float(model.params["sd"][0])
+    v = np.arange(4.0)  # one cell per integer of c
+    rng = np.random.default_rng(3)
+    means = v @ rng.normal(0.0, sd, (4, 300)) / n
+    ratio = np.var(means, ddof=1) / (release.noise * base.noisy_row_count(model) / n) ** 2
+    dof = len(means) - 1
+    assert stats.chi2.ppf(alpha / 2, dof) / dof <= ratio <= stats.chi2.ppf(1 - alpha / 2, dof) / dof
+    z = stats.norm.ppf(1 - alpha / 2)
+    assert abs(release.signal / MEAN_PRECISION - data["c"].mean()) <= z * release.noise
