@@ -104,7 +104,7 @@ def one_fit(data: Dataset, method: str, scale: str, epsilon: float, seed: int) -
     return {
         "said": any(issubclass(w.category, CannotWorkWarning) for w in caught),
         "off": off,
-        "off_named": sum(f"mean of {name} " in no_signal for name in names),
+        "off_named": sum(f" of {name} " in no_signal for name in names),
         "cols": cols,
         "off_columns": names,
         "AUROC": score,
@@ -245,7 +245,8 @@ def render(result: dict[str, Any]) -> str:
             "logistic regression (chance 0.5); rows x eps / width = records per public width "
             "(jdp.synth.feasibility, from the training rows); said = fits whose method warned "
             "before fitting that it cannot work here (CannotWorkWarning); named = off columns whose "
-            "mean the fit's no-signal warning named (NoSignalWarning, from released values)"
+            "mean or spread the fit's no-signal warning named (NoSignalWarning, from released "
+            "values)"
         ),
         "",
         "| table | real AUROC | rows x eps / width | method | scale | seeds | said | off / cols "

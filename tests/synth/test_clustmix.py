@@ -12,14 +12,18 @@ import jax
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 from accounting import PrivacyBudget, PrivacyLedger, compute_epsilon
 from accounting.ledger import PAPER_CLAIM
 from jdp.data.schema import Column, Schema
 from jdp.mechanisms.mixing import paper_noise_std
+from jdp.synth import base
 from jdp.synth.base import fit_model, sample_model
 from jdp.synth.clustmix import ClustMix, ClustMixCodec, ClustMixConfig, fit, strict_plan
+from jdp.synth.clustmix.model import released_statistics
 from jdp.synth.configs import apply_overrides
+from jdp.synth.signal import MEAN_PRECISION, weak_releases
 
 EPS, DELTA = 1.0, 1e-5
 X_WIDTH = 4  # the columns of _arrays (a public shape the plan's DP-KIP phase reads)
@@ -431,3 +435,44 @@ def test_auto_is_the_only_word_mixture_size_takes():
     assert ClustMixConfig(mixture_size="auto").mixture_size == "auto"
     with pytest.raises((TypeError, ValueError), match="mixture_size"):
         ClustMixConfig(mixture_size="big")
+
+
+def test_released_spread_is_the_mixtures_spread_beyond_their_noise():
+    """Per numeric column, the reported signal is a quarter (MEAN_PRECISION) of the pooled
+    within-class spread of the released mixtures less their public noise: ``x`` has real
+    spread 0.2 under noise 0.03 (ratio 0.6), so ``(spread^2 + s^2) / (0.2^2 + s^2)`` is a chi-square
+    over its degrees of freedom (bound at ALPHA); ``z`` is all noise and reported (ratio >= 1),
+    ``x`` not."""
+    alpha, s, m = 1e-3, 0.03, 3000
+    schema = Schema(
+        columns=(
+            Column(name="x", kind="continuous", lower=0.0, upper=1.0),
+            Column(name="z", kind="continuous", lower=0.0, upper=1.0),
+            Column(name="y", kind="categorical", categories=("a", "b")),
+        ),
+        target="y",
+    )
+    rng = np.random.default_rng(5)
+    labels = np.repeat([0, 1], m)
+    centres = np.where(labels == 0, 0.3, 0.6)
+    x = centres + rng.normal(0, 0.2, 2 * m) + rng.normal(0, s, 2 * m)
+    z = centres + rng.normal(0, s, 2 * m)
+    model = base.FittedModel(
+        method="clustmix",
+        params={
+            "labels": labels,
+            "mixtures": np.column_stack([x, z]),
+            "shift": np.zeros((2 * m, 2)),
+            "noise_std": np.array(s),
+        },
+        schema=schema,
+        config=ClustMixConfig(),
+        budget=PrivacyBudget(epsilon=1.0, delta=1e-5),
+        ledger=PrivacyLedger(),
+    )
+    spread_x, spread_z = released_statistics(model)
+    assert spread_x.name == "spread of x (to within half)" and spread_x.noise == s
+    ratio = ((spread_x.signal / MEAN_PRECISION) ** 2 + s**2) / (0.2**2 + s**2)
+    dof = 2 * m - 2
+    assert stats.chi2.ppf(alpha / 2, dof) / dof <= ratio <= stats.chi2.ppf(1 - alpha / 2, dof) / dof
+    assert [r.name for r in weak_releases([spread_x, spread_z])] == ["spread of z (to within half)"]

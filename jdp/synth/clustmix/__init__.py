@@ -24,10 +24,12 @@ from jdp.synth.clustmix.model import (
     codec,
     fit,
     fit_arrays,
+    released_statistics,
     sample_arrays,
 )
 from jdp.synth.clustmix.phases import PAPER_NOTE, ClustMixRelease, strict_plan
 from jdp.synth.estimator import Synthesizer
+from jdp.synth.signal import register_releases
 
 __all__ = [
     "MODES",
@@ -50,6 +52,8 @@ register(
         description="3A ClustMix: cluster, KIP-adapt, mix with Gaussian noise (strict DP or paper mode)",
     )
 )
+
+register_releases("clustmix", released_statistics)
 
 
 class ClustMix(Synthesizer):

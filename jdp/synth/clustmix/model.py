@@ -22,9 +22,10 @@ from jdp.data.schema import Schema, Table
 from jdp.data.transforms import TableEncoder
 from jdp.mechanisms.mixing import check_unit_box
 from jdp.random import numpy_rng
-from jdp.synth.base import Params
+from jdp.synth.base import FittedModel, Params
 from jdp.synth.clustmix.config import ClustMixConfig, Mode, Records
 from jdp.synth.clustmix.phases import ClustMixRelease, fit_paper, fit_strict
+from jdp.synth.signal import MEAN_PRECISION, Release
 
 ModeFit = Callable[[jax.Array, Records, PrivacyBudget, ClustMixConfig], ClustMixRelease]
 #: Each mode's fit function, ``fit(key, records, budget, config)``.
@@ -234,3 +235,43 @@ def sample_arrays(
     denoised = denoise_mixtures(mixtures, labels, float(params["noise_std"]))
     features[:, states] = denoised[rows][:, states]
     return features, labels[rows]
+
+
+def value_coordinate(codec: ClustMixCodec, name: str) -> int:
+    """The feature index of numeric column ``name``'s value (its span's first coordinate in
+    one-hot encoding, the span's index in ordinal)."""
+    spans = codec.encoder.spans
+    (j,) = [i for i, s in enumerate(spans) if s.name == name]
+    return j if codec.ordinal else spans[j].start
+
+
+def released_statistics(model: FittedModel) -> list[Release]:
+    """Each numeric column's spread among the released mixtures against their noise, for
+    the no-signal rule (:mod:`jdp.synth.signal`). Within a class, the variance ``v`` of the
+    column's value coordinate over the class's mixtures is its groups' spread plus the
+    noise's ``s^2`` (``s = params["noise_std"]``, public and data-free); the signal is the
+    pooled ``sqrt(max(v - s^2, 0))`` (within-class variances weighted by their mixtures
+    less one), the noise ``s``. A column whose mixtures spread no more than their noise
+    (ratio >= 1: ``v <= 2 s^2``) is drawn mostly from noise, clipped to its bounds: its
+    synthetic mean and median say little about the real ones (german, crx:
+    ``docs/results/numeric_columns.md``). The same variance decides
+    :func:`denoise_mixtures`' shrinkage. Post-processing of the release."""
+    params = model.params
+    codec = ClustMixCodec.of(model.schema, model.config.categorical_encoding)
+    labels = np.asarray(params["labels"], dtype=np.int64)
+    mixtures = np.asarray(params["mixtures"], dtype=np.float64)
+    s = float(params["noise_std"])
+    out = []
+    for col in model.schema.columns:
+        if not col.is_numeric or col.name == model.schema.target:
+            continue
+        x = mixtures[:, value_coordinate(codec, col.name)]
+        squares = dof = 0.0
+        for c in np.unique(labels):
+            xc = x[labels == c]
+            squares += float(np.sum((xc - xc.mean()) ** 2))
+            dof += len(xc) - 1
+        v = squares / dof if dof > 0 else 0.0
+        spread = float(np.sqrt(max(v - s**2, 0.0)))
+        out.append(Release(f"spread of {col.name} (to within half)", s, MEAN_PRECISION * spread))
+    return out
