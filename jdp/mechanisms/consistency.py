@@ -34,6 +34,20 @@ import numpy as np
 #: Noise standard deviations within which a lone cell counts as noise (MST's rare-cell rule).
 RARE_SDS = 3.0
 
+#: The fewest and the most value cells :func:`cells_for_noise` gives a numeric column.
+AUTO_BINS = (4, 32)
+
+
+def cells_for_noise(rows: float, noise_sd: float) -> int:
+    """Value cells for a numeric column counted from ``rows`` records with noise of sd
+    ``noise_sd`` per cell: as many as keep a cell that holds an equal share of the rows
+    :data:`RARE_SDS` noise sds above zero, ``round(rows / (RARE_SDS * noise_sd))`` within
+    :data:`AUTO_BINS`. Every released cell carries the same noise, so fewer, fuller cells keep
+    a column's tail from being noise spikes spread over its public range. Public when
+    ``rows`` is declared or released."""
+    low, high = AUTO_BINS
+    return int(np.clip(round(rows / (RARE_SDS * noise_sd)), low, high))
+
 
 def norm_sub(noisy: np.ndarray, total: float) -> np.ndarray:
     """``max(noisy - theta, 0)`` with ``theta >= 0`` such that the result sums to ``total``, or

@@ -55,7 +55,7 @@ from jdp.data.cells import CellCodec, cell_values, n_bins
 from jdp.data.quantile_scale import LOG, NumericScale
 from jdp.data.schema import Column, Schema
 from jdp.data.transforms import integer_runs, numeric_state, run_bounds, value_cells
-from jdp.mechanisms.consistency import RARE_SDS, distribution, pooled_totals
+from jdp.mechanisms.consistency import AUTO_BINS, cells_for_noise, distribution, pooled_totals
 from jdp.mechanisms.noise import gaussian_event, gaussian_mechanism, laplace_mechanism
 from jdp.random import numpy_rng
 from jdp.synth.base import FittedModel, Method, Params, register
@@ -64,9 +64,6 @@ from jdp.synth.signal import Release, mean_release, register_releases
 
 LABEL = "marginals"
 Noise = Literal["auto", "gaussian", "laplace"]
-
-#: The fewest and the most value cells ``bins="auto"`` gives a numeric column.
-AUTO_BINS = (4, 32)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -141,28 +138,21 @@ def cell_noise_sd(noise: Literal["gaussian", "laplace"], z: float, d: int) -> fl
 
 
 def auto_bins(schema: Schema, config: MarginalsConfig, budget: PrivacyBudget, rows: float) -> int:
-    """Value cells per numeric column for ``bins="auto"``: as many as keep a cell that holds
-    an equal share of its class's rows :data:`~jdp.mechanisms.consistency.RARE_SDS` noise
-    sds above zero, ``round(rows_per_class / (RARE_SDS * sd))`` within :data:`AUTO_BINS`.
-    ``rows_per_class`` is ``rows`` over the target's classes when features are conditioned
-    (else ``rows``), ``sd`` the cell noise sd the fit will add (:func:`cell_noise_sd` at the
+    """Value cells per numeric column for ``bins="auto"``:
+    :func:`~jdp.mechanisms.consistency.cells_for_noise` of ``rows_per_class`` at the cell
+    noise sd the fit will add. ``rows_per_class`` is ``rows`` over the target's classes when
+    features are conditioned (else ``rows``); the sd is :func:`cell_noise_sd` at the
     multiplier :func:`noise_multiplier` gives ``budget``, for the histograms released at the
-    rule's first answer, refined columns' included). Every released cell carries the
-    same noise, so fewer, fuller cells keep a column's tail from being noise spikes spread
-    over its public range (crx, spambase: ``docs/results/numeric_columns.md``). Public: the
-    schema, the budget and a declared or released ``rows``."""
+    rule's first answer (refined columns' included). Measured against fixed counts on crx and
+    spambase (``docs/results/numeric_columns.md``). Public: the schema, the budget and a
+    declared or released ``rows``."""
     noise = noise_kind(config, budget)
     z = noise_multiplier(noise, budget.epsilon, budget.delta)
     target = conditioning(schema, config)
     per_class = rows / (len(target.categories) if target is not None else 1)
-    low, high = AUTO_BINS
-
-    def rule(histograms: int) -> int:
-        sd = cell_noise_sd(noise, z, histograms)
-        return int(np.clip(round(per_class / (RARE_SDS * sd)), low, high))
-
-    first = rule(len(schema))
-    return rule(len(histogram_shapes(schema, dataclasses.replace(config, bins=first))))
+    first = cells_for_noise(per_class, cell_noise_sd(noise, z, len(schema)))
+    histograms = len(histogram_shapes(schema, dataclasses.replace(config, bins=first)))
+    return cells_for_noise(per_class, cell_noise_sd(noise, z, histograms))
 
 
 def for_shape(

@@ -64,7 +64,7 @@ def test_state_counts_and_dpsgd_share_the_budget(model):
     ledger is DP-SGD alone (``test_dp_gan.py::test_fit_meets_the_budget_and_names_the_path``)."""
     x = CODEC.encode(_frame(50))
     assert CODEC.state_blocks and model.ledger.labels == ["dp-sgd", "dp-gan-state-counts"]
-    init_key = jax.random.split(jax.random.key(0), 4)[0]  # fit_arrays' first key
+    init_key = jax.random.split(jax.random.key(0), 5)[0]  # fit_arrays' first key
     critic, _ = init_state(init_key, CONFIG, CODEC.layout)
     cut, dp = noise_cut(critic), CONFIG.dpsgd
     z = calibrate_noise(dp, BUDGET, noise_cut=cut, state_share=CONFIG.state_share)

@@ -52,13 +52,17 @@ def fitted():
     )
 
 
-def test_every_shipped_method_takes_a_scale_that_spends_nothing_by_default():
-    """Min-max, or the public log scale where it was measured to help."""
+def test_every_shipped_method_takes_the_scale_measured_to_help_by_default():
+    """Min-max, the public log scale, or (dp-gan, whose samples are mapped through them)
+    released knots, where each was measured to help."""
     for name in available_methods():
         scale = get_method(name).config_cls().scale
-        assert scale == (LOG if name in ("marginals", "tree", "dp-gan", "clustmix") else MIN_MAX), (
-            name
-        )
+        expected = (
+            QUANTILES if name == "dp-gan"
+            else LOG if name in ("marginals", "tree", "clustmix")
+            else MIN_MAX
+        )  # fmt: skip
+        assert scale == expected, name
 
 
 def test_quantiles_spend_their_share_first_and_the_ledger_meets_the_budget(fitted):
@@ -152,3 +156,65 @@ def test_released_knots_beside_dp_sgd_keep_the_ledger_within_the_budget(tiny_con
     model = fit_model(jax.random.key(0), "dp-gan", frame, budget, config, schema=schema)
     assert sum(label.startswith("dp-quantiles") for label in model.ledger.labels) == 7
     assert model.epsilon() <= budget.epsilon * (1 + 1e-9)
+
+
+def test_generated_values_are_mapped_to_uniform_ranks_by_the_generators_own_cdf():
+    """``to_released_quantiles`` through quantiles of a reference sample of the same
+    distribution: the mapped unit values are uniform within the Kolmogorov-Smirnov bound at
+    ALPHA of the fresh sample plus the DKW bound of the reference's quantiles (and the grid's
+    step); a tied (constant) coordinate goes to the middle, 0."""
+    from scipy import stats
+
+    from jdp.synth.dp_gan.model import CDF_POINTS, to_released_quantiles
+
+    alpha, n_ref, n = 1e-3, 16384, 4000
+    rng = np.random.default_rng(2)
+    draw = lambda m: np.column_stack([np.tanh(rng.normal(1.5, 0.3, m)), np.full(m, 0.7)])
+    reference = draw(n_ref)
+    cdf = np.quantile(reference, np.linspace(0.0, 1.0, CDF_POINTS), axis=0).T
+    mapped = to_released_quantiles(draw(n), cdf, [0, 1])
+    u = (mapped[:, 0] + 1.0) / 2.0
+    dkw = np.sqrt(np.log(2.0 / alpha) / (2.0 * n_ref))
+    bound = stats.kstwo.ppf(1.0 - alpha, n) + dkw + 1.0 / (CDF_POINTS - 1)
+    assert stats.kstest(u, "uniform").statistic <= bound
+    assert stats.kstest((draw(n)[:, 0] + 1.0) / 2.0, "uniform").statistic > bound  # unmapped
+    np.testing.assert_allclose(mapped[:, 1], 0.0)
+
+
+def test_dp_gan_samples_follow_the_released_quantiles_whatever_its_generator(tiny_config):
+    """A three-step generator knows nothing of the data; mapped through its own CDF onto the
+    released knots, a long-tailed amount's synthetic CDF at each knot value is the knot's
+    probability, within the KS bound at ALPHA of the 4,000 draws plus the DKW bound of the
+    CDF's reference draws and its grid step (unmapped, it is not)."""
+    from scipy import stats
+
+    from jdp.synth.dp_gan.model import CDF_DRAWS, CDF_POINTS
+
+    alpha, n = 1e-3, 4000
+    schema = Schema(
+        columns=(
+            Column(name="amount", kind="continuous", lower=0.0, upper=1e5),
+            Column(name="y", kind="categorical", categories=("no", "yes")),
+        ),
+        target="y",
+    )
+    rng = np.random.default_rng(5)
+    frame = pd.DataFrame(
+        {"amount": rng.lognormal(7.5, 0.8, n), "y": rng.choice(["no", "yes"], n).astype(object)}
+    )
+    config = tiny_config("dp-gan")
+    assert config.scale == QUANTILES
+    model = fit_model(jax.random.key(3), "dp-gan", frame, BUDGET, config, schema=schema)
+    assert "dp-quantiles:amount" in model.ledger.labels
+    knots = model.schema["amount"].quantiles
+    bound = (
+        stats.kstwo.ppf(1.0 - alpha, n)
+        + np.sqrt(np.log(2.0 / alpha) / (2.0 * CDF_DRAWS))
+        + 1.0 / (CDF_POINTS - 1)
+    )
+    unmapped = {k: v for k, v in model.params.items() if k != "value_cdf"}
+    for params, within in ((model.params, True), (unmapped, False)):
+        draws = sample_model(jax.random.key(4), dataclasses.replace(model, params=params), n)
+        x = draws["amount"].to_numpy(dtype=np.float64)
+        gaps = [abs(np.mean(x <= v) - p) for p, v in knots]
+        assert (max(gaps) <= bound) == within
