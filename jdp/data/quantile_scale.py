@@ -17,6 +17,13 @@ The knots go into the schema (:attr:`jdp.data.schema.Column.quantiles`), so ever
 the fit and of sampling reads the column through them (:mod:`jdp.data.scales`). The DP schema
 (:func:`jdp.data.dp_schema.infer_schema_dp`) releases knots with the same function.
 
+Released knots are an estimate of each column's distribution, and a model may not follow them
+(dp-GAN's tanh heads pile values at the range's ends under DP-SGD's noise). After the fit the
+adapter reads the model's own distribution of each knotted column on the unit scale from
+:data:`CDF_DRAWS` of its rows (:func:`own_cdf`), and sampling maps a drawn value ``x`` to
+``from_unit(F(to_unit(x)))`` (:func:`onto_knots`): the model decides which rows are high or low,
+the knots decide the marginal. Post-processing of the model and the knots with public noise.
+
 Privacy: ``"log"`` reads no data. ``"quantiles"`` makes one
 :func:`~jdp.mechanisms.quantiles.dp_quantiles` release per column, on the column's values
 besides its declared point masses and missing values (a per-record public filter), each
@@ -32,12 +39,14 @@ from dataclasses import dataclass
 
 import jax
 import numpy as np
+import pandas as pd
 
 from accounting import PrivacyBudget, PrivacyLedger
 from accounting import events as ev
 from accounting.validation import check_open_unit
-from jdp.data.schema import Column, Table
-from jdp.data.transforms import numeric_values
+from jdp.data.scales import from_unit, to_unit
+from jdp.data.schema import Column, Schema, Table
+from jdp.data.transforms import numeric_column, numeric_state, numeric_values
 from jdp.mechanisms.quantiles import check_probs, dp_quantiles
 from jdp.random import numpy_rng
 
@@ -48,8 +57,11 @@ __all__ = [
     "QUANTILES",
     "SCALE_KINDS",
     "NumericScale",
+    "knotted",
     "log_knots",
     "needs_knots",
+    "onto_knots",
+    "own_cdf",
     "release_knots",
     "scale_table",
 ]
@@ -184,3 +196,52 @@ def scale_table(
         data.schema, columns=tuple(scaled.get(c.name, c) for c in data.schema.columns)
     )
     return dataclasses.replace(data, schema=schema), ledger, rest
+
+
+#: Rows from which a fitted model's own distribution of each knotted column is read
+#: (:func:`own_cdf`), and the points of it kept.
+CDF_DRAWS, CDF_POINTS = 16384, 129
+
+
+def knotted(schema: Schema, scale: NumericScale) -> list[Column]:
+    """The columns of ``schema`` whose knots were released from the data (``scale`` of kind
+    ``"quantiles"``; the log scale's public knots estimate nothing)."""
+    if scale.kind != "quantiles":
+        return []
+    return [c for c in schema.columns if c.is_numeric and c.quantiles]
+
+
+def own_cdf(schema: Schema, scale: NumericScale, drawn: pd.DataFrame) -> np.ndarray:
+    """``(len(knotted), CDF_POINTS)``: for each :func:`knotted` column, the quantiles of its
+    drawn values (not its point masses or missing values) on the unit scale (``to_unit``) at
+    probabilities ``linspace(0, 1, CDF_POINTS)`` (the identity where no drawn row holds a
+    value)."""
+    grid = np.linspace(0.0, 1.0, CDF_POINTS)
+    out = []
+    for column in knotted(schema, scale):
+        x = numeric_values(drawn[column.name])
+        u = to_unit(column, x[numeric_state(column, x) == 0])
+        out.append(np.quantile(u, grid) if u.size else grid)
+    return np.asarray(out).reshape(-1, CDF_POINTS)
+
+
+def onto_knots(
+    schema: Schema, scale: NumericScale, drawn: pd.DataFrame, cdf: np.ndarray
+) -> pd.DataFrame:
+    """``drawn`` with each :func:`knotted` column's values ``x`` (not its point masses or
+    missing values) replaced by ``from_unit(F(to_unit(x)))``, ``F`` the piecewise-linear CDF
+    through that column's row of ``cdf`` (:func:`own_cdf`; a value the model ties on goes to
+    the middle of its probabilities: a constant column gives the knots' median), in the
+    column's type (:func:`~jdp.data.transforms.numeric_column`: an integer rounded, a value
+    that lands on a point mass moved off it): the model's ranks on the released knots."""
+    out = drawn.copy()
+    grid = np.linspace(0.0, 1.0, cdf.shape[1])
+    for q, column in zip(cdf, knotted(schema, scale)):
+        x = numeric_values(drawn[column.name]).copy()
+        state = numeric_state(column, x)
+        rows = state == 0
+        u = to_unit(column, x[rows])
+        rank = 0.5 * (np.interp(u, q, grid) + np.interp(-u, -q[::-1], grid[::-1]))
+        x[rows] = from_unit(column, rank)
+        out[column.name] = numeric_column(column, x, state)
+    return out

@@ -71,6 +71,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import jax
+import numpy as np
 import pandas as pd
 
 from accounting import PrivacyBudget, PrivacyLedger
@@ -78,7 +79,15 @@ from accounting.compose import pure_spend
 from accounting.validation import check_count, check_positive
 from jdp.data.constraints import enforce
 from jdp.data.dp_schema import SchemaRelease
-from jdp.data.quantile_scale import MIN_MAX, needs_knots, scale_table
+from jdp.data.quantile_scale import (
+    CDF_DRAWS,
+    MIN_MAX,
+    knotted,
+    needs_knots,
+    onto_knots,
+    own_cdf,
+    scale_table,
+)
 from jdp.data.schema import NONPRIVATE_SCHEMA_CLAIM, Schema, Table, UnaccountedSchemaWarning
 from jdp.random import numpy_rng
 from jdp.synth.feasibility import (
@@ -218,7 +227,10 @@ class Method:
         (:func:`jdp.data.quantile_scale.scale_table`: public log knots, or released quantile
         knots from their own key and share of ``budget``), encode ``data`` with the public
         codec of the schema with knots, fit on the arrays, keep the released parameters with
-        the public inputs and the resolved config (no checks: :func:`fit_model`)."""
+        the public inputs and the resolved config (no checks: :func:`fit_model`). With
+        released knots, the model's own distribution of each knotted column is read from
+        :data:`~jdp.data.quantile_scale.CDF_DRAWS` of its rows (post-processing,
+        ``params["value_cdf"]``) for :meth:`sample` to map onto them."""
         counted, rest = PrivacyLedger(), budget
         judged = has_minimum(self.name)
         needs_rows = self.for_shape is not None and (
@@ -240,15 +252,26 @@ class Method:
             check_shape(self.name, shape)
         params, ledger = self.fit_arrays(key, codec.encode(data), codec, rest, config)
         ledger = counted + spent + ledger
-        return FittedModel(self.name, params, data.schema, config, budget, ledger)
+        model = FittedModel(self.name, params, data.schema, config, budget, ledger)
+        if not knotted(data.schema, scale):
+            return model
+        drawn = self.sample(jax.random.fold_in(key, 1), model, CDF_DRAWS)  # post-processing
+        params = {**params, "value_cdf": own_cdf(data.schema, scale, drawn)}
+        return dataclasses.replace(model, params=params)
 
     def sample(self, key: jax.Array, model: FittedModel, n: int) -> pd.DataFrame:
         """The table adapter's inverse: ``n`` rows drawn on arrays and decoded, from one key
-        split into the draw's and the decoding's (post-processing)."""
+        split into the draw's and the decoding's, the values of columns with released knots
+        mapped onto them by the model's own CDF (:func:`jdp.data.quantile_scale.onto_knots`,
+        with ``params["value_cdf"]``; a model without it is left as drawn). Post-processing."""
         codec = self.codec(model.schema, model.config)
         draw_key, decode_key = jax.random.split(key)
         rows = self.sample_arrays(draw_key, model.params, codec, model.config, n)
-        return codec.decode(decode_key, rows)
+        table = codec.decode(decode_key, rows)
+        if "value_cdf" not in model.params:
+            return table
+        scale = getattr(model.config, "scale", MIN_MAX)
+        return onto_knots(model.schema, scale, table, np.asarray(model.params["value_cdf"]))
 
 
 _REGISTRY: dict[str, Method] = {}

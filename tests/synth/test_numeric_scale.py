@@ -158,27 +158,44 @@ def test_released_knots_beside_dp_sgd_keep_the_ledger_within_the_budget(tiny_con
     assert model.epsilon() <= budget.epsilon * (1 + 1e-9)
 
 
-def test_generated_values_are_mapped_to_uniform_ranks_by_the_generators_own_cdf():
-    """``to_released_quantiles`` through quantiles of a reference sample of the same
-    distribution: the mapped unit values are uniform within the Kolmogorov-Smirnov bound at
-    ALPHA of the fresh sample plus the DKW bound of the reference's quantiles (and the grid's
-    step); a tied (constant) coordinate goes to the middle, 0."""
+def test_drawn_values_are_mapped_onto_the_knots_by_the_models_own_cdf():
+    """``onto_knots`` through ``own_cdf`` of a reference draw of the same distribution: the
+    mapped values' unit ranks are uniform within the Kolmogorov-Smirnov bound at ALPHA of the
+    fresh draw plus the DKW bound of the reference's quantiles and the grid's step (unmapped,
+    they are not); point masses stay; a constant column goes to the knots' median."""
     from scipy import stats
 
-    from jdp.synth.dp_gan.model import CDF_POINTS, to_released_quantiles
+    from jdp.data.quantile_scale import CDF_DRAWS, CDF_POINTS, onto_knots, own_cdf
+    from jdp.data.scales import to_unit
 
-    alpha, n_ref, n = 1e-3, 16384, 4000
+    alpha, n = 1e-3, 4000
+    amount = dataclasses.replace(
+        SCHEMA["amount"], quantiles=((0.25, 500.0), (0.5, 1500.0), (0.75, 4000.0))
+    )
+    flat = Column(name="flat", kind="continuous", lower=0.0, upper=10.0, quantiles=((0.5, 2.0),))
+    schema = Schema(columns=(amount, flat))
     rng = np.random.default_rng(2)
-    draw = lambda m: np.column_stack([np.tanh(rng.normal(1.5, 0.3, m)), np.full(m, 0.7)])
-    reference = draw(n_ref)
-    cdf = np.quantile(reference, np.linspace(0.0, 1.0, CDF_POINTS), axis=0).T
-    mapped = to_released_quantiles(draw(n), cdf, [0, 1])
-    u = (mapped[:, 0] + 1.0) / 2.0
-    dkw = np.sqrt(np.log(2.0 / alpha) / (2.0 * n_ref))
-    bound = stats.kstwo.ppf(1.0 - alpha, n) + dkw + 1.0 / (CDF_POINTS - 1)
-    assert stats.kstest(u, "uniform").statistic <= bound
-    assert stats.kstest((draw(n)[:, 0] + 1.0) / 2.0, "uniform").statistic > bound  # unmapped
-    np.testing.assert_allclose(mapped[:, 1], 0.0)
+
+    def draw(m: int) -> pd.DataFrame:  # a model off the knots (on 0.85-0.99 of the unit scale), 20% at the mass 0
+        x = np.where(rng.random(m) < 0.2, 0.0, rng.uniform(5_000.0, 6_400.0, m))
+        return pd.DataFrame({"amount": x, "flat": np.full(m, 7.0)})
+
+    cdf = own_cdf(schema, QUANTILES, draw(CDF_DRAWS))
+    assert cdf.shape == (2, CDF_POINTS)
+    before = draw(n)
+    after = onto_knots(schema, QUANTILES, before, cdf)
+    np.testing.assert_array_equal(after["amount"] == 0.0, before["amount"] == 0.0)
+    values = after["amount"][after["amount"] > 0].to_numpy()
+    bound = (
+        stats.kstwo.ppf(1.0 - alpha, len(values))
+        + np.sqrt(np.log(2.0 / alpha) / (2.0 * CDF_DRAWS))
+        + 1.0 / (CDF_POINTS - 1)
+    )
+    assert stats.kstest(to_unit(amount, values), "uniform").statistic <= bound
+    raw = before["amount"][before["amount"] > 0].to_numpy()
+    assert stats.kstest(to_unit(amount, raw), "uniform").statistic > bound
+    np.testing.assert_allclose(after["flat"], 2.0)
+    assert own_cdf(schema, LOG, before).shape == (0, CDF_POINTS)  # public knots: none
 
 
 def test_dp_gan_samples_follow_the_released_quantiles_whatever_its_generator(tiny_config):
@@ -188,7 +205,7 @@ def test_dp_gan_samples_follow_the_released_quantiles_whatever_its_generator(tin
     CDF's reference draws and its grid step (unmapped, it is not)."""
     from scipy import stats
 
-    from jdp.synth.dp_gan.model import CDF_DRAWS, CDF_POINTS
+    from jdp.data.quantile_scale import CDF_DRAWS, CDF_POINTS
 
     alpha, n = 1e-3, 4000
     schema = Schema(

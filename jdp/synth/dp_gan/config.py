@@ -94,7 +94,7 @@ class DPGANConfig:
       scale: how numeric columns map to the generator's [0, 1] outputs
         (:class:`jdp.data.quantile_scale.NumericScale`); default knots released by DP
         quantiles (10% of epsilon), through which sampling maps each generated value by the
-        generator's own CDF (:func:`jdp.synth.dp_gan.model.value_cdf`): on all of Adult at
+        generator's own CDF (:func:`jdp.data.quantile_scale.onto_knots`): on all of Adult at
         epsilon 1 it took the numeric columns off their real interquartile range from 3 of 6
         to 0-2 (``scripts/numeric_columns.py``, ``docs/results/numeric_columns.md``).
     """

@@ -290,7 +290,7 @@ def fit_arrays(
     """
     layout, blocks = codec.layout, codec.state_blocks
     generator, critic = networks(config, layout)
-    init_key, run_key, generator_key, counts_key, cdf_key = jax.random.split(key, 5)
+    init_key, run_key, generator_key, counts_key = jax.random.split(key, 4)
     critic_params, gen_state = init_state(init_key, config, layout)
     dp, z_states = critic_dpsgd(config, budget), 0.0
     if budget is not None:
@@ -337,57 +337,7 @@ def fit_arrays(
         )
     params = {"generator": state.model_state.average, "critic": state.params}
     params = jax.tree_util.tree_map(np.asarray, params)
-    params = {**params, "state_counts": counts}
-    return {**params, "value_cdf": value_cdf(cdf_key, params, codec, config)}, ledger
-
-
-#: Latent draws from which the generator's own distribution of each released-knot numeric
-#: value is read after training (:func:`value_cdf`), and the points of it kept.
-CDF_DRAWS, CDF_POINTS = 16384, 129
-
-
-def knotted_values(codec: GANCodec, config: DPGANConfig) -> list[int]:
-    """Coordinates of the numeric values whose columns carry knots released from the data
-    (``config.scale`` ``"quantiles"``; public knots of the log scale are no estimate of the
-    data's distribution, so they are left out)."""
-    if config.scale.kind != "quantiles":
-        return []
-    schema = codec.encoder.schema
-    return [
-        span.start for span in codec.encoder.spans
-        if span.name in schema.names and schema[span.name].is_numeric
-        and schema[span.name].quantiles
-    ]  # fmt: skip
-
-
-def value_cdf(key: jax.Array, params: Params, codec: GANCodec, config: DPGANConfig) -> np.ndarray:
-    """``(len(knotted_values), CDF_POINTS)``: the generator's quantiles of each
-    :func:`knotted_values` coordinate at probabilities ``linspace(0, 1, CDF_POINTS)``, from
-    :data:`CDF_DRAWS` latent draws. Sampling maps a generated value ``x`` to ``F(x)`` on the
-    column's unit scale (:func:`to_released_quantiles`), so a column's synthetic values follow
-    its released quantiles whatever the tanh head's own marginal (DP-SGD's noise leaves it
-    piled at the range's ends: Adult's hours-per-week median 84-92 against 40 at
-    ``epsilon`` 1 to 100), while the generator still decides which rows are high or low.
-    Post-processing of the released generator with public noise: free."""
-    columns = knotted_values(codec, config)
-    if not columns:
-        return np.zeros((0, CDF_POINTS))
-    x = generate_rows(key, params, codec, config, CDF_DRAWS)[:, columns]
-    return np.quantile(x, np.linspace(0.0, 1.0, CDF_POINTS), axis=0).T
-
-
-def to_released_quantiles(x: np.ndarray, cdf: np.ndarray, columns: list[int]) -> np.ndarray:
-    """``x`` with each ``columns[i]`` coordinate replaced by ``2 F_i(x) - 1``, ``F_i`` the
-    piecewise-linear CDF through the quantiles ``cdf[i]`` (a value the generator ties on, at
-    the middle of its probabilities: a constant head gives the median): the tanh coordinate
-    whose unit value is the generator's rank."""
-    out = np.array(x, dtype=np.float64)
-    grid = np.linspace(0.0, 1.0, cdf.shape[1])
-    for q, j in zip(cdf, columns):
-        v = out[:, j]
-        rank = 0.5 * (np.interp(v, q, grid) + np.interp(-v, -q[::-1], grid[::-1]))
-        out[:, j] = 2.0 * rank - 1.0
-    return out
+    return {**params, "state_counts": counts}, ledger
 
 
 @functools.lru_cache(maxsize=16)
@@ -410,32 +360,18 @@ def _generator_step(
 # -- sampling (post-processing) ------------------------------------------------------------
 
 
-def generate_rows(
-    key: jax.Array, params: Params, codec: GANCodec, config: DPGANConfig, n: int
-) -> np.ndarray:
-    """``n`` rows of the generator (tanh values, one softmax per one-hot block) from fresh
-    latent draws."""
-    generator, _ = networks(config, codec.layout)
-    z = draw_latent(key, (n, config.latent_dim))
-    gen = jax.tree_util.tree_map(jnp.asarray, params["generator"])
-    return np.asarray(_generate(generator, gen, z), dtype=np.float64)
-
-
 def sample_arrays(
     key: jax.Array, params: Params, codec: GANCodec, config: DPGANConfig, n: int
 ) -> np.ndarray:
-    """``n`` encoded synthetic rows: a latent draw through the generator
-    (:func:`generate_rows`), the values of released-knot columns mapped through the
-    generator's own CDF (:func:`to_released_quantiles`, with ``params["value_cdf"]``), the
-    state blocks matched to the released counts (:func:`jdp.synth.states.match_state_counts`);
-    :meth:`GANCodec.decode` draws the categories. Post-processing of the generator and the
-    counts (``params`` without ``"state_counts"``, e.g. a generator during training, is fine
-    without state blocks; without ``"value_cdf"``, e.g. a model saved before it, values are
-    left as generated)."""
-    x = generate_rows(key, params, codec, config, n)
-    columns = knotted_values(codec, config)
-    if columns and "value_cdf" in params:
-        x = to_released_quantiles(x, np.asarray(params["value_cdf"]), columns)
+    """``n`` encoded synthetic rows: a latent draw through the generator (tanh values, one
+    softmax per one-hot block), the state blocks matched to the released counts
+    (:func:`jdp.synth.states.match_state_counts`); :meth:`GANCodec.decode` draws the
+    categories. Post-processing of the generator and the counts (``params`` without
+    ``"state_counts"``, e.g. a generator during training, is fine without state blocks)."""
+    generator, _ = networks(config, codec.layout)
+    z = draw_latent(key, (n, config.latent_dim))
+    gen = jax.tree_util.tree_map(jnp.asarray, params["generator"])
+    x = np.asarray(_generate(generator, gen, z), dtype=np.float64)
     if not codec.state_blocks:
         return x
     counts = np.asarray(params["state_counts"])
