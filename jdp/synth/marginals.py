@@ -19,11 +19,11 @@ Privacy:
   histograms, one per column (the target's plain, each feature's per class when
   conditioned), and with ``refine`` one finer histogram, pooled over the classes, per
   numeric column whose cells it refines (:func:`refined`; its fine cells nest in the coarse
-  ones, :func:`coarse_cells`). Every record falls in exactly one cell of each of them (values are clipped
-  into the public bounds and categories checked against the public domain before counting;
-  a point mass or a missing value goes to its own cell instead of a value cell, never to
-  both; a record has exactly one class), so adding or removing a record changes ``h`` by one in
-  exactly ``d`` cells: L1 sensitivity ``d``, L2 sensitivity ``sqrt(d)``.
+  ones, :func:`coarse_cells`). Every record falls in exactly one cell of each of them (values
+  are clipped into the public bounds and categories checked against the public domain before
+  counting; a point mass or a missing value goes to its own cell instead of a value cell, never
+  to both; a record has exactly one class), so adding or removing a record changes ``h`` by one
+  in exactly ``d`` cells: L1 sensitivity ``d``, L2 sensitivity ``sqrt(d)``.
   ``noise="laplace"``: Laplace noise of scale ``z d`` per cell, event ``LaplaceDpEvent(z)``;
   ``noise="gaussian"``: Gaussian noise of standard deviation ``z sqrt(d)``, event
   ``GaussianDpEvent(z)``. In both, ``z`` is the smallest noise multiplier (calibrated) whose
@@ -403,11 +403,11 @@ def released_statistics(model: FittedModel) -> list[Release]:
     noise of sd ``s`` per cell moves it by about ``s sqrt(K sum_c m_c^2 + sum_f (v_f -
     m_c(f))^2) / N`` (``K`` classes, 1 when not conditioned; ``N`` the noisy row count; the
     second term from the fine cells of a refined column, whose counts, about the coarse
-    cell's own, move ``m_c``): its noise. Its signal (:func:`jdp.synth.signal.mean_release`) is a quarter of the
-    mean's distance from the column's lower bound in the model's own distribution
-    (post-processing). A column whose mean is not within half of that distance at two noise
-    sds is reported: its synthetic mean says little about the real one. Models saved
-    without ``noise_sd`` report nothing."""
+    cell's own, move ``m_c``): its noise. Its signal (:func:`jdp.synth.signal.mean_release`)
+    is a quarter of the mean's distance from the column's lower bound in the model's own
+    distribution (post-processing). A column whose mean is not within half of that distance
+    at two noise sds is reported: its synthetic mean says little about the real one. Models
+    saved without ``noise_sd`` report nothing."""
     sd = released_noise_sd(model.params)
     if sd is None:
         return []

@@ -176,7 +176,8 @@ def test_drawn_values_are_mapped_onto_the_knots_by_the_models_own_cdf():
     schema = Schema(columns=(amount, flat))
     rng = np.random.default_rng(2)
 
-    def draw(m: int) -> pd.DataFrame:  # a model off the knots (on 0.85-0.99 of the unit scale), 20% at the mass 0
+    def draw(m: int) -> pd.DataFrame:
+        """A model off the knots (on 0.85-0.99 of the unit scale), 20% at the mass 0."""
         x = np.where(rng.random(m) < 0.2, 0.0, rng.uniform(5_000.0, 6_400.0, m))
         return pd.DataFrame({"amount": x, "flat": np.full(m, 7.0)})
 
