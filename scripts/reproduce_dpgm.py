@@ -356,12 +356,14 @@ def query_matrix(queries: list[CountingQuery], domain: pd.DataFrame) -> np.ndarr
     return np.stack([np.any([a.mask(domain) for a in q.atoms], axis=0) for q in queries])
 
 
-def counting_queries(quick: bool, seed: int) -> tuple[list[dict], list[dict]]:
-    """Every :func:`item_tables` table: its rows (one per epsilon, ``"data"`` naming the
-    table) and its setup."""
+def counting_queries(
+    quick: bool, seed: int, epsilons: tuple[float, ...] | None = None
+) -> tuple[list[dict], list[dict]]:
+    """Every :func:`item_tables` table: its rows (one per epsilon of ``epsilons``, default
+    0.25-2 or 0.5 and 2 with ``quick``; ``"data"`` naming the table) and its setup."""
     rows, setups = [], []
     for real, schema, items, name in item_tables(quick):
-        table_rows, setup = table_queries(quick, seed, real, schema, items, name)
+        table_rows, setup = table_queries(quick, seed, real, schema, items, name, epsilons)
         rows += table_rows
         setups.append(setup)
     return rows, setups
@@ -374,6 +376,7 @@ def table_queries(
     schema: Schema,
     items: list[tuple[str, object]],
     name: str,
+    epsilons: tuple[float, ...] | None,
 ) -> tuple[list[dict], dict]:
     """Counting queries on one item table (module docstring)."""
     categorical = all(not c.is_numeric for c in schema.columns)
@@ -397,7 +400,7 @@ def table_queries(
         cell_index(CellCodec(schema, 2).encode(table), domain_shape(schema, 2)),
         minlength=len(domain),
     ).astype(np.float64)
-    epsilons = (0.5, 2.0) if quick else (0.25, 0.5, 1.0, 2.0)
+    epsilons = epsilons or ((0.5, 2.0) if quick else (0.25, 0.5, 1.0, 2.0))
     dpgm_config = DPGMConfig(
         generator="rbm",
         n_clusters=2,
@@ -465,7 +468,9 @@ def compute(args: argparse.Namespace) -> dict:
     km, km_setup = fig3(args.quick, rng) if "fig3" in parts else ([], {})
     H.log(f"fig2, fig3 done ({time.time() - start:.0f} s)")
     f4 = fig4(args.quick, rng, args.out, args.seed) if "fig4" in parts else {}
-    qs, q_setup = counting_queries(args.quick, args.seed) if "queries" in parts else ([], [])
+    qs, q_setup = (
+        counting_queries(args.quick, args.seed, args.epsilons) if "queries" in parts else ([], [])
+    )
     return {
         "quick": args.quick,
         "epsilon": FIG4_EPSILON,
@@ -543,6 +548,12 @@ def main(argv: list[str] | None = None) -> int:
         type=H.subset(PARTS),
         default=list(PARTS),
         help="comma-separated parts to run (default: all; the JSON keys of the others are empty)",
+    )
+    p.add_argument(
+        "--epsilons",
+        type=lambda text: tuple(float(e) for e in text.split(",")),
+        default=None,
+        help="comma-separated epsilons of the counting queries (default 0.25,0.5,1,2; quick 0.5,2)",
     )
     return H.run(p, compute, render, argv)
 
