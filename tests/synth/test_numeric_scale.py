@@ -80,7 +80,10 @@ def test_the_knots_stay_in_the_schema_and_sampling_decodes_through_them(fitted, 
     assert SCHEMA.columns[0].quantiles == ()  # the declared schema is untouched
     loaded = io.load(io.save(fitted, tmp_path / "m"))
     assert loaded.schema == fitted.schema
+    # the model's own CDF of the knotted column travels with it: the same draws after loading
+    np.testing.assert_array_equal(loaded.params["value_cdf"], fitted.params["value_cdf"])
     out = sample_model(jax.random.key(1), loaded, 4000)
+    pd.testing.assert_frame_equal(out, sample_model(jax.random.key(1), fitted, 4000))
     values = out["amount"][out["amount"] > 0]
     assert values.between(0, 1e5).all()
     # the bulk lies where the data is (real median ~1,800), not over the public range
