@@ -79,6 +79,12 @@ def numeric_report(data: Dataset, synthetic: pd.DataFrame) -> tuple[int, int, li
     return len(off), cols, off
 
 
+def column_of(release: str) -> str:
+    """The column a per-column no-signal release is about ("mean of age (to within half)",
+    "spread of age (to within half)" -> "age")."""
+    return release.split(" of ", 1)[-1].removesuffix(" (to within half)")
+
+
 def auroc(data: Dataset, synthetic: pd.DataFrame, seed: int) -> float:
     classifier = {"LogisticRegression": paper_classifiers(seed)["LogisticRegression"]}
     rows = tstr_table(data.train, synthetic, data.test, data.target, classifiers=classifier)
@@ -100,11 +106,16 @@ def one_fit(data: Dataset, method: str, scale: str, epsilon: float, seed: int) -
         synthetic = sample_model(sample_key, model, len(data.train))
         score = auroc(data, synthetic, seed)
     off, cols, names = numeric_report(data, synthetic)
-    no_signal = " ".join(str(w.message) for w in caught if issubclass(w.category, NoSignalWarning))
+    weak = {
+        column_of(r.name)
+        for w in caught
+        if isinstance(w.message, NoSignalWarning)
+        for r in w.message.releases
+    }
     return {
         "said": any(issubclass(w.category, CannotWorkWarning) for w in caught),
         "off": off,
-        "off_named": sum(f" of {name} " in no_signal for name in names),
+        "off_named": sum(name in weak for name in names),
         "cols": cols,
         "off_columns": names,
         "AUROC": score,

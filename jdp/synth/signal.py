@@ -47,8 +47,18 @@ class FittedModel(Protocol):
     method: str
 
 
+#: Weak statistics a no-signal message names, the worst first (the rest are counted; every
+#: one is on the warning's ``releases``).
+SHOWN = 8
+
+
 class NoSignalWarning(UserWarning):
-    """The budget is too small for any signal in some released statistic."""
+    """The budget is too small for any signal in some released statistic; ``releases`` holds
+    every weak one (the message names the :data:`SHOWN` worst)."""
+
+    def __init__(self, message: str, releases: tuple[Release, ...] = ()) -> None:
+        super().__init__(message)
+        self.releases = releases
 
 
 @dataclass(frozen=True)
@@ -99,8 +109,9 @@ def register_releases(method: str, releases_fn: Callable[[FittedModel], list[Rel
 def check_signal(model: FittedModel) -> list[Release]:
     """Warn (:class:`NoSignalWarning`) when a statistic ``model`` released carries no signal.
 
-    The message gives the weak statistics' names and noise/signal ratios; their noise and
-    signal sizes (a released count is a signal) only under private details.
+    The message gives the :data:`SHOWN` worst weak statistics' names and noise/signal ratios
+    (the warning's ``releases`` holds all of them, worst first); their noise and signal sizes
+    (a released count is a signal) only under private details.
 
     Args:
       model: a fitted model; methods without registered releases are not judged.
@@ -114,16 +125,17 @@ def check_signal(model: FittedModel) -> list[Release]:
     releases = reporter(model)
     weak = weak_releases(releases)
     if weak:
-        worst = ", ".join(f"{r.name} {r.ratio:.2g}" for r in weak)
-        warnings.warn(
+        ranked = sorted(weak, key=lambda r: -r.ratio)
+        worst = ", ".join(f"{r.name} {r.ratio:.2g}" for r in ranked[:SHOWN])
+        more = f" and {len(ranked) - SHOWN} more" if len(ranked) > SHOWN else ""
+        message = (
             f"{model.method}: the budget is too small for any signal in {len(weak)} of "
-            f"{len(releases)} released statistics (noise/signal: {worst}); what they describe "
-            "in the synthetic data is mostly noise. More epsilon, more rows or fewer columns "
-            "help"
+            f"{len(releases)} released statistics (noise/signal: {worst}{more}); what they "
+            "describe in the synthetic data is mostly noise. More epsilon, more rows or fewer "
+            "columns help"
             + private_detail(
-                "; ".join(f"{r.name}: noise {r.noise:.3g}, signal {r.signal:.3g}" for r in weak)
-            ),
-            NoSignalWarning,
-            stacklevel=3,
+                "; ".join(f"{r.name}: noise {r.noise:.3g}, signal {r.signal:.3g}" for r in ranked)
+            )
         )
+        warnings.warn(NoSignalWarning(message, tuple(ranked)), stacklevel=3)
     return weak

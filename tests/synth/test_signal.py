@@ -86,3 +86,19 @@ def test_methods_without_registered_releases_are_not_judged() -> None:
         "no-such-reporter", model.params, model.schema, model.config, model.budget, model.ledger
     )
     assert signal.check_signal(other) == []
+
+
+def test_a_long_list_of_weak_statistics_names_the_worst_and_keeps_them_all(monkeypatch) -> None:
+    """Spambase-like: 57 weak columns would be a wall of text; the message names the SHOWN
+    worst and counts the rest, and the warning carries every one, worst first."""
+    releases = [signal.Release(f"mean of c{j}", noise=1.0 + j, signal=1.0) for j in range(57)]
+    monkeypatch.setitem(signal._REPORTERS, "test-many", lambda model: releases)
+    model = type("M", (), {"method": "test-many"})()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        weak = signal.check_signal(model)
+    (w,) = caught
+    message = str(w.message)
+    assert len(weak) == 57 and f"and {57 - signal.SHOWN} more" in message
+    assert "mean of c56 57" in message and "mean of c0 " not in message
+    assert [r.name for r in w.message.releases] == [f"mean of c{j}" for j in range(56, -1, -1)]
