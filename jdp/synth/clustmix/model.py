@@ -251,9 +251,10 @@ def released_statistics(model: FittedModel) -> list[Release]:
     column's value coordinate over the class's mixtures is its groups' spread plus the
     noise's ``s^2`` (``s = params["noise_std"]``, public and data-free); the signal is the
     pooled ``sqrt(max(v - s^2, 0))`` (within-class variances weighted by their mixtures
-    less one), the noise ``s``. A column whose mixtures spread no more than their noise
-    (ratio >= 1: ``v <= 2 s^2``) is drawn mostly from noise, clipped to its bounds: its
-    synthetic mean and median say little about the real ones (german, crx:
+    less one) times :data:`~jdp.synth.signal.MEAN_PRECISION`, as for a mean; the noise
+    ``s``. A column whose mixtures spread less than four times their noise (ratio >= 1:
+    ``v <= 17 s^2``) is drawn mostly from noise, clipped to its bounds: its
+    synthetic mean and median say little about the real ones (german, crx, spambase, adult:
     ``docs/results/numeric_columns.md``). The same variance decides
     :func:`denoise_mixtures`' shrinkage. Post-processing of the release."""
     params = model.params
