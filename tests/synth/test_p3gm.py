@@ -566,3 +566,15 @@ def test_latent_excluding_the_target_reads_features_only(adult, small, arrays):
     np.testing.assert_array_equal(np.asarray(c1), np.asarray(c2))
     labels = ["dp-mean", "dp-pca"] + ["dp-em"] * TINY.em_iterations
     assert ledger.labels == labels == [label for label, _ in expected[:-1]]
+
+
+def test_a_latent_wider_than_the_table_is_refused_before_any_work(monkeypatch):
+    """A narrow table (3 encoded columns) with the default ``latent_dim=10``: one ValueError
+    naming the width and the ``--set`` hint, raised before the calibration runs."""
+    codec = P.P3GMCodec(layout=(("bernoulli", 3),), row_norm_bound=2.0)
+    calls = []
+    monkeypatch.setattr(P, "calibrate_noise", lambda *a, **k: calls.append(a))
+    with pytest.raises(ValueError, match=r"latent_dim=10 .* 3 encoded columns.*--set latent_dim=3"):
+        P.fit_arrays(jax.random.key(0), np.zeros((5, 3)), codec, BUDGET, P3GMConfig())
+    assert calls == []
+    P.check_latent_dim(dataclasses.replace(P3GMConfig(), latent_dim=3), codec)  # fits exactly

@@ -60,6 +60,7 @@ from jdp.synth.p3gm.variants import Variant, get_variant
 
 __all__ = [
     "P3GMCodec",
+    "check_latent_dim",
     "codec",
     "fit_arrays",
     "sample_arrays",
@@ -160,6 +161,21 @@ def codec(schema: Schema, config: P3GMConfig) -> P3GMCodec:
 # -- fit and sample on arrays ------------------------------------------------------------------
 
 
+def check_latent_dim(config: P3GMConfig, codec: P3GMCodec) -> None:
+    """Refuse (before any work) a ``latent_dim`` wider than the columns the fixed encoder
+    mean reads: the codec's width, less the target's coordinates under
+    ``latent_excludes_target``. Public: a function of the schema and the config."""
+    inputs = layout_width(codec.layout)
+    if config.latent_excludes_target and codec.target_coords is not None:
+        inputs -= codec.target_coords[1] - codec.target_coords[0]
+    if config.latent_dim is not None and config.latent_dim > inputs:
+        raise ValueError(
+            f"latent_dim={config.latent_dim} is more than the {inputs} encoded columns the "
+            f"encoder mean reads on this table: set latent_dim <= {inputs} (jdp fit --set "
+            f"latent_dim={inputs}, or latent_dim={inputs} in Python)"
+        )
+
+
 def fit_arrays(
     key: jax.Array,
     x: np.ndarray,
@@ -176,6 +192,8 @@ def fit_arrays(
     all released values or post-processing of them.
     """
     variant = get_variant(variant)
+    if variant.fixed_mean:
+        check_latent_dim(config, codec)
     x = np.asarray(x, dtype=np.float64)
     enc_key, dec_key = jax.random.split(key)
     layout = codec.layout
