@@ -8,10 +8,12 @@ written in chunks of 50,000 (:func:`jdp.synth.base.sample_chunks`: chunk i > 0 u
 ``fold_in(key, i)``), so memory stays bounded whatever ``-n``; there is no maximum, but after the
 first chunk the output's size is estimated and a file that would not fit on its disk is refused.
 The CSV is written beside ``--out`` and renamed into place at the end (Ctrl-C or kill -9 leave
-the old file or none); ``--out -`` streams to stdout. ``--where COLUMN=VALUE`` (repeatable)
-keeps only rows with those values, drawn by rejection from the model
-(:func:`jdp.synth.conditions.matching_chunks`; a condition too rare under the model fails
-with its acceptance rate).
+the old file or none); ``--out -`` streams to stdout. ``--where`` (repeatable) keeps only rows
+that satisfy every condition -- ``COLUMN=VALUE`` on a categorical or integer column, a range
+``COLUMN>V``, ``>=``, ``<``, ``<=`` on a numeric one, quoted in a shell (``--where 'age>=60'``;
+:func:`jdp.synth.conditions.parse_where`) --, drawn by rejection from the model
+(:func:`jdp.synth.conditions.matching_chunks`; a condition too rare under the model fails with
+its acceptance rate).
 """
 
 from __future__ import annotations
@@ -21,12 +23,9 @@ import json
 import shutil
 import sys
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO
 
 from jdp.cli._args import add_command, add_flags, output_path, replaced_file
-
-if TYPE_CHECKING:
-    from jdp.synth.base import FittedModel
 
 NOISY = "noisy"
 
@@ -72,40 +71,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--where",
         action="append",
         default=[],
-        metavar="COLUMN=VALUE",
-        help="only rows with this value (categorical or integer column; repeatable; by rejection)",
+        metavar="CONDITION",
+        help=(
+            "only rows satisfying COLUMN=VALUE (categorical or integer column) or a range "
+            "COLUMN>V, COLUMN>=V, COLUMN<V, COLUMN<=V (numeric column; quote it in a shell); "
+            "repeatable, all must hold; by rejection"
+        ),
     )
     parser.set_defaults(func=run)
 
 
-def sample_rows(model: FittedModel, rows: int | str | None) -> int:
-    """The number of rows to draw: ``rows``, or the model's noisy row count for ``None`` and
-    ``"noisy"`` (an error when the method releases none)."""
-    from jdp.synth.base import noisy_row_count
-
-    if isinstance(rows, int):
-        return rows
-    count = noisy_row_count(model)
-    if count is None:
-        raise ValueError(
-            f"method {model.method!r} releases no noisy row count: give the number of rows (-n N)"
-        )
-    return count
-
-
 def run(args: argparse.Namespace) -> int:
     from jdp.cli._args import command_key
-    from jdp.synth.base import sample_chunks
+    from jdp.synth.base import rows_to_sample
     from jdp.synth.conditions import matching_chunks, parse_where
     from jdp.synth.io import load
 
     to_stdout = args.out == "-"
     out = None if to_stdout else output_path(args.out, kind="file")
     model = load(args.model)
-    rows = sample_rows(model, args.rows)
+    rows = rows_to_sample(model, None if args.rows == NOISY else args.rows, hint="-n N")
     where = parse_where(args.where, model.schema)
-    key = command_key(args.seed, "sample")
-    chunks = matching_chunks(key, model, rows, where) if where else sample_chunks(key, model, rows)
+    chunks = matching_chunks(command_key(args.seed, "sample"), model, rows, where)
     if to_stdout:
         _write(chunks, sys.stdout, rows, out=None, quiet=True)
     else:
@@ -146,21 +133,14 @@ def _write(chunks, stream: IO[str], rows: int, *, out: Path | None, quiet: bool)
 
 
 def _check_space(stream: IO[str], written: int, rows: int, out: Path) -> None:
+    from jdp.synth.base import byte_size
+
     stream.flush()
     per_row = stream.tell() / written
     need = per_row * (rows - written)
     free = shutil.disk_usage(Path(stream.name).parent).free
     if need > free:
         raise ValueError(
-            f"-n {rows} would write about {_size(need)} to {out}, but its disk has "
-            f"{_size(free)} free (about {per_row:.0f} bytes per row)"
+            f"-n {rows} would write about {byte_size(need)} to {out}, but its disk has "
+            f"{byte_size(free)} free (about {per_row:.0f} bytes per row)"
         )
-
-
-def _size(nbytes: float) -> str:
-    unit = "B"
-    for unit in ("B", "KB", "MB", "GB", "TB", "PB"):
-        if nbytes < 1000:
-            break
-        nbytes /= 1000
-    return f"{nbytes:.1f} {unit}"

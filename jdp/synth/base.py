@@ -409,6 +409,39 @@ def noisy_row_count(model: FittedModel) -> int | None:
     return None if count is None else max(1, int(count(model)))
 
 
+def rows_to_sample(model: FittedModel, n: int | None, *, hint: str = "n=N") -> int:
+    """The number of rows to draw: ``n``, or for ``None`` the model's released noisy row count
+    (:func:`noisy_row_count`) -- the rule of ``jdp sample`` and of ``Synthesizer.sample``.
+
+    Raises:
+        TypeError: ``n`` is not an integer (a ``bool`` included).
+        ValueError: ``n < 1``, or ``n`` is ``None`` and the method releases no noisy row
+            count; the message says how to give one, ``hint`` (``"-n N"`` on the command
+            line, ``"n=N"`` in Python).
+    """
+    if n is None:
+        count = noisy_row_count(model)
+        if count is None:
+            raise ValueError(
+                f"method {model.method!r} releases no noisy row count: give the number of "
+                f"rows ({hint})"
+            )
+        return count
+    if isinstance(n, bool):
+        raise TypeError(f"expected n to be an integer, got {n!r}")
+    return check_count("n", n, minimum=1)
+
+
+def byte_size(nbytes: float) -> str:
+    """``nbytes`` for people: ``"1.5 GB"`` (decimal units, one decimal)."""
+    unit = "B"
+    for unit in ("B", "KB", "MB", "GB", "TB", "PB"):
+        if nbytes < 1000:
+            break
+        nbytes /= 1000
+    return f"{nbytes:.1f} {unit}"
+
+
 def sample_chunks(
     key: jax.Array, model: FittedModel, n: int, chunk_rows: int = SAMPLE_CHUNK_ROWS
 ) -> Iterator[pd.DataFrame]:

@@ -3,82 +3,193 @@
 It acts on synthetic rows only, after the model is released, so it costs no privacy
 (post-processing, Dwork & Roth 2014, Proposition 2.1) and never reads the private data.
 
-* **Conditional sampling** (:func:`sample_where`): rows whose columns equal given values
-  (``jdp sample --where sex=Female``), by rejection. Each round draws a batch from the model
-  (:func:`jdp.synth.base.sample_model`) and keeps the matching rows, until ``n`` are kept.
-  Kept rows are exact draws from the model's distribution conditioned on the event. The
-  number of rounds is bounded: when the condition is too rare under the model to be met
-  within ``max_draws`` rows, a clear error reports the acceptance rate seen (a property of
-  the released model, public), rather than looping for ever or returning fewer rows.
+* **Conditions** (:func:`parse_where`): ``COLUMN=VALUE`` on a categorical or integer column,
+  a range ``COLUMN>V``, ``COLUMN>=V``, ``COLUMN<V`` or ``COLUMN<=V`` on a numeric column
+  (``jdp sample --where sex=Female --where age>=60``, ``Synthesizer.sample(where=...)``),
+  checked against the public schema. All conditions must hold.
+* **Conditional sampling** (:func:`sample_where`): rows satisfying the conditions, by
+  rejection. Each round draws a batch from the model (:func:`jdp.synth.base.sample_model`)
+  and keeps the matching rows, until ``n`` are kept. Kept rows are exact draws from the
+  model's distribution conditioned on the event. The number of rounds is bounded: when the
+  condition is too rare under the model to be met within ``max_draws`` rows, a clear error
+  reports the acceptance rate seen (a property of the released model, public), rather than
+  looping for ever or returning fewer rows.
 * Declared functional dependencies between columns (:mod:`jdp.data.constraints`) are
   enforced by :func:`jdp.synth.base.sample_model` on every draw.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+import operator
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from numbers import Real
 from typing import Any
 
 import jax
 import numpy as np
 import pandas as pd
 
-from jdp.data.schema import Schema
+from jdp.data.schema import Column, Schema
 
-__all__ = ["matches", "matching_chunks", "parse_where", "sample_where"]
+__all__ = [
+    "COMPARISONS",
+    "Range",
+    "describe",
+    "matches",
+    "matching_chunks",
+    "parse_where",
+    "sample_where",
+]
 
 #: Default bound on rows drawn by :func:`sample_where`, as a multiple of the rows asked for.
 MAX_DRAWS_PER_ROW = 1000
 
+#: The operators of a condition: equality on a categorical or integer column, the others
+#: (a range) on a numeric column.
+COMPARISONS: Mapping[str, Callable[[Any, Any], Any]] = {
+    "=": operator.eq,
+    ">": operator.gt,
+    ">=": operator.ge,
+    "<": operator.lt,
+    "<=": operator.le,
+}
 
-def parse_where(items: Iterable[str], schema: Schema) -> dict[str, Any]:
-    """``["sex=Female", "age=30"]`` -> ``{"sex": "Female", "age": 30}``, checked against
-    the public ``schema``: the column exists, a categorical value is one of its categories,
-    an integer value is a whole number within the bounds, a continuous column is refused
-    (equality with a continuous draw has probability 0).
+_CONDITION = re.compile(r"\s*(.*?)\s*(<=|>=|<|>|=)\s*(.*?)\s*")
+
+
+@dataclass(frozen=True)
+class Range:
+    """The comparisons ``(operator, bound)`` a numeric column must all satisfy:
+    ``Range(((">=", 30.0), ("<", 60.0)))`` for ``age>=30`` and ``age<60``."""
+
+    comparisons: tuple[tuple[str, float], ...]
+
+    def holds(self, values: pd.Series) -> np.ndarray:
+        """Boolean mask of the ``values`` that satisfy every comparison (missing: never)."""
+        mask = np.ones(len(values), dtype=bool)
+        for op, bound in self.comparisons:
+            mask &= COMPARISONS[op](values, bound).to_numpy(dtype=bool, na_value=False)
+        return mask
+
+
+def parse_where(items: str | Iterable[str] | Mapping[str, Any], schema: Schema) -> dict[str, Any]:
+    """Conditions -> ``{column: value}`` (equality) or ``{column: Range}``, checked against
+    the public ``schema``.
+
+    ``items`` is a condition (``"age>=60"``), several (``["sex=Female", "age<30"]``) or a
+    mapping ``{column: value}`` of equalities. A condition is ``COLUMN=VALUE`` on a
+    categorical column (``VALUE`` one of its categories) or an integer column (a whole number
+    within the bounds), or ``COLUMN>V``, ``COLUMN>=V``, ``COLUMN<V``, ``COLUMN<=V`` on a
+    numeric column, that some value within the bounds satisfies. The ranges on one column
+    combine (``age>=30``, ``age<60``); equality on a continuous column (probability 0), a
+    range on a categorical column and a column named in an equality and another condition
+    are refused. ``["colour=green", "size>3"]`` -> ``{"colour": "green", "size":
+    Range(((">", 3.0),))}``.
 
     Raises:
         ValueError: naming the item for a malformed, unknown or impossible condition.
     """
+    if isinstance(items, str):
+        items = [items]
+    if isinstance(items, Mapping):
+        conditions = [(f"{name}={value}", str(name), "=", value) for name, value in items.items()]
+    else:
+        conditions = [_split(item) for item in items]
     where: dict[str, Any] = {}
-    for item in items:
-        name, sep, text = item.partition("=")
-        name, text = name.strip(), text.strip()
-        if not sep or not name:
-            raise ValueError(f"expected --where COLUMN=VALUE, got {item!r}")
+    for item, name, op, value in conditions:
         if name not in schema.names:
-            raise ValueError(f"--where {item!r}: no column {name!r} in the model's schema")
-        if name in where:
-            raise ValueError(f"--where names column {name!r} twice")
-        column = schema[name]
-        if column.kind == "categorical":
-            match = [c for c in column.categories if str(c) == text]
-            if not match:
-                raise ValueError(f"--where {item!r}: {text!r} is not a category of {name!r}")
-            where[name] = match[0]
-        elif column.kind == "integer":
-            try:
-                value = int(text)
-            except ValueError:
-                raise ValueError(f"--where {item!r}: {name!r} holds integers") from None
-            if not column.lower <= value <= column.upper:
-                raise ValueError(
-                    f"--where {item!r}: outside {name!r}'s bounds [{column.lower}, {column.upper}]"
-                )
-            where[name] = value
+            raise ValueError(f"where {item!r}: no column {name!r} in the model's schema")
+        condition = _checked(item, schema[name], op, value)
+        previous = where.get(name)
+        if previous is None:
+            where[name] = condition
+        elif isinstance(previous, Range) and isinstance(condition, Range):
+            where[name] = Range(previous.comparisons + condition.comparisons)
         else:
-            raise ValueError(
-                f"--where {item!r}: {name!r} is continuous; equality has probability 0 "
-                "(condition on a categorical or integer column)"
-            )
+            raise ValueError(f"where names column {name!r} twice")
     return where
 
 
+def _split(item: str) -> tuple[str, str, str, str]:
+    """``"age >= 60"`` -> ``("age >= 60", "age", ">=", "60")``; raises on a malformed item."""
+    found = _CONDITION.fullmatch(item)
+    if found is None or not found[1]:
+        raise ValueError(
+            "expected a condition COLUMN=VALUE, COLUMN>V, COLUMN>=V, COLUMN<V or COLUMN<=V, "
+            f"got {item!r}"
+        )
+    return item, found[1], found[2], found[3]
+
+
+def _checked(item: str, column: Column, op: str, value: Any) -> Any:
+    """The condition ``column op value`` as :func:`parse_where` stores it: the category or
+    integer an equality names, or a one-comparison :class:`Range`."""
+    name = column.name
+    if op == "=" and column.kind == "categorical":
+        match = [c for c in column.categories if str(c) == str(value)]
+        if not match:
+            raise ValueError(f"where {item!r}: {value!r} is not a category of {name!r}")
+        return match[0]
+    if column.kind == "categorical":
+        raise ValueError(f"where {item!r}: {name!r} is categorical: only {name}=VALUE applies")
+    if op == "=" and column.kind != "integer":
+        raise ValueError(
+            f"where {item!r}: {name!r} is continuous; equality has probability 0 "
+            f"(condition on a categorical or integer column, or give a range: {name}>=V)"
+        )
+    number = _number(value)
+    if op == "=":
+        if number is None or not number.is_integer():
+            raise ValueError(f"where {item!r}: {name!r} holds integers")
+        if not column.lower <= number <= column.upper:
+            raise ValueError(
+                f"where {item!r}: outside {name!r}'s bounds [{column.lower}, {column.upper}]"
+            )
+        return int(number)
+    if number is None:
+        raise ValueError(f"where {item!r}: {value!r} is not a number")
+    edge = column.upper if op in (">", ">=") else column.lower
+    if not COMPARISONS[op](edge, number):
+        raise ValueError(
+            f"where {item!r}: no value of {name!r} within its bounds "
+            f"[{column.lower}, {column.upper}] satisfies it"
+        )
+    return Range(((op, number),))
+
+
+def _number(value: Any) -> float | None:
+    """``value`` as a float: a numeric string or a real number (not a bool); else ``None``."""
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    if isinstance(value, Real) and not isinstance(value, (bool, np.bool_)):
+        return float(value)
+    return None
+
+
+def describe(where: Mapping[str, Any]) -> str:
+    """The conditions as text: ``"sex=Female, age>=30, age<60"``."""
+    return ", ".join(
+        ", ".join(f"{name}{op}{bound:g}" for op, bound in value.comparisons)
+        if isinstance(value, Range)
+        else f"{name}={value}"
+        for name, value in where.items()
+    )
+
+
 def matches(frame: pd.DataFrame, where: Mapping[str, Any]) -> np.ndarray:
-    """Boolean mask of the rows of ``frame`` equal to every value of ``where``."""
+    """Boolean mask of the rows of ``frame`` that satisfy every condition of ``where``
+    (:func:`parse_where`'s: a value to equal, or a :class:`Range`)."""
     mask = np.ones(len(frame), dtype=bool)
     for name, value in where.items():
-        mask &= (frame[name] == value).to_numpy()
+        if isinstance(value, Range):
+            mask &= value.holds(frame[name])
+        else:
+            mask &= (frame[name] == value).to_numpy(dtype=bool, na_value=False)
     return mask
 
 
@@ -114,18 +225,19 @@ def matching_chunks(
     Round ``i`` draws ``batch_rows`` rows under ``jax.random.fold_in(key, i)`` and yields the
     matching ones, until ``n`` rows were yielded (the last table cut to fit). ``max_draws``
     (default ``MAX_DRAWS_PER_ROW * n``, at least one batch) bounds the rows drawn. An empty
-    ``where`` yields ``sample_model(key, model, n)``.
+    ``where`` yields the chunks of ``sample_chunks(key, model, n)``
+    (:func:`jdp.synth.base.sample_chunks`).
 
     Raises:
         ValueError: when fewer than ``n`` rows matched within ``max_draws`` draws (the
             message gives the acceptance rate seen), or ``n < 1``.
     """
-    from jdp.synth.base import sample_model
+    from jdp.synth.base import sample_chunks, sample_model
 
     if n < 1:
         raise ValueError(f"expected n >= 1, got {n}")
     if not where:
-        yield sample_model(key, model, n)
+        yield from sample_chunks(key, model, n)
         return
     limit = max(max_draws or MAX_DRAWS_PER_ROW * n, batch_rows)
     found = drawn = 0
@@ -138,8 +250,7 @@ def matching_chunks(
             yield chosen
         if found == n:
             return
-    condition = ", ".join(f"{k}={v}" for k, v in where.items())
     raise ValueError(
-        f"only {found} of {drawn} synthetic rows satisfy {condition} (acceptance "
+        f"only {found} of {drawn} synthetic rows satisfy {describe(where)} (acceptance "
         f"{found / drawn:.2g}); asked for {n}: ask for fewer rows or a likelier condition"
     )

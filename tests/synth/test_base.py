@@ -287,10 +287,10 @@ def test_estimator_layer_seed_and_errors(tmp_path):
     pd.testing.assert_frame_equal(again.sample(4), first)
     assert not est.sample(4).equals(first)  # each sample call draws a fresh key
     SCHEMA.save(tmp_path / "s.json")
-    assert Toy(schema=tmp_path / "s.json", delta=0.0).schema == SCHEMA
+    assert Toy(epsilon=1.0, schema=tmp_path / "s.json", delta=0.0).schema == SCHEMA
     with pytest.raises(ValueError, match="a schema is required"):
-        Toy(delta=0.0).fit(FRAME)
-    assert Toy(delta=0.0).fit(SCHEMA.conform(FRAME)).ledger_.labels == ["toy"]
+        Toy(epsilon=1.0, delta=0.0).fit(FRAME)
+    assert Toy(epsilon=1.0, delta=0.0).fit(SCHEMA.conform(FRAME)).ledger_.labels == ["toy"]
 
 
 def test_package_exports_resolve():
@@ -445,7 +445,7 @@ def test_bare_schema_of_a_release_warns_that_its_cost_is_missing(tmp_path):
     assert model.ledger.labels == ["row count", "marginals"]
     release.schema.save(tmp_path / "bare.json")
     with pytest.warns(UnaccountedSchemaWarning, match="SchemaRelease"):
-        Marginals(schema=tmp_path / "bare.json", seed=0).fit(df)
+        Marginals(epsilon=1.0, schema=tmp_path / "bare.json", seed=0).fit(df)
     table = release.schema.conform(df.drop(index=7))
     with pytest.warns(UnaccountedSchemaWarning, match="SchemaRelease"):
         base.fit_model(jax.random.key(0), "marginals", table, budget)

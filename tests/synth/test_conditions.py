@@ -41,7 +41,7 @@ def model():
 def test_parse_where_checks_every_condition_against_the_schema():
     assert parse_where(["colour=green", " size = 3"], SCHEMA) == {"colour": "green", "size": 3}
     for item, message in [
-        ("colour", "expected --where COLUMN=VALUE"),
+        ("colour", "expected a condition COLUMN=VALUE"),
         ("shape=round", "no column 'shape'"),
         ("colour=purple", "'purple' is not a category of 'colour'"),
         ("size=big", "'size' holds integers"),

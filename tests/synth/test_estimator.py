@@ -79,7 +79,7 @@ def test_load_gives_a_fitted_sampler_of_the_saved_method(tmp_path):
     with pytest.raises(FileNotFoundError):
         Synthesizer.load(tmp_path / "nowhere")
     with pytest.raises(RuntimeError, match="not fitted yet"):
-        Marginals().sample(3)
+        Marginals(epsilon=1.0).sample(3)
 
 
 def test_get_params_are_the_constructor_arguments():
@@ -92,4 +92,4 @@ def test_get_params_are_the_constructor_arguments():
     copy = Marginals(**params)
     assert copy.get_params() == params and copy.config == synth.config
     assert not hasattr(copy, "model_")
-    assert Marginals().get_params(deep=False)["epsilon"] == 1.0
+    assert Marginals(epsilon=2.0).get_params(deep=False)["epsilon"] == 2.0

@@ -288,7 +288,7 @@ def test_estimator_layer(adult, rows3000):
     )
     c = Marginals(epsilon=1, delta=1e-5, schema=adult.schema).fit(rows3000)  # OS entropy
     assert not np.array_equal(c.model_.params["noisy_counts"], a.model_.params["noisy_counts"])
-    assert Marginals(bins=8, schema=adult.schema).config.bins == 8
+    assert Marginals(epsilon=1, bins=8, schema=adult.schema).config.bins == 8
 
 
 @pytest.mark.parametrize(
@@ -304,7 +304,7 @@ def test_estimator_layer(adult, rows3000):
 )
 def test_bad_arguments_raise(adult, kwargs, err, match):
     with pytest.raises(err, match=match):
-        Marginals(schema=adult.schema, **kwargs)
+        Marginals(schema=adult.schema, **{"epsilon": 1, **kwargs})
 
 
 def test_gaussian_needs_delta(adult, rows3000):
