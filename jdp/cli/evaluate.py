@@ -15,12 +15,13 @@ import argparse
 import json
 import warnings
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from jdp.cli._args import add_command, add_flags
 from jdp.eval.report import evaluate_tables, format_table, jsonable
-from jdp.eval.utility import paper_classifiers
+from jdp.eval.utility import optional_classifiers, paper_classifiers
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -60,7 +61,9 @@ def add_evaluation_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--classifiers",
         metavar="NAMES",
-        help="comma-separated subset of LogisticRegression,AdaBoost,GradientBoosting,XGBoost",
+        help="comma-separated TSTR classifiers among LogisticRegression, AdaBoost, "
+        "GradientBoosting, XGBoost and LightGBM (the last two with pip install 'jdp[eval]'; "
+        "default: the paper's four, XGBoost when installed)",
     )
     add_flags(parser, "seed", seed={"default": 0, "help": "seed of classifiers and query workload"})
     parser.add_argument("--bins", type=int, default=10, help="quantile bins per numeric column")
@@ -87,14 +90,39 @@ def add_evaluation_arguments(parser: argparse.ArgumentParser) -> None:
 DEFAULT_MAX_ROWS = 50_000
 
 
-def read_csv(path: str, what: str) -> pd.DataFrame:
-    """Read a CSV, turning an unreadable or empty file into a one-line error."""
+def read_csv(path: str, what: str, schema: Any = None) -> pd.DataFrame:
+    """Read a CSV as ``jdp fit`` reads its data (:func:`jdp.data.read.read_csv`, the one copy
+    of the rule): only the schema's ``missing_values`` tokens (default: the empty field) are
+    missing, so a category named ``"NA"`` stays a category; with a ``schema`` (a
+    :class:`~jdp.data.schema.Schema` or release) its string-category columns are read as
+    text and its ``ignore`` columns left out. An unreadable or empty file is a one-line
+    error."""
+    from jdp.data.read import read_csv as read_table
+
     if not Path(path).is_file():
         raise FileNotFoundError(f"{what} file not found: {path}")
+    schema = getattr(schema, "schema", schema)  # a SchemaRelease reads as its schema
     try:
-        return pd.read_csv(path, skipinitialspace=True)
+        return read_table(path, schema if schema is not None else _header_schema(path))
+    except ValueError as exc:
+        message = str(exc).splitlines()[0]
+        raise ValueError(message.replace("cannot read CSV", f"cannot read {what} CSV")) from None
+
+
+def _header_schema(path: str) -> Any:
+    """A stand-in schema for a CSV read without one: the header's names as numeric columns
+    (no string column is forced to text, nothing ignored) and the default ``missing_values``,
+    so that :func:`jdp.data.read.read_csv` applies its missing-value rule and infers dtypes."""
+    from jdp.data.schema import Column, Schema
+
+    try:
+        header = [str(c) for c in pd.read_csv(path, nrows=0).columns]
     except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise ValueError(f"cannot read {what} CSV {path}: {str(exc).splitlines()[0]}") from None
+        raise ValueError(f"cannot read CSV {path}: {str(exc).splitlines()[0]}") from None
+    if not header:
+        raise ValueError(f"cannot read CSV {path}: no columns")
+    columns = (Column(name=n, kind="continuous", lower=0.0, upper=1.0) for n in header)
+    return Schema(columns=tuple(columns))
 
 
 def real_data(args: argparse.Namespace) -> tuple[pd.DataFrame, pd.DataFrame | None, str | None]:
@@ -108,9 +136,10 @@ def real_data(args: argparse.Namespace) -> tuple[pd.DataFrame, pd.DataFrame | No
         return dataset.train, dataset.test, declared_target(args) or dataset.target
     if not args.real_train:
         raise ValueError("expected --real-train PATH (or --dataset NAME)")
-    train = read_csv(args.real_train, "real-train")
-    test = read_csv(args.real_test, "real-test") if args.real_test else None
-    target = declared_target(args)
+    schema = declared_schema(args)
+    train = read_csv(args.real_train, "real-train", schema)
+    test = read_csv(args.real_test, "real-test", schema) if args.real_test else None
+    target = args.target or (schema.target if schema is not None else None)
     if (test is None) != (target is None):
         raise ValueError(
             "TSTR needs both --real-test and a label column (--target, or a --schema or "
@@ -119,30 +148,44 @@ def real_data(args: argparse.Namespace) -> tuple[pd.DataFrame, pd.DataFrame | No
     return train, test, target
 
 
-def declared_target(args: argparse.Namespace) -> str | None:
-    """``--target``, else the target of ``--schema``, else of ``--model``'s schema."""
-    if args.target:
-        return args.target
+def declared_schema(args: argparse.Namespace) -> Any:
+    """The schema of ``--schema`` (a release's schema), else of ``--model``, else ``None``
+    (loaded once per ``args``)."""
     schema_path, model_dir = getattr(args, "schema", None), getattr(args, "model", None)
     if schema_path and model_dir:
         raise ValueError("give either --schema or --model, not both")
+    key = (schema_path, model_dir)
+    cached = getattr(args, "_declared_schema", None)
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    schema = None
     if schema_path:
         from jdp.data.dp_schema import SchemaRelease, load_schema
 
         schema = load_schema(schema_path)
-        return (schema.schema if isinstance(schema, SchemaRelease) else schema).target
-    if model_dir:
+        schema = schema.schema if isinstance(schema, SchemaRelease) else schema
+    elif model_dir:
         from jdp.synth.io import load
 
-        return load(model_dir).schema.target
-    return None
+        schema = load(model_dir).schema
+    args._declared_schema = (key, schema)
+    return schema
+
+
+def declared_target(args: argparse.Namespace) -> str | None:
+    """``--target``, else the target of ``--schema``, else of ``--model``'s schema."""
+    if args.target:
+        return args.target
+    schema = declared_schema(args)
+    return None if schema is None else schema.target
 
 
 def available_classifiers(seed: int) -> dict:
-    """The paper's classifiers that can run here (an absent XGBoost is left out silently)."""
+    """The classifiers that can run here: the paper's (an absent XGBoost is left out
+    silently), then LightGBM when installed (:func:`jdp.eval.utility.optional_classifiers`)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return paper_classifiers(seed)
+        return paper_classifiers(seed) | optional_classifiers(seed)
 
 
 def named_classifiers(names: str, available: dict) -> dict:
@@ -188,7 +231,8 @@ def evaluate_args(
 
 def run(args: argparse.Namespace) -> int:
     train, test, target = real_data(args)
-    evaluation = evaluate_args(args, train, read_csv(args.synthetic, "synthetic"), test, target)
+    synthetic = read_csv(args.synthetic, "synthetic", declared_schema(args))
+    evaluation = evaluate_args(args, train, synthetic, test, target)
     if args.json:
         print(json.dumps(jsonable(evaluation)))
         return 0

@@ -62,6 +62,7 @@ from accounting.validation import check_open_unit, check_positive
 from jdp.data.schema import (
     Column,
     ColumnKind,
+    Problems,
     Schema,
     SuppressedCategoryWarning,
     Table,
@@ -438,6 +439,24 @@ def _read_json(path: str | Path) -> Any:
     return json.loads(path.read_text())
 
 
+def _check_numeric_column(
+    series: pd.Series, name: str, ranges: Mapping[str, tuple[float, float]], *, nullable: bool
+) -> None:
+    """Raise when a numeric column to release has no coarse range, a non-numeric value, an
+    infinite value, or a missing value without being nullable (the values are never shown)."""
+    if name not in ranges:
+        raise ValueError(f"column {name!r}: a coarse public range (a, b) is required")
+    try:
+        x = pd.to_numeric(series, errors="raise").to_numpy(dtype=np.float64)
+    except (TypeError, ValueError):  # pandas' message quotes the value: never shown
+        raise ValueError(
+            f"column {name!r} is declared numeric but has non-numeric values (not shown)"
+        ) from None
+    missing = np.isnan(x)
+    if np.isinf(x).any() or (missing.any() and not nullable):
+        raise ValueError(f"column {name!r} has NaN or infinite values (and is not nullable)")
+
+
 def infer_schema_dp(
     rng: np.random.Generator,
     data: pd.DataFrame,
@@ -452,6 +471,7 @@ def infer_schema_dp(
     other_label: str = "other",
     point_masses: Mapping[str, Sequence[float]] | None = None,
     nullable: Collection[str] = (),
+    ignore: Collection[str] = (),
 ) -> SchemaRelease:
     """Release a schema for ``data`` under ``epsilon``-DP (plus threshold deltas).
 
@@ -476,6 +496,10 @@ def infer_schema_dp(
         released from the other values and widened to include the masses.
       nullable: the columns declared nullable (public): their missing values are left out of
         the release and the column is marked nullable; a missing value elsewhere raises.
+      ignore: data columns the release leaves out (public: identifiers, free text, dates):
+        never read, listed in the schema's ``ignore`` (so ``conform`` and
+        :func:`jdp.data.read.read_csv` drop them) and not counted in the budget split; a name
+        absent from ``data`` (a CSV read without it) is listed all the same.
 
     Leaving out missing values and point-mass values is a fixed public filter applied record
     by record (neighbours stay neighbours), so it costs nothing.
@@ -489,7 +513,9 @@ def infer_schema_dp(
     :class:`DpSchemaWarning` names the numeric columns released without signal (coarse range
     kept) or with a noisy clipped share above 1%; :attr:`SchemaRelease.clipped` holds the
     shares. Categorical columns with no category above the threshold raise, all in one
-    message (spend more epsilon, or declare their domains).
+    message (spend more epsilon, or declare their domains). Bad inputs (columns without a
+    kind or range, unknown names, NaN or non-numeric values in a numeric column) are all
+    reported in one exception (:class:`~jdp.data.schema.Problems`) before any noise is drawn.
     """
     check_positive("epsilon", epsilon)
     if suppressed not in SUPPRESSED:
@@ -499,20 +525,36 @@ def infer_schema_dp(
     if not isinstance(data, pd.DataFrame) or len(data) == 0:
         raise ValueError("expected a non-empty pandas DataFrame")
     given = {c.name: c for c in declared}
-    unknown = sorted(set(given) - set(data.columns))
-    if unknown:
-        raise ValueError(f"declared column {unknown[0]!r} is not in the data")
-    released_names = [c for c in data.columns if c not in given]
-    missing = [c for c in released_names if c not in kinds]
-    if missing:
-        raise ValueError(f"column {missing[0]!r} has no declared kind")
+    ignore = [ignore] if isinstance(ignore, str) else list(ignore)
+    nullable = [nullable] if isinstance(nullable, str) else list(nullable)
     point_masses = dict(point_masses or {})
-    unknown = sorted((set(point_masses) | set(nullable)) - set(data.columns))
-    if unknown:
-        raise ValueError(f"column {unknown[0]!r} of point_masses/nullable is not in the data")
+    problems = Problems()
+    for what, names in (
+        ("declared column {!r}", given),
+        ("column {!r} of point_masses/nullable", [*point_masses, *nullable]),
+    ):
+        for name in dict.fromkeys(names):
+            if name not in data.columns:
+                problems.add(ValueError(what.format(name) + " is not in the data"))
+    for name in dict.fromkeys(ignore):
+        if name == target or name in given or name in point_masses or name in nullable:
+            problems.add(ValueError(f"column {name!r} is ignored and also used (target, "
+                                    "declared, point_masses or nullable)"))  # fmt: skip
+    released_names = [c for c in data.columns if c not in given and c not in ignore]
+    for name in released_names:
+        if name not in kinds:
+            problems.add(ValueError(f"column {name!r} has no declared kind"))
+        elif kinds[name] != "categorical":
+            try:
+                _check_numeric_column(data[name], name, ranges, nullable=name in nullable)
+            except ValueError as exc:
+                problems.add(exc)
+    problems.raise_if_any()
     eps_col = epsilon / max(len(released_names), 1)
     ledger, columns, clipped, empty = PrivacyLedger(), [], [], []
     for name in data.columns:
+        if name in ignore:
+            continue
         if name in given:
             columns.append(given[name])
             continue
@@ -532,13 +574,9 @@ def infer_schema_dp(
                 cats = (*cats, other_label)
             columns.append(Column(name=name, kind=kind, categories=cats, nullable=name in nullable))
             continue
-        if name not in ranges:
-            raise ValueError(f"column {name!r}: a coarse public range (a, b) is required")
         a, b = (float(v) for v in ranges[name])
-        x = pd.to_numeric(data[name], errors="raise").to_numpy(dtype=np.float64)
+        x = pd.to_numeric(data[name], errors="raise").to_numpy(dtype=np.float64)  # checked
         missing = np.isnan(x)
-        if np.isinf(x).any() or (missing.any() and name not in nullable):
-            raise ValueError(f"column {name!r} has NaN or infinite values (and is not nullable)")
         masses = tuple(float(m) for m in point_masses.get(name, ()))
         bounds, event = dp_bounds(
             rng, x[~missing & ~np.isin(x, masses)], lower=a, upper=b, epsilon=eps_col,
@@ -558,7 +596,7 @@ def infer_schema_dp(
             "per column; spend more epsilon or declare their domains (declared=)"
         )
     release = SchemaRelease(
-        Schema(columns=tuple(columns), target=target),
+        Schema(columns=tuple(columns), target=target, ignore=tuple(dict.fromkeys(ignore))),
         ledger,
         other_label if suppressed == "other" else None,
         tuple(clipped),

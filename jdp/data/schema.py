@@ -57,9 +57,16 @@ read off the data by :func:`infer_schema_nonprivate` (absent: declared), and opt
   ``"NA"`` stays a category);
 * ``"ignore": ["id"]`` -- data columns to drop before checking (not read from a CSV);
 * ``"constraints": [{"type": "functional_dependency", "determinant": "education",
-  "dependent": "education-num", "mapping": [["Bachelors", 13], ...]}]`` -- public
-  functional dependencies (:mod:`jdp.data.constraints`), enforced on every synthetic draw
-  by :func:`jdp.synth.base.sample_model`.
+  "dependent": "education-num", "mapping": [["Bachelors", 13], ...]}, {"type":
+  "forbidden_combination", "values": {"relationship": "Husband", "sex": "Female"}},
+  {"type": "less_equal", "left": "a", "right": "b"}]`` -- public constraints
+  (:mod:`jdp.data.constraints`), enforced on every synthetic draw by
+  :func:`jdp.synth.base.sample_model`.
+
+:func:`draft_schema` drafts a template from public metadata only (column names and dtypes,
+never a value): kinds filled in, bounds and categories left null, identifiers, dates and
+likely free text put in ``ignore`` with the reason (``jdp schema --data CSV`` without
+``--dp`` writes it).
 
 Validation reports every problem at once: one exception whose first line is
 ``"N problems: a; b; c"`` (:class:`Problems`).
@@ -70,17 +77,19 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import secrets
 import warnings
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from numbers import Integral, Real
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 import pandas as pd
 
-from jdp.data.constraints import FunctionalDependency
+from jdp.data.constraints import CONSTRAINT_TYPES, Constraint, constraint_from_dict
 from jdp.mechanisms.quantiles import check_probs
 from jdp.verbosity import private_detail, warn_private
 
@@ -344,7 +353,7 @@ class Schema:
     nonprivate: bool = False
     missing_values: tuple[str, ...] = ("",)
     ignore: tuple[str, ...] = ()
-    constraints: tuple[FunctionalDependency, ...] = ()
+    constraints: tuple[Constraint, ...] = ()
 
     def __post_init__(self) -> None:
         cols = tuple(self.columns)
@@ -400,9 +409,10 @@ class Schema:
         object.__setattr__(self, "columns", cols)
         object.__setattr__(self, "constraints", tuple(self.constraints))
         for constraint in self.constraints:
-            if not isinstance(constraint, FunctionalDependency):
+            if not isinstance(constraint, CONSTRAINT_TYPES):
+                names = ", ".join(cls.__name__ for cls in CONSTRAINT_TYPES)
                 problems.add(
-                    TypeError(f"expected FunctionalDependency constraints, got {constraint!r}")
+                    TypeError(f"expected constraints of types {names}, got {constraint!r}")
                 )
             else:
                 try:
@@ -474,7 +484,7 @@ class Schema:
         constraints = []
         for c in data.get("constraints", []):
             try:
-                constraints.append(FunctionalDependency.from_dict(c))
+                constraints.append(constraint_from_dict(c))
             except (TypeError, ValueError, KeyError) as exc:
                 problems.add(ValueError(f"bad constraint {c!r}: {exc}"))
         problems.raise_if_any()
@@ -713,7 +723,9 @@ class Table:
         return len(self.frame)
 
 
-def infer_schema_nonprivate(data: pd.DataFrame, *, target: str | None = None) -> Schema:
+def infer_schema_nonprivate(
+    data: pd.DataFrame, *, target: str | None = None, ignore: Collection[str] = ()
+) -> Schema:
     """Read a schema off ``data`` WITHOUT differential privacy (warns every time).
 
     Bounds are the observed min/max, domains the observed values: both reveal individual
@@ -721,9 +733,15 @@ def infer_schema_nonprivate(data: pd.DataFrame, *, target: str | None = None) ->
     experiments; for private data declare the schema or use
     :func:`jdp.data.dp_schema.infer_schema_dp`.
 
-    Floats become ``continuous``, integers ``integer``, everything else ``categorical``. The
-    schema is marked ``nonprivate``: saved with it and with every model fitted on it, whose
-    privacy statement then opens with :data:`NONPRIVATE_SCHEMA_CLAIM`.
+    Floats become ``continuous``, integers ``integer``, everything else ``categorical``.
+    Columns that cannot or must not be modelled are put in the schema's ``ignore`` list, with
+    one :class:`UserWarning` naming each and why (decided by :func:`draft_column` from the
+    name and dtype alone): date/time dtypes (there is no date kind), identifiers by name
+    (``id``, ``*_id``, ``uuid``), and text columns named like free text (comment,
+    description, notes, ...), whose observed values would otherwise become categories and be
+    copied verbatim into synthetic records; plus the columns named in ``ignore``. The schema
+    is marked ``nonprivate``: saved with it and with every model fitted on it, whose privacy
+    statement then opens with :data:`NONPRIVATE_SCHEMA_CLAIM`.
     """
     warnings.warn(
         "infer_schema_nonprivate reads bounds and categories off the data without differential "
@@ -733,8 +751,27 @@ def infer_schema_nonprivate(data: pd.DataFrame, *, target: str | None = None) ->
     )
     if not isinstance(data, pd.DataFrame) or len(data) == 0:
         raise ValueError("expected a non-empty pandas DataFrame")
+    if isinstance(ignore, str):
+        ignore = [ignore]
+    unknown = [n for n in ignore if n not in data.columns]
+    if unknown:
+        raise ValueError(f"ignored column {unknown[0]!r} is not in the data")
+    if target is not None and target in ignore:
+        raise ValueError(f"target column {target!r} cannot be ignored")
+    drafts = {d.name: d for d in draft_columns(data, target=target)}
+    skipped = {n: "ignored as asked" for n in ignore}
+    skipped |= {n: d.reason for n, d in drafts.items() if d.ignored and n not in skipped}
+    if skipped:
+        warnings.warn(
+            "infer_schema_nonprivate ignores column(s) "
+            + "; ".join(f"{n!r} ({why})" for n, why in skipped.items()),
+            UserWarning,
+            stacklevel=2,
+        )
     cols = []
     for name in data.columns:
+        if str(name) in skipped:
+            continue
         s = data[name]
         if (
             pd.api.types.is_numeric_dtype(s)
@@ -749,4 +786,189 @@ def infer_schema_nonprivate(data: pd.DataFrame, *, target: str | None = None) ->
         else:
             cats = sorted(pd.unique(s.dropna()).tolist(), key=lambda v: (str(type(v)), v))
             cols.append(Column(name=str(name), kind="categorical", categories=tuple(cats)))
-    return Schema(columns=tuple(cols), target=target, nonprivate=True)
+    return Schema(columns=tuple(cols), target=target, nonprivate=True, ignore=tuple(skipped))
+
+
+# -- drafting a schema from public metadata (column names and dtypes) ----------------------
+
+#: Name tokens that mark an identifier column (``id``, ``customer_id``, ``userID``, ``uuid``).
+ID_TOKENS = frozenset({"id", "uuid", "guid"})
+#: Name tokens that mark a free-text column (object dtype only).
+TEXT_TOKENS = frozenset({
+    "comment", "comments", "description", "desc", "note", "notes", "text", "remark",
+    "remarks", "feedback", "message", "review", "summary", "freetext", "body",
+})  # fmt: skip
+#: Name tokens that mark a date or time held as text (object dtype only).
+DATE_TOKENS = frozenset({"date", "datetime", "timestamp", "time", "dob", "birthday"})
+#: The advice of a drafted date column's note.
+_NO_DATE_KIND = (
+    "and jdp has no date kind (to model it, convert it to an integer day count from a public "
+    "origin, with public bounds)"
+)
+
+
+def _name_tokens(name: str) -> set[str]:
+    """Lower-case words of a column name: split at non-alphanumerics and camelCase humps
+    (``"customerID"`` -> ``{"customer", "id"}``, ``"free_text"`` -> ``{"free", "text"}``)."""
+    words = re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+", str(name))
+    return {w.lower() for w in words}
+
+
+class ColumnDraft(NamedTuple):
+    """One column of a drafted schema: its ``kind`` (``None`` when ignored), and the public
+    ``reason`` of an ``ignore`` (or of a filled-in domain, for a bool column)."""
+
+    name: str
+    kind: str | None
+    reason: str | None = None
+    categories: tuple[Any, ...] | None = None
+
+    @property
+    def ignored(self) -> bool:
+        return self.kind is None
+
+
+def draft_column(name: str, dtype: Any, *, target: bool = False) -> ColumnDraft:
+    """Draft one column from its name and dtype only (public metadata; never a value).
+
+    * ``datetime64`` / ``timedelta64`` / period dtypes are ignored (no date kind);
+    * an identifier by its name (``id``, ``*_id``, ``*ID``, ``uuid``, ``guid``) is ignored;
+    * an unnamed column (``"Unnamed: 0"``, pandas' name for a written row index) is ignored;
+    * an object/string column named like free text (comment, description, notes, text, ...)
+      is ignored: categories of free text would be copied verbatim into synthetic records;
+      one named like a date (date, time, timestamp, dob, ...) is ignored (no date kind);
+    * bool -> ``categorical`` with the dtype's domain ``(False, True)``;
+    * integers -> ``integer``, floats -> ``continuous``, any other dtype the CSV reader
+      gives (object, string, category) -> ``categorical``; bounds and categories are left to
+      be declared or released (``jdp schema --dp``).
+
+    The ``target`` is never ignored and is always ``categorical``.
+    """
+    tokens = _name_tokens(name)
+    kind: str | None
+    if pd.api.types.is_bool_dtype(dtype):
+        return ColumnDraft(name, "categorical", "bool dtype: categories [false, true] from the dtype",
+                           (False, True))  # fmt: skip
+    if pd.api.types.is_integer_dtype(dtype):
+        kind = "integer"
+    elif pd.api.types.is_float_dtype(dtype):
+        kind = "continuous"
+    elif pd.api.types.is_datetime64_any_dtype(dtype) or isinstance(dtype, pd.PeriodDtype):
+        kind, reason = None, f"a date/time dtype {dtype}, {_NO_DATE_KIND}"
+    elif pd.api.types.is_timedelta64_dtype(dtype):
+        kind, reason = None, f"a time-span dtype {dtype} (convert it to a number)"
+    elif pd.api.types.is_numeric_dtype(dtype):  # complex
+        kind, reason = None, f"unsupported dtype {dtype}"
+    else:
+        kind = "categorical"
+    if target:
+        return ColumnDraft(name, "categorical")
+    if kind is None:
+        return ColumnDraft(name, None, reason)
+    if tokens & ID_TOKENS:
+        return ColumnDraft(name, None, "an identifier by its name (its values single out records)")
+    if str(name).startswith("Unnamed:"):
+        return ColumnDraft(name, None, "an unnamed column (usually a written row index)")
+    if kind == "categorical" and tokens & TEXT_TOKENS:
+        return ColumnDraft(
+            name, None, "likely free text by its name (as categories its values would be "
+            "copied verbatim into synthetic records)"
+        )  # fmt: skip
+    if kind == "categorical" and tokens & DATE_TOKENS:
+        return ColumnDraft(name, None, f"likely a date held as text by its name, {_NO_DATE_KIND}")
+    return ColumnDraft(name, kind)
+
+
+def draft_columns(
+    dtypes: pd.DataFrame | pd.Series | Mapping[str, Any], *, target: str | None = None
+) -> list[ColumnDraft]:
+    """:func:`draft_column` for every column of a DataFrame (only its ``dtypes`` are read)
+    or of a ``{name: dtype}`` mapping."""
+    if isinstance(dtypes, pd.DataFrame):
+        dtypes = dtypes.dtypes
+    items = list(dtypes.items())
+    names = [str(n) for n, _ in items]
+    if target is not None and target not in names:
+        raise ValueError(f"target column {target!r} is not in the data")
+    return [draft_column(str(n), d, target=str(n) == target) for n, d in items]
+
+
+def draft_schema(
+    dtypes: pd.DataFrame | pd.Series | Mapping[str, Any],
+    *,
+    target: str | None = None,
+    kinds: Mapping[str, str] | None = None,
+    ignore: Collection[str] = (),
+    nullable: Collection[str] = (),
+    description: str = "",
+) -> dict[str, Any]:
+    """A schema template (JSON layout, :meth:`Schema.to_dict`) drafted from column names and
+    dtypes only (:func:`draft_column`; never a value): kinds filled in, bounds and categories
+    ``null`` (to be declared or released with DP), ignored columns in ``"ignore"`` with their
+    reasons in the ``"description"``. The template loads as a :class:`Schema` once its nulls
+    are filled in.
+
+    Args:
+      dtypes: a DataFrame (only its ``dtypes`` are read) or ``{name: dtype}``, in column
+        order; the dtype of a column given in ``kinds`` is not consulted (may be ``None``).
+      target: the target column (drafted ``categorical``).
+      kinds: public kinds that override the draft, by column name.
+      ignore: columns to ignore besides those the draft ignores.
+      nullable: columns to mark ``"nullable": true``.
+      description: text put before the notes in ``"description"``.
+
+    Raises:
+      ValueError: naming every problem at once (:class:`Problems`): a name not among the
+        columns, an unknown kind, an ignored target, a non-categorical target kind.
+    """
+    if isinstance(dtypes, pd.DataFrame):
+        dtypes = dtypes.dtypes
+    items = [(str(n), d) for n, d in dtypes.items()]
+    names = [n for n, _ in items]
+    kinds = dict(kinds or {})
+    ignore, nullable = list(dict.fromkeys(ignore)), list(dict.fromkeys(nullable))
+    problems = Problems()
+    for what, given in (("kinds", kinds), ("ignore", ignore), ("nullable", nullable)):
+        for name in given:
+            if name not in names:
+                problems.add(ValueError(f"column {name!r} of {what} is not in the data"))
+    for name, kind in kinds.items():
+        if kind not in KINDS:
+            problems.add(ValueError(f"column {name!r}: expected kind in {KINDS}, got {kind!r}"))
+    if target is not None:
+        if target not in names:
+            problems.add(ValueError(f"target column {target!r} is not in the data"))
+        if target in ignore:
+            problems.add(ValueError(f"target column {target!r} cannot be ignored"))
+        if kinds.get(target, "categorical") != "categorical":
+            problems.add(ValueError(f"target column {target!r} must be categorical"))
+    for name in (n for n in nullable if n in ignore):
+        problems.add(ValueError(f"column {name!r} is both ignored and nullable"))
+    problems.raise_if_any()
+    drafts = []
+    for name, dtype in items:
+        if name in ignore:
+            drafts.append(ColumnDraft(name, None, "ignored as declared"))
+        elif name in kinds:
+            drafts.append(ColumnDraft(name, kinds[name]))
+        else:
+            drafts.append(draft_column(name, dtype, target=name == target))
+    columns: list[dict[str, Any]] = []
+    for d in drafts:
+        if d.ignored:
+            continue
+        entry: dict[str, Any] = {"name": d.name, "kind": d.kind}
+        if d.kind == "categorical":
+            entry["categories"] = None if d.categories is None else list(d.categories)
+        else:
+            entry["lower"] = entry["upper"] = None
+        if d.name in nullable:
+            entry["nullable"] = True
+        columns.append(entry)
+    notes = [f"{d.name!r}: {d.reason}" for d in drafts if d.reason]
+    text = " ".join(p for p in (description, "Notes: " + "; ".join(notes) if notes else "") if p)
+    out: dict[str, Any] = {"description": text, "target": target, "columns": columns}
+    ignored = [d.name for d in drafts if d.ignored]
+    if ignored:
+        out["ignore"] = ignored
+    return out

@@ -94,6 +94,24 @@ def paper_classifiers(seed: int = 0, *, xgboost: bool = True) -> dict[str, Class
     return classifiers
 
 
+def optional_classifiers(seed: int = 0) -> dict[str, ClassifierMixin]:
+    """Classifiers beyond the paper's that ``jdp evaluate --classifiers`` offers by name when
+    their package is installed (``pip install 'jdp[eval]'``): ``LightGBM``
+    (``LGBMClassifier`` with its defaults, one thread, deterministic, silent). Not part of the
+    default TSTR set (:func:`paper_classifiers`); an absent package is left out silently.
+    """
+    check_count("seed", seed)
+    out: dict[str, ClassifierMixin] = {}
+    try:
+        from lightgbm import LGBMClassifier
+    except ImportError:
+        return out
+    out["LightGBM"] = LGBMClassifier(
+        random_state=seed, n_jobs=1, deterministic=True, force_col_wise=True, verbose=-1
+    )
+    return out
+
+
 def tstr_table(
     real_train: pd.DataFrame,
     synthetic: pd.DataFrame,

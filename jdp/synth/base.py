@@ -66,6 +66,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import warnings
+import zlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -77,7 +78,7 @@ import pandas as pd
 from accounting import PrivacyBudget, PrivacyLedger
 from accounting.compose import pure_spend
 from accounting.validation import check_count, check_positive
-from jdp.data.constraints import enforce
+from jdp.data.constraints import FunctionalDependency, admissible, describe, enforce
 from jdp.data.dp_schema import SchemaRelease
 from jdp.data.quantile_scale import (
     CDF_DRAWS,
@@ -90,6 +91,7 @@ from jdp.data.quantile_scale import (
 )
 from jdp.data.schema import NONPRIVATE_SCHEMA_CLAIM, Schema, Table, UnaccountedSchemaWarning
 from jdp.random import numpy_rng
+from jdp.synth.conditions import MAX_DRAWS_PER_ROW, accepted_chunks
 from jdp.synth.feasibility import (
     PublicShape,
     check_shape,
@@ -467,13 +469,44 @@ def sample_chunks(
 def sample_model(key: jax.Array, model: FittedModel, n: int) -> pd.DataFrame:
     """Draw ``n`` synthetic rows from a fitted model (post-processing: no privacy cost).
 
-    The schema's declared functional dependencies (:mod:`jdp.data.constraints`) are enforced
-    on the drawn rows: each dependent column is rewritten from its determinant.
+    The schema's declared constraints (:mod:`jdp.data.constraints`) hold in every row. Each
+    draw of ``n`` rows has its functional dependencies enforced (each dependent column
+    rewritten from its determinant), then the rows breaking a forbidden combination or an
+    inequality are rejected and the shortfall is redrawn
+    (:func:`~jdp.synth.conditions.accepted_chunks`): draw 0 uses ``key``, draw ``i > 0``
+    uses ``fold_in(fold_in(key, crc32("constraints")), i)`` (a stream apart from
+    :func:`sample_chunks`' ``fold_in(key, i)``), and the admissible rows are kept in order.
+    The rows are thus draws from the model's distribution conditioned on meeting the
+    constraints; a schema with nothing to reject returns draw 0.
+
+    Raises:
+        ValueError: when fewer than ``n`` rows are admissible within
+            ``MAX_DRAWS_PER_ROW`` draws (the message gives the acceptance rate).
     """
     n = check_count("n", n, minimum=1)
-    out = get_method(model.method).sample(key, model, n)
-    if list(out.columns) != model.schema.names or len(out) != n:
-        raise RuntimeError(
-            f"method {model.method!r} returned a table that does not match its schema"
-        )
-    return enforce(out, model.schema.constraints)
+    method = get_method(model.method)
+    constraints = model.schema.constraints
+
+    def draw(i: int) -> pd.DataFrame:
+        if i > 0:  # a redraw
+            redraws = jax.random.fold_in(key, zlib.crc32(b"constraints"))
+            out = method.sample(jax.random.fold_in(redraws, i), model, n)
+        else:
+            out = method.sample(key, model, n)
+        if list(out.columns) != model.schema.names or len(out) != n:
+            raise RuntimeError(
+                f"method {model.method!r} returned a table that does not match its schema"
+            )
+        return enforce(out, constraints)
+
+    if all(isinstance(c, FunctionalDependency) for c in constraints):
+        return draw(0)  # nothing to reject
+    chunks = accepted_chunks(
+        draw,
+        lambda rows: admissible(rows, constraints),
+        n,
+        rounds=MAX_DRAWS_PER_ROW,
+        what=f"the schema's constraints ({describe(constraints)})",
+        hint="the model almost never meets them (check the declared constraints)",
+    )
+    return pd.concat(list(chunks), ignore_index=True)

@@ -14,8 +14,9 @@ It acts on synthetic rows only, after the model is released, so it costs no priv
   condition is too rare under the model to be met within ``max_draws`` rows, a clear error
   reports the acceptance rate seen (a property of the released model, public), rather than
   looping for ever or returning fewer rows.
-* Declared functional dependencies between columns (:mod:`jdp.data.constraints`) are
-  enforced by :func:`jdp.synth.base.sample_model` on every draw.
+* Declared constraints between columns (:mod:`jdp.data.constraints`) are enforced by
+  :func:`jdp.synth.base.sample_model` on every draw, with the same rejection loop
+  (:func:`accepted_chunks`).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from jdp.data.schema import Column, Schema
 __all__ = [
     "COMPARISONS",
     "Range",
+    "accepted_chunks",
     "describe",
     "matches",
     "matching_chunks",
@@ -240,17 +242,48 @@ def matching_chunks(
         yield from sample_chunks(key, model, n)
         return
     limit = max(max_draws or MAX_DRAWS_PER_ROW * n, batch_rows)
+    yield from accepted_chunks(
+        lambda i: sample_model(jax.random.fold_in(key, i), model, batch_rows),
+        lambda batch: matches(batch, where),
+        n,
+        rounds=-(-limit // batch_rows),
+        what=describe(where),
+        hint="ask for fewer rows or a likelier condition",
+    )
+
+
+def accepted_chunks(
+    draw_fn: Callable[[int], pd.DataFrame],
+    accept_fn: Callable[[pd.DataFrame], np.ndarray],
+    n: int,
+    *,
+    rounds: int,
+    what: str,
+    hint: str,
+) -> Iterator[pd.DataFrame]:
+    """Rejection sampling: the accepted rows of ``draw_fn(0)``, ``draw_fn(1)``, ... (in
+    order, as consecutive tables) until ``n`` rows were yielded, the last table cut to fit.
+
+    Each kept row is an unmodified row of a draw, so when the draws are independent draws
+    from a model the kept rows are draws from it conditioned on acceptance. ``accept_fn``
+    gives the boolean mask of the rows of a draw to keep; ``what`` and ``hint`` word the
+    error.
+
+    Raises:
+        ValueError: when fewer than ``n`` rows were accepted in ``rounds`` draws: ``"only F
+            of D synthetic rows satisfy WHAT (acceptance F/D); asked for n: HINT"``.
+    """
     found = drawn = 0
-    for i in range(-(-limit // batch_rows)):
-        batch = sample_model(jax.random.fold_in(key, i), model, batch_rows)
-        drawn += batch_rows
-        chosen = batch[matches(batch, where)].iloc[: n - found].reset_index(drop=True)
+    for i in range(rounds):
+        batch = draw_fn(i)
+        drawn += len(batch)
+        chosen = batch[accept_fn(batch)].iloc[: n - found].reset_index(drop=True)
         found += len(chosen)
         if len(chosen):
             yield chosen
         if found == n:
             return
     raise ValueError(
-        f"only {found} of {drawn} synthetic rows satisfy {describe(where)} (acceptance "
-        f"{found / drawn:.2g}); asked for {n}: ask for fewer rows or a likelier condition"
+        f"only {found} of {drawn} synthetic rows satisfy {what} (acceptance "
+        f"{found / drawn:.2g}); asked for {n}: {hint}"
     )
