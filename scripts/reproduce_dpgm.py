@@ -14,7 +14,9 @@ against MWEM and the DP marginals baseline).
   k-means on pixels (``C = 28``), 10 public test records as initial centres, binarised MNIST
   (``--quick``: 10,000 private rows; sklearn digits if MNIST is not installed).
   ``gamma`` by the median heuristic on public rows
-  (:func:`jdp.encoding.rff.median_heuristic_gamma`).
+  (:func:`jdp.encoding.rff.median_heuristic_gamma`). Beside the fixed ``D``, the kernel at
+  the ``D`` of the public rule :func:`jdp.encoding.rff.dim_for_noise` (from ``n``, ``k`` and
+  the noise), which ``jdp.synth.dpgm`` uses by default (``rff_dim="auto"``).
 * **Fig. 4**: ``jdp.synth.dpgm`` with the RBM and with the VAE, ``k = 10``, ``epsilon = 1.74``,
   8 samples per cluster (a row per cluster), beside real images (PNG in ``--out``).
   ``--quick``: sklearn digits 8x8 binarised, short training.
@@ -60,7 +62,7 @@ from jdp.data.datasets import available, load_dataset
 from jdp.data.schema import Column, Schema
 from jdp.dpsgd import GeneralClipping, Performance
 from jdp.encoding.kmeans import assign_clusters, clustering_accuracy, dp_kmeans, dp_kmeans_event
-from jdp.encoding.rff import draw_rff, median_heuristic_gamma
+from jdp.encoding.rff import dim_for_noise, draw_rff, median_heuristic_gamma
 from jdp.eval.plots import image_grid
 from jdp.eval.queries import CountingQuery, InSet, relative_errors
 from jdp.synth.base import fit_model, sample_model
@@ -162,7 +164,7 @@ def fig3(quick: bool, rng: np.random.Generator) -> tuple[list[dict], dict]:
     gamma = median_heuristic_gamma(public_rng, x_pub)
     init = public_rng.choice(len(x_pub), 10, replace=False)
     epsilons = (0.3, 1.0, 3.0, 10.0) if quick else (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)
-    dims = (50, 200) if quick else (50, 200, 1000)
+    dims = (20, 50, 200) if quick else (20, 50, 200, 1000)
     repeats = 1 if quick else 3
     plain_clip = float(side)  # sqrt(m) for m = side^2 binary pixels (DPGM: 28 for MNIST)
     z = {
@@ -171,13 +173,16 @@ def fig3(quick: bool, rng: np.random.Generator) -> tuple[list[dict], dict]:
         )
         for e in epsilons
     }
-    acc = {e: {"plain": [], **{d: [] for d in dims}} for e in epsilons}
+    rule = {e: dim_for_noise(len(x), 10, z[e]) for e in epsilons}  # n is public here
+    acc = {e: {"plain": [], "rule": [], **{d: [] for d in dims}} for e in epsilons}
     for r in range(repeats):
         run_rng = np.random.default_rng(100 + r)
-        for d in dims:
+        for d in sorted({*dims, *rule.values()}):
             fm = draw_rff(run_rng, x.shape[1], d, gamma=gamma)
             f_x, f_pub = fm.transform(x), fm.transform(x_pub)
             for e in epsilons:
+                if d not in dims and rule[e] != d:
+                    continue
                 res, _ = dp_kmeans(
                     run_rng,
                     f_x,
@@ -187,7 +192,11 @@ def fig3(quick: bool, rng: np.random.Generator) -> tuple[list[dict], dict]:
                     l2_clip_norm=1.0,
                     init=f_pub[init],
                 )
-                acc[e][d].append(clustering_accuracy(y_pub, assign_clusters(res, f_pub)))
+                score = clustering_accuracy(y_pub, assign_clusters(res, f_pub))
+                if d in dims:
+                    acc[e][d].append(score)
+                if rule[e] == d:
+                    acc[e]["rule"].append(score)
         for e in epsilons:
             res, _ = dp_kmeans(
                 run_rng,
@@ -207,6 +216,8 @@ def fig3(quick: bool, rng: np.random.Generator) -> tuple[list[dict], dict]:
             "kernel": float(np.mean(acc[e][200])),
             "plain": float(np.mean(acc[e]["plain"])),
             "kernel_by_dim": {str(d): float(np.mean(acc[e][d])) for d in dims},
+            "rule_dim": rule[e],
+            "kernel_rule": float(np.mean(acc[e]["rule"])),
         }
         for e in epsilons
     ]
@@ -509,13 +520,18 @@ def render(result: dict) -> str:
             f"\nFig. 3: clustering ACC ({km_setup.get('data')}, {km_setup.get('n_private')} "
             f"private rows, D in {km_setup.get('dims')})"
         ),
-        f"{'epsilon':>8} {'kernel D=200':>13} {'plain':>7}  by D",
+        f"{'epsilon':>8} {'z':>6} {'plain':>7} "
+        + " ".join(f"{'D=' + d:>7}" for d in map(str, km_setup.get("dims", ())))
+        + f" {'rule D':>7} {'kernel':>7}",
     ]
     for r in km:
         lines.append(
-            f"{r['epsilon']:>8g} {r['kernel']:>13.3f} {r['plain']:>7.3f}  {r['kernel_by_dim']}"
+            f"{r['epsilon']:>8g} {r['noise_multiplier']:>6.1f} {r['plain']:>7.3f} "
+            + " ".join(f"{v:>7.3f}" for v in r["kernel_by_dim"].values())
+            + f" {r['rule_dim']:>7d} {r['kernel_rule']:>7.3f}"
         )
     lines += [
+        "  rule D: jdp.encoding.rff.dim_for_noise (centre noise norm 0.15, D in [10, 200])",
         f"  paper: {PAPER['fig3']}",
         f"\nFig. 4 ({f4.get('data')}, eps = {FIG4_EPSILON}): {f4.get('png')}",
     ]

@@ -269,3 +269,25 @@ def test_every_generator_name_has_its_class():
     from jdp.synth.dpgm import config, generators
 
     assert tuple(generators.GENERATORS) == config.GENERATORS
+
+
+def test_auto_rff_dim_comes_from_the_public_rows_and_the_calibrated_kmeans_noise():
+    """``rff_dim="auto"`` resolves to ``dim_for_noise(rows, k, z_K)`` at the budget's own
+    k-means multiplier (more rows: more features), and the array fit refuses it unresolved
+    (the array's row count is private)."""
+    from jdp.encoding.rff import dim_for_noise
+    from jdp.synth.dpgm.model import for_shape
+
+    config = DPGMConfig(**{**TINY, "rff_dim": "auto"})
+    assert for_shape(config, BINARY, BUDGET, None) is None
+    shape = codec(BINARY, config)
+    z = calibrate_noise(
+        config, BUDGET, noise_cut=generator_noise_cut(config, shape.width), state_counts=False
+    )["kmeans"]
+    dims = [for_shape(config, BINARY, BUDGET, rows).rff_dim for rows in (50.0, 500.0, 5e3)]
+    assert dims == [dim_for_noise(rows, 2, z) for rows in (50.0, 500.0, 5e3)]
+    assert dims[0] < dims[1] <= dims[2]
+    explicit = DPGMConfig(**TINY)
+    assert for_shape(explicit, BINARY, BUDGET, None) is explicit
+    with pytest.raises(ValueError, match="rff_dim='auto'"):
+        fit_arrays(jax.random.key(0), _binary(), shape, BUDGET, config)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from jdp.synth.base import Method, register
 from jdp.synth.dpgm.codec import DPGMCodec, codec
 from jdp.synth.dpgm.config import DPGMConfig
-from jdp.synth.dpgm.model import fit_arrays, sample_arrays
+from jdp.synth.dpgm.model import fit_arrays, for_shape, sample_arrays
 from jdp.synth.estimator import Synthesizer
 from jdp.synth.feasibility import register_minimum
 
@@ -30,6 +30,7 @@ register(
         codec=codec,
         fit_arrays=fit_arrays,
         sample_arrays=sample_arrays,
+        for_shape=for_shape,
         description="DPGM: DP kernel k-means + one DP-SGD VAE/RBM per cluster (Acs et al. 2019)",
     )
 )

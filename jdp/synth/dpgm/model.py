@@ -57,17 +57,18 @@ import numpy as np
 from accounting import PrivacyBudget, PrivacyLedger
 from accounting import events as ev
 from accounting.calibrate import calibrate_shares
+from jdp.data.schema import Schema
 from jdp.dpsgd import AdaptiveClip, DPSGDConfig, Performance
 from jdp.dpsgd.noise import noise_cut
 from jdp.encoding.kmeans import KMeansResult, assign_clusters, dp_kernel_kmeans, dp_kmeans_event
-from jdp.encoding.rff import draw_rff
+from jdp.encoding.rff import dim_for_noise, draw_rff
 from jdp.mechanisms.noise import gaussian_event, gaussian_mechanism
 from jdp.mechanisms.release import record_release
 from jdp.nn.heads import HeadLayout, layout_width
 from jdp.random import numpy_rng
 from jdp.synth import states
 from jdp.synth.base import Params
-from jdp.synth.dpgm.codec import DPGMCodec
+from jdp.synth.dpgm.codec import DPGMCodec, codec
 from jdp.synth.dpgm.config import DPGMConfig
 from jdp.synth.dpgm.generators import Generator, generator_for
 
@@ -78,6 +79,7 @@ __all__ = [
     "cluster_dpsgd",
     "cluster_event",
     "fit_arrays",
+    "for_shape",
     "generator_noise_cut",
     "mixture_weights",
     "parallel_training_event",
@@ -278,6 +280,30 @@ def _calibrated(
 # -- fitting ---------------------------------------------------------------------------------------
 
 
+def for_shape(
+    config: DPGMConfig, schema: Schema, budget: PrivacyBudget, rows: float | None
+) -> DPGMConfig | None:
+    """``config`` with ``rff_dim="auto"`` resolved by :func:`jdp.encoding.rff.dim_for_noise`
+    from ``rows`` (declared or released) and the k-means noise :func:`calibrate_noise` gives
+    ``budget`` (``None`` while the row count is unknown); any other config unchanged. Public
+    values only."""
+    if config.rff_dim != "auto":
+        return config
+    if rows is None:
+        return None
+    shape = codec(schema, config)
+    z = calibrate_noise(
+        config,
+        budget,
+        noise_cut=generator_noise_cut(config, shape.width),
+        state_counts=bool(shape.state_blocks),
+    )
+    dim = dim_for_noise(
+        max(rows, 1.0), config.n_clusters, z["kmeans"], l2_clip_norm=config.kmeans_clip
+    )
+    return dataclasses.replace(config, rff_dim=dim)
+
+
 def train_cluster(
     key: jax.Array,
     generator: Generator,
@@ -342,6 +368,11 @@ def fit_arrays(
     x = np.asarray(x, dtype=np.float64)
     if x.ndim != 2 or x.shape[1] != codec.width:
         raise ValueError(f"expected x of shape (n, {codec.width}), got {x.shape}")
+    if config.rff_dim == "auto":
+        raise ValueError(
+            "rff_dim='auto' is resolved from a public row count (for_shape, as the fit does); "
+            "give an int to use the arrays directly"
+        )
     generator = generator_for(config)
     generator.check_rows(x)
     blocks = codec.state_blocks
