@@ -91,7 +91,6 @@ from jdp.data.quantile_scale import (
 )
 from jdp.data.schema import NONPRIVATE_SCHEMA_CLAIM, Schema, Table, UnaccountedSchemaWarning
 from jdp.random import numpy_rng
-from jdp.synth.conditions import MAX_DRAWS_PER_ROW, accepted_chunks
 from jdp.synth.feasibility import (
     PublicShape,
     check_shape,
@@ -100,6 +99,7 @@ from jdp.synth.feasibility import (
     release_row_count,
 )
 from jdp.synth.registry import METHODS
+from jdp.synth.rejection import MAX_DRAWS_PER_ROW, accepted_chunks
 from jdp.synth.signal import check_signal
 from jdp.verbosity import warn_private
 
@@ -473,7 +473,7 @@ def sample_model(key: jax.Array, model: FittedModel, n: int) -> pd.DataFrame:
     draw of ``n`` rows has its functional dependencies enforced (each dependent column
     rewritten from its determinant), then the rows breaking a forbidden combination or an
     inequality are rejected and the shortfall is redrawn
-    (:func:`~jdp.synth.conditions.accepted_chunks`): draw 0 uses ``key``, draw ``i > 0``
+    (:func:`~jdp.synth.rejection.accepted_chunks`): draw 0 uses ``key``, draw ``i > 0``
     uses ``fold_in(fold_in(key, crc32("constraints")), i)`` (a stream apart from
     :func:`sample_chunks`' ``fold_in(key, i)``), and the admissible rows are kept in order.
     The rows are thus draws from the model's distribution conditioned on meeting the

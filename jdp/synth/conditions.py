@@ -16,7 +16,7 @@ It acts on synthetic rows only, after the model is released, so it costs no priv
   looping for ever or returning fewer rows.
 * Declared constraints between columns (:mod:`jdp.data.constraints`) are enforced by
   :func:`jdp.synth.base.sample_model` on every draw, with the same rejection loop
-  (:func:`accepted_chunks`).
+  (:func:`jdp.synth.rejection.accepted_chunks`).
 """
 
 from __future__ import annotations
@@ -33,11 +33,11 @@ import numpy as np
 import pandas as pd
 
 from jdp.data.schema import Column, Schema
+from jdp.synth.rejection import MAX_DRAWS_PER_ROW, accepted_chunks
 
 __all__ = [
     "COMPARISONS",
     "Range",
-    "accepted_chunks",
     "describe",
     "matches",
     "matching_chunks",
@@ -45,8 +45,6 @@ __all__ = [
     "sample_where",
 ]
 
-#: Default bound on rows drawn by :func:`sample_where`, as a multiple of the rows asked for.
-MAX_DRAWS_PER_ROW = 1000
 
 #: The operators of a condition: equality on a categorical or integer column, the others
 #: (a range) on a numeric column.
@@ -249,41 +247,4 @@ def matching_chunks(
         rounds=-(-limit // batch_rows),
         what=describe(where),
         hint="ask for fewer rows or a likelier condition",
-    )
-
-
-def accepted_chunks(
-    draw_fn: Callable[[int], pd.DataFrame],
-    accept_fn: Callable[[pd.DataFrame], np.ndarray],
-    n: int,
-    *,
-    rounds: int,
-    what: str,
-    hint: str,
-) -> Iterator[pd.DataFrame]:
-    """Rejection sampling: the accepted rows of ``draw_fn(0)``, ``draw_fn(1)``, ... (in
-    order, as consecutive tables) until ``n`` rows were yielded, the last table cut to fit.
-
-    Each kept row is an unmodified row of a draw, so when the draws are independent draws
-    from a model the kept rows are draws from it conditioned on acceptance. ``accept_fn``
-    gives the boolean mask of the rows of a draw to keep; ``what`` and ``hint`` word the
-    error.
-
-    Raises:
-        ValueError: when fewer than ``n`` rows were accepted in ``rounds`` draws: ``"only F
-            of D synthetic rows satisfy WHAT (acceptance F/D); asked for n: HINT"``.
-    """
-    found = drawn = 0
-    for i in range(rounds):
-        batch = draw_fn(i)
-        drawn += len(batch)
-        chosen = batch[accept_fn(batch)].iloc[: n - found].reset_index(drop=True)
-        found += len(chosen)
-        if len(chosen):
-            yield chosen
-        if found == n:
-            return
-    raise ValueError(
-        f"only {found} of {drawn} synthetic rows satisfy {what} (acceptance "
-        f"{found / drawn:.2g}); asked for {n}: {hint}"
     )
