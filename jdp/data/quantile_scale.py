@@ -10,6 +10,9 @@ A method's config holds a :class:`NumericScale`; the one table adapter
   unit for an integer column, ``(upper - lower) 2^-10`` for a continuous one), so a
   long-tailed column's bulk near its lower bound takes a fair part of the unit interval
   instead of its first few percent. A function of the schema only.
+* ``"tails"``: the public log scale only on zero-inflated columns, those with a declared
+  point mass at their lower bound (counts and amounts whose non-zero part runs over a long
+  range); min-max elsewhere, so a centred or signed column keeps its linear scale. Free.
 * ``"quantiles"``: ``share`` of the fit's epsilon, split equally over the columns that need
   knots, buys :func:`jdp.mechanisms.quantiles.dp_quantiles` knots at ``probs`` for each.
 
@@ -56,6 +59,7 @@ __all__ = [
     "MIN_MAX",
     "QUANTILES",
     "SCALE_KINDS",
+    "TAILS",
     "NumericScale",
     "knotted",
     "log_knots",
@@ -64,6 +68,7 @@ __all__ = [
     "own_cdf",
     "release_knots",
     "scale_table",
+    "zero_inflated",
 ]
 
 #: The knots' levels: the bulk and both shoulders of the distribution (5 knots: three levels
@@ -72,7 +77,7 @@ DEFAULT_PROBS: tuple[float, ...] = (0.05, 0.25, 0.5, 0.75, 0.95)
 
 
 #: The numeric scales a method may use (:class:`NumericScale`).
-SCALE_KINDS: tuple[str, ...] = ("minmax", "log", "quantiles")
+SCALE_KINDS: tuple[str, ...] = ("minmax", "log", "tails", "quantiles")
 #: Knots of the public log scale (:func:`log_knots`).
 LOG_KNOTS = 16
 
@@ -82,8 +87,9 @@ class NumericScale:
     """How a method encodes numeric columns (the module docstring).
 
     Attributes:
-      kind: ``"minmax"`` by the declared bounds, ``"log"`` (public knots, free) or
-        ``"quantiles"`` (released knots); columns the schema already gives knots keep them.
+      kind: ``"minmax"`` by the declared bounds, ``"log"`` (public knots, free), ``"tails"``
+        (public log knots on zero-inflated columns only, free) or ``"quantiles"`` (released
+        knots); columns the schema already gives knots keep them.
       share: the share of the fit's epsilon the released knots spend (all columns together;
         ``"quantiles"`` only).
       probs: the released knots' levels.
@@ -109,6 +115,8 @@ class NumericScale:
 MIN_MAX = NumericScale()
 #: The public log scale (no release).
 LOG = NumericScale(kind="log")
+#: The public log scale on zero-inflated columns only (no release).
+TAILS = NumericScale(kind="tails")
 #: Released quantile knots at the default share and levels.
 QUANTILES = NumericScale(kind="quantiles")
 
@@ -119,6 +127,11 @@ def needs_knots(column: Column) -> bool:
     if not column.is_numeric or column.quantiles:
         return False
     return column.kind == "continuous" or column.upper - column.lower > 1
+
+
+def zero_inflated(column: Column) -> bool:
+    """A numeric column with a declared point mass at its lower bound (public: the schema)."""
+    return column.is_numeric and column.lower in column.point_masses
 
 
 def log_knots(column: Column, count: int = LOG_KNOTS) -> Column:
@@ -182,6 +195,8 @@ def scale_table(
     ledger, rest, scaled = PrivacyLedger(), budget, {}
     if scale.kind == "log":
         scaled = {c.name: log_knots(c) for c in todo}
+    elif scale.kind == "tails":
+        scaled = {c.name: log_knots(c) for c in todo if zero_inflated(c)}
     else:
         rng = numpy_rng(key)
         eps = scale.share * budget.epsilon / len(todo)

@@ -53,13 +53,17 @@ def fitted():
 
 
 def test_every_shipped_method_takes_the_scale_measured_to_help_by_default():
-    """Min-max, the public log scale, or (dp-gan, whose samples are mapped through them)
+    """Min-max, the public log scale, the log scale on zero-inflated columns only (P3GM's
+    config, shared by its variants), or (dp-gan, whose samples are mapped through them)
     released knots, where each was measured to help."""
+    from jdp.data.quantile_scale import TAILS
+
     for name in available_methods():
         scale = get_method(name).config_cls().scale
         expected = (
             QUANTILES if name == "dp-gan"
             else LOG if name in ("marginals", "tree", "clustmix")
+            else TAILS if name in ("p3gm", "p3gm-ae", "dp-vae", "pgm")
             else MIN_MAX
         )  # fmt: skip
         assert scale == expected, name
@@ -138,6 +142,22 @@ def test_the_log_scale_is_public_and_gives_the_bulk_near_zero_its_share():
     assert table.schema.columns[0] == logged and table.schema.columns[1] == SCHEMA.columns[1]
     narrow = Column(name="n", kind="integer", lower=0, upper=10)
     assert log_knots(narrow) == narrow
+
+
+def test_the_tails_scale_logs_only_zero_inflated_columns():
+    """``"tails"`` reads no data and puts the log knots on a column with a declared point mass
+    at its lower bound only: a signed or centred column (no such mass) keeps min-max."""
+    from jdp.data.quantile_scale import TAILS, log_knots, scale_table, zero_inflated
+
+    signed = Column(name="v", kind="continuous", lower=-60.0, upper=30.0)
+    above = Column(name="w", kind="continuous", lower=0.0, upper=1e5, point_masses=(5.0,))
+    schema = Schema(columns=(*SCHEMA.columns, signed, above), target="y")
+    frame = _frame(100).assign(v=0.5, w=5.0)
+    table, ledger, rest = scale_table(None, schema.conform(frame), BUDGET, TAILS)
+    assert not ledger.entries and rest == BUDGET
+    assert [zero_inflated(c) for c in schema.columns] == [True, False, False, False, False]
+    assert table.schema.columns[0] == log_knots(SCHEMA.columns[0])
+    assert table.schema.columns[3:] == (signed, above)
 
 
 def test_released_knots_beside_dp_sgd_keep_the_ledger_within_the_budget(tiny_config):

@@ -16,6 +16,7 @@ import jax
 import numpy as np
 
 from jdp.data.datasets import ADULT_COMPLETE_ROWS, PUBLIC_SIZES
+from jdp.data.quantile_scale import MIN_MAX
 from jdp.dpsgd import DPSGDConfig
 from jdp.synth.p3gm import phases
 from jdp.synth.p3gm.config import P3GMConfig
@@ -150,6 +151,7 @@ def config_for(name: str, quick: bool, *, n_public: int | None = None) -> P3GMCo
             expected_batch_size=min(s["batch"], n),  # q n with the public n: the normaliser
         ),
         hidden=hidden,
+        scale=MIN_MAX,  # the paper's min-max encoding
     )
 
 
