@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from _cli_run import run
 
 from jdp.cli import main
 from jdp.cli.fit import option_meanings
@@ -33,12 +34,6 @@ SCHEMA = {
         {"name": "c", "kind": "categorical", "categories": ["a", "b"]},
     ]
 }
-
-
-def run(capsys, *argv) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def one_line(err: str, command: str) -> bool:

@@ -7,18 +7,12 @@ from __future__ import annotations
 import jax
 import numpy as np
 import pytest
+from _cli_run import run
 
-from jdp.cli import main
 from jdp.cli._args import command_key
 
 N = 137  # a distinctive private row count (1/137 = 0.0073)
 CLIPPED = 29  # a distinctive private count of clipped values
-
-
-def run(capsys, *argv: object) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture()

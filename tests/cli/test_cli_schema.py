@@ -11,18 +11,12 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
+from _cli_run import run
 
-from jdp.cli import main
 from jdp.data.dp_schema import SchemaRelease, load_schema
 from jdp.data.schema import Schema
 
 COLUMNS = "age:integer:0:1e9,score:continuous,work:categorical,y:categorical"
-
-
-def run(capsys, *argv: object) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture()

@@ -9,19 +9,13 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from _cli_run import run
 
-from jdp.cli import main
 from jdp.cli.evaluate import available_classifiers, named_classifiers, read_csv
 from jdp.data.dp_schema import SchemaRelease, load_schema
 from jdp.data.schema import Schema
 
 N = 1852
-
-
-def run(capsys, *argv: object) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture()

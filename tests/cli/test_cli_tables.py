@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from _cli_run import run
 
-from jdp.cli import main
 from jdp.data import datasets
 from jdp.data.datasets import Dataset
 from jdp.data.read import read_csv
@@ -21,12 +21,6 @@ def small_csv(tmp_path, adult):
     adult.train.iloc[:400].to_csv(tmp_path / "train.csv", index=False)
     adult.schema.save(tmp_path / "schema.json")
     return tmp_path / "train.csv", tmp_path / "schema.json"
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def small_adult(adult) -> Dataset:

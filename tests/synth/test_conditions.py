@@ -11,7 +11,7 @@ from accounting import PrivacyBudget
 from jdp.data.schema import Column, Schema
 from jdp.random import key_from_seed
 from jdp.synth.base import fit_model, sample_model
-from jdp.synth.conditions import matches, parse_where, sample_where
+from jdp.synth.conditions import Range, matches, parse_where, sample_where
 
 SCHEMA = Schema(
     columns=(
@@ -39,19 +39,35 @@ def model():
 
 
 def test_parse_where_checks_every_condition_against_the_schema():
+    """Equalities, ranges (several on one column combine) and a mapping of equalities; every
+    bad condition named with its reason."""
     assert parse_where(["colour=green", " size = 3"], SCHEMA) == {"colour": "green", "size": 3}
+    assert parse_where(["size > 2", "size<=4", "colour=green"], SCHEMA) == {
+        "size": Range(((">", 2.0), ("<=", 4.0))),
+        "colour": "green",
+    }
+    assert parse_where({"size": 3, "colour": "red"}, SCHEMA) == {"size": 3, "colour": "red"}
     for item, message in [
         ("colour", "expected a condition COLUMN=VALUE"),
+        (">3", "expected a condition"),
         ("shape=round", "no column 'shape'"),
+        ("shape>1", "no column 'shape'"),
         ("colour=purple", "'purple' is not a category of 'colour'"),
+        ("colour>red", "'colour' is categorical: only colour=VALUE applies"),
         ("size=big", "'size' holds integers"),
+        ("size=2.5", "'size' holds integers"),
         ("size=10", "outside 'size'"),
+        ("size>big", "'big' is not a number"),
+        ("weight<=light", "'light' is not a number"),
+        ("size>9", "no value of 'size' within its bounds"),
+        ("weight<0", "no value of 'weight' within its bounds"),
         ("weight=0.5", "'weight' is continuous"),
     ]:
         with pytest.raises(ValueError, match=message):
             parse_where([item], SCHEMA)
-    with pytest.raises(ValueError, match="twice"):
-        parse_where(["size=1", "size=2"], SCHEMA)
+    for twice in (["size=1", "size=2"], ["size=1", "size>0"]):
+        with pytest.raises(ValueError, match="twice"):
+            parse_where(twice, SCHEMA)
 
 
 def test_kept_rows_are_the_matching_rows_of_the_models_own_draws(model):

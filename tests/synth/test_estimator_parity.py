@@ -16,7 +16,6 @@ import jdp
 from jdp.cli import main
 from jdp.data.schema import Column, Schema
 from jdp.synth import base, estimator
-from jdp.synth.conditions import Range, parse_where
 from jdp.synth.estimator import Synthesizer
 from jdp.synth.marginals import Marginals
 
@@ -155,30 +154,6 @@ def test_where_with_ranges_yields_only_matching_rows(synth):
     out = synth.sample(40, where={"colour": "blue", "size": 3})
     assert len(out) == 40 and (out["colour"] == "blue").all() and (out["size"] == 3).all()
     assert isinstance(out["colour"].dtype, pd.CategoricalDtype)
-
-
-def test_parse_where_combines_ranges_and_names_each_bad_condition():
-    assert parse_where(["size > 2", "size<=4", "colour=green"], SCHEMA) == {
-        "size": Range(((">", 2.0), ("<=", 4.0))),
-        "colour": "green",
-    }
-    assert parse_where({"size": 3, "colour": "red"}, SCHEMA) == {"size": 3, "colour": "red"}
-    for item, message in [
-        ("size", "expected a condition COLUMN=VALUE"),
-        (">3", "expected a condition"),
-        ("shape>1", "no column 'shape'"),
-        ("colour>red", "'colour' is categorical: only colour=VALUE applies"),
-        ("size>big", "'big' is not a number"),
-        ("weight<=light", "'light' is not a number"),
-        ("size>9", "no value of 'size' within its bounds"),
-        ("weight<0", "no value of 'weight' within its bounds"),
-        ("weight=0.5", "'weight' is continuous"),
-        ("size=2.5", "'size' holds integers"),
-    ]:
-        with pytest.raises(ValueError, match=message):
-            parse_where([item], SCHEMA)
-    with pytest.raises(ValueError, match="twice"):
-        parse_where(["size=1", "size>0"], SCHEMA)
 
 
 def test_jdp_sample_where_takes_a_range(synth, tmp_path, capsys):
