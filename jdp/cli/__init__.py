@@ -2,8 +2,11 @@
 
 Each sub-command lives in its own module of this package and exposes
 ``register(subparsers) -> None``, which adds its parser and sets ``func(args) -> int``.
-Only the module of the command being run is imported (some pull in JAX or scikit-learn,
-which take seconds to import); ``jdp --help`` imports them all to list their help.
+Only the module of the command being run is imported (``jdp --help`` imports them all to
+list their help), and a command module imports nothing heavy at its top: JAX, pandas,
+scikit-learn and the accounting package (dp_accounting, scipy) take seconds to import, so
+each command imports its implementation inside the functions that run it, and parsing and
+``--help`` stay fast (``tests/cli/test_cli_imports.py``; ``scripts/cli_startup.py`` times it).
 Bad input, or an output that cannot be written, exits with status 2 and a one-line reason
 on stderr (one JSON object under ``--json``); Ctrl-C exits 130, a closed pipe 141
 (:func:`main`). Warnings and errors show no private counts (row count, clipped values,

@@ -11,14 +11,14 @@ import json
 import math
 import warnings
 
-from accounting.builders import dpsgd_event
-from accounting.calibrate import calibrate_noise_multiplier
-from accounting.compose import BEST, best_epsilon, compute_epsilon, make_accountant
-from accounting.relations import dpsgd_neighboring_relation
-from accounting.validation import check_count, check_open_unit
 from jdp.cli._args import add_flags
 
-_ACCOUNTANTS = {"best": BEST, "rdp": "rdp", "pld": "pld", "gdp": "gdp_clt"}
+# The accounting package (dp_accounting, scipy: about a second) is imported by the functions
+# that account, not here: ``jdp account --help`` and argument parsing stay fast.
+
+#: ``--accountant`` -> the accountant's name in :mod:`accounting.compose` ("best" is
+#: :data:`accounting.compose.BEST`, the minimum of the rigorous accountants).
+_ACCOUNTANTS = {"best": "best", "rdp": "rdp", "pld": "pld", "gdp": "gdp_clt"}
 _DESCRIPTIONS = {
     "best": "the tightest of the rigorous accountants, as the ledger reports",
     "rdp": "Rényi DP accountant (exact subsampled-Gaussian RDP, improved conversion)",
@@ -91,6 +91,12 @@ def account_dpsgd(
     step (one pair per parameter: :func:`jdp.dpsgd.train.train`'s charge for a one-leaf
     model, an upper bound on it for any model of that size).
     """
+    from accounting.builders import dpsgd_event
+    from accounting.calibrate import calibrate_noise_multiplier
+    from accounting.compose import BEST, best_epsilon, compute_epsilon
+    from accounting.relations import dpsgd_neighboring_relation
+    from accounting.validation import check_open_unit
+
     if (noise_multiplier is None) == (target_epsilon is None):
         raise ValueError("expected exactly one of noise_multiplier and target_epsilon")
     if accountant not in _ACCOUNTANTS:
@@ -154,6 +160,7 @@ def _noise_cut(params: int) -> float:
     overflow of one leaf holding them all, an upper bound on
     :func:`jdp.dpsgd.noise.noise_cut` of any model with that many (the overflow bound is
     superadditive, so one leaf is its worst arrangement)."""
+    from accounting.validation import check_count
     from jdp.dpsgd.noise import PAIR_TAIL_MASS, deep_overflow  # JAX: imported only when asked
 
     n = check_count("params", params, minimum=1)
@@ -162,6 +169,8 @@ def _noise_cut(params: int) -> float:
 
 def statement(result: dict) -> str:
     """A readable privacy statement for an :func:`account_dpsgd` result."""
+    from accounting.compose import make_accountant
+
     relation = (
         "add/remove-one" if result["neighboring_relation"] == "ADD_OR_REMOVE_ONE" else "replace-one"
     )

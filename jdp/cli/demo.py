@@ -16,8 +16,6 @@ import argparse
 import json
 import sys
 
-import jax
-
 from jdp.cli._args import (
     add_command,
     add_flags,
@@ -80,6 +78,8 @@ def _progress(args: argparse.Namespace, message: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import jax
+
     from accounting import PrivacyBudget
     from jdp.cli.fit import check_private
     from jdp.data.datasets import load_adult

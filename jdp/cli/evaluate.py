@@ -15,13 +15,12 @@ import argparse
 import json
 import warnings
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from jdp.cli._args import add_command, add_flags
-from jdp.eval.report import evaluate_tables, format_table, jsonable
-from jdp.eval.utility import optional_classifiers, paper_classifiers
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -113,6 +112,8 @@ def _header_schema(path: str) -> Any:
     """A stand-in schema for a CSV read without one: the header's names as numeric columns
     (no string column is forced to text, nothing ignored) and the default ``missing_values``,
     so that :func:`jdp.data.read.read_csv` applies its missing-value rule and infers dtypes."""
+    import pandas as pd
+
     from jdp.data.schema import Column, Schema
 
     try:
@@ -183,6 +184,8 @@ def declared_target(args: argparse.Namespace) -> str | None:
 def available_classifiers(seed: int) -> dict:
     """The classifiers that can run here: the paper's (an absent XGBoost is left out
     silently), then LightGBM when installed (:func:`jdp.eval.utility.optional_classifiers`)."""
+    from jdp.eval.utility import optional_classifiers, paper_classifiers
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return paper_classifiers(seed) | optional_classifiers(seed)
@@ -214,6 +217,8 @@ def evaluate_args(
     target: str | None,
 ) -> dict:
     """Run :func:`jdp.eval.report.evaluate_tables` with the parsed options."""
+    from jdp.eval.report import evaluate_tables
+
     return evaluate_tables(
         train,
         synthetic,
@@ -234,6 +239,8 @@ def run(args: argparse.Namespace) -> int:
     synthetic = read_csv(args.synthetic, "synthetic", declared_schema(args))
     evaluation = evaluate_args(args, train, synthetic, test, target)
     if args.json:
+        from jdp.eval.report import jsonable
+
         print(json.dumps(jsonable(evaluation)))
         return 0
     print(text_summary(evaluation))
@@ -242,6 +249,8 @@ def run(args: argparse.Namespace) -> int:
 
 def text_summary(evaluation: dict) -> str:
     """The evaluation as plain-text tables."""
+    from jdp.eval.report import format_table
+
     rows, used = evaluation["rows"], evaluation["evaluated_rows"]
     lines = [
         "rows: "

@@ -33,8 +33,6 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-
 from jdp.cli._args import (
     DATA_FLAGS,
     add_command,
@@ -44,10 +42,12 @@ from jdp.cli._args import (
     one_line_warnings,
     output_path,
 )
-from jdp.data.schema import Schema
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from jdp.data.dp_schema import SchemaRelease
+    from jdp.data.schema import Schema
 
 
 DEFAULT_METHOD = "marginals"

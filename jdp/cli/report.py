@@ -15,8 +15,7 @@ import argparse
 import dataclasses
 import json
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from jdp.cli._args import add_command, add_flags, output_path
 from jdp.cli.evaluate import (
@@ -26,9 +25,12 @@ from jdp.cli.evaluate import (
     read_csv,
     real_data,
 )
-from jdp.eval._tables import is_categorical
-from jdp.eval.plots import image_grid, marginal_plots
-from jdp.eval.report import JSON_FILE, MARKDOWN_FILE, jsonable, write_report
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# jdp.eval (matplotlib, scikit-learn, pandas) is imported by the functions that use it, not
+# here: ``jdp report --help`` and argument parsing stay fast.
 
 GRID_IMAGES = 100
 
@@ -70,6 +72,8 @@ def model_directory(args: argparse.Namespace) -> str:
 
 def check_report_directory(text: str) -> Path:
     """``--out`` must be new, empty, or hold a previous report (``report.json``)."""
+    from jdp.eval.report import JSON_FILE
+
     out = output_path(text, kind="dir")
     if out.is_dir() and any(out.iterdir()) and not (out / JSON_FILE).is_file():
         raise ValueError(
@@ -79,6 +83,7 @@ def check_report_directory(text: str) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
+    from jdp.eval.report import JSON_FILE, MARKDOWN_FILE, jsonable
     from jdp.synth.io import load, staged_directory
 
     model_dir = model_directory(args)
@@ -99,6 +104,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _write(args, model, model_dir, synthetic, shape, out: Path):  # type: ignore[no-untyped-def]
     """Write the report's files into ``out``; return the report and its plots."""
+    from jdp.eval.plots import marginal_plots
+
     evaluation, plots, sections = None, [], {}
     if args.real_train or args.dataset:
         if args.target is None and (args.real_test or args.dataset):
@@ -127,6 +134,13 @@ def _write(args, model, model_dir, synthetic, shape, out: Path):  # type: ignore
         nonprivate_schema=model.schema.nonprivate,
     )
     return report, plots
+
+
+def write_report(out: Path, **kwargs: Any) -> dict:
+    """:func:`jdp.eval.report.write_report` (imported when a report is written)."""
+    from jdp.eval.report import write_report
+
+    return write_report(out, **kwargs)
 
 
 def _mia(model, train: pd.DataFrame, test: pd.DataFrame, seed: int | None):  # type: ignore[no-untyped-def]
@@ -167,6 +181,9 @@ def _shape(text: str) -> tuple[int, int]:
 def _image_grid(
     synthetic: pd.DataFrame, target: str | None, shape: tuple[int, int], out: Path
 ) -> Path:
+    from jdp.eval._tables import is_categorical
+    from jdp.eval.plots import image_grid
+
     features = [c for c in synthetic.columns if c != target]
     categorical = [c for c in features if is_categorical(synthetic[c])]
     if categorical:

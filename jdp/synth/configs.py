@@ -22,8 +22,6 @@ from collections.abc import Iterator, Mapping
 from functools import cache
 from typing import Any
 
-from jdp.dpsgd.batch_selection import BatchSelection
-
 __all__ = ["apply_overrides", "config_from_dict", "config_options", "config_to_dict"]
 
 #: The key naming a nested config's class in its dict.
@@ -41,6 +39,8 @@ def _fields(cls: type) -> list[dataclasses.Field]:
 def _json_value(value: Any, where: str) -> Any:
     """``value`` as JSON types: nested configs tagged, tuples as lists, a batch selection by
     its name; anything else that JSON cannot hold is refused, naming the field."""
+    from jdp.dpsgd.batch_selection import BatchSelection  # JAX, flax: only when saving
+
     if _is_config(value):
         return {TYPE_KEY: type(value).__name__, **config_to_dict(value, where)}
     if isinstance(value, tuple | list):
