@@ -10,7 +10,11 @@ the synthetic side only (post-processing: no privacy cost, Dwork & Roth 2014, Pr
   determinant.
 * :class:`ForbiddenCombination` -- values that never occur together in a row (Adult's
   ``relationship=Husband`` with ``sex=Female``).
-* :class:`Inequality` -- ``left <= right`` between two numeric columns in every row.
+* :class:`Inequality` -- ``left <= right`` between two numeric columns in every row (two
+  date columns: ``start <= end``).
+
+A ``date`` column (sampled as ``datetime64`` dates) takes part only in an inequality with
+another date column; functional dependencies and forbidden combinations refuse it.
 
 Rows breaking a forbidden combination or an inequality cannot be repaired by rewriting one
 column without changing the joint distribution in ways hard to state, so they are rejected
@@ -99,6 +103,12 @@ class FunctionalDependency:
                 raise ValueError(f"functional dependency: no column {name!r} in the schema")
         if self.determinant == self.dependent:
             raise ValueError(f"functional dependency of {self.dependent!r} on itself")
+        for name in (self.determinant, self.dependent):
+            if schema[name].kind == "date":
+                raise ValueError(
+                    f"functional dependency {self.label}: {name!r} is a date column (not "
+                    "supported in a functional dependency)"
+                )
         source, target = schema[self.determinant], schema[self.dependent]
         if source.kind == "categorical":
             missing = [c for c in source.categories if c not in self.lookup]
@@ -209,6 +219,8 @@ def _outside(schema: Any, name: str, value: Any) -> str | None:
     column = schema[name]
     if column.kind == "categorical":
         return None if value in column.categories else f"{value!r} is not a category of {name!r}"
+    if column.kind == "date":
+        return f"{name!r} is a date column (not supported in a forbidden combination)"
     if column.kind == "continuous":
         return f"{name!r} is continuous (one value has probability 0)"
     whole = (
@@ -228,9 +240,9 @@ class Inequality:
     """Public constraint: ``left <= right`` in every row where both are present.
 
     Attributes:
-        left: a numeric (integer or continuous) column.
+        left: a numeric (integer, continuous or date) column.
         right: another numeric column, whose upper bound is at least ``left``'s lower bound
-            (else no row could meet it).
+            (else no row could meet it); a date column if and only if ``left`` is one.
     """
 
     TYPE: ClassVar[str] = "less_equal"
@@ -254,6 +266,10 @@ class Inequality:
         if self.left == self.right:
             raise ValueError(f"inequality {self.label}: the two columns must differ")
         left, right = schema[self.left], schema[self.right]
+        if (left.kind == "date") != (right.kind == "date"):
+            raise ValueError(
+                f"inequality {self.label}: a date column is compared only with another date column"
+            )
         if left.lower > right.upper:
             raise ValueError(
                 f"inequality {self.label}: no row can meet it ({self.left!r} >= {left.lower} "

@@ -9,7 +9,11 @@ When a user cannot declare bounds or domains, they can spend part of their budge
   geometric buckets ``2^k`` of the range (snapped, so its counts may be shown) finds the
   buckets that hold data; the bounds run from the lowest passing bucket to the highest, so
   they cover the bulk of the data rather than sit at noisy quantiles. A column too sparse
-  for its budget keeps the coarse range and is named in a :class:`DpSchemaWarning`;
+  for its budget keeps the coarse range and is named in a :class:`DpSchemaWarning`. A
+  ``date`` column takes the same path on its day counts since 1970-01-01 (its coarse range
+  given as two dates, e.g. ``("1900-01-01", "2100-12-31")``); the buckets double away from
+  1970-01-01 (or from the range's end nearest to it), so released dates far from it are
+  coarse -- declare a date column's bounds (``declared=``) when they are known;
 * categorical column: the categories whose Laplace-noised count exceeds a threshold
   (:func:`dp_categories`); a category held by few records is suppressed.
 
@@ -60,12 +64,15 @@ from accounting.builders import with_noise_cut
 from accounting.compose import pure_spend
 from accounting.validation import check_open_unit, check_positive
 from jdp.data.schema import (
+    INTEGER_VALUED_KINDS,
     Column,
     ColumnKind,
     Problems,
     Schema,
     SuppressedCategoryWarning,
     Table,
+    date_to_days,
+    dates_to_days,
     write_atomic,
 )
 from jdp.mechanisms.noise import (
@@ -341,7 +348,7 @@ class SchemaRelease:
                 what = "no signal at this budget: kept the coarse public range"
             else:
                 what = f"about {100 * share:.1f}% of its values outside them (noisy)"
-            lines.append(f"{name}: bounds [{column.lower:g}, {column.upper:g}], {what}")
+            lines.append(f"{name}: bounds {column.bounds_text}, {what}")
         return "\n".join(lines)
 
     def other_columns(self) -> list[str]:
@@ -439,16 +446,50 @@ def _read_json(path: str | Path) -> Any:
     return json.loads(path.read_text())
 
 
+def _numbers(kind: str, series: pd.Series, name: str) -> np.ndarray:
+    """A numeric column's values as float64 (a date column's as day counts since
+    1970-01-01, :func:`~jdp.data.schema.dates_to_days`), NaN where missing."""
+    if kind == "date":
+        return dates_to_days(series, name)
+    return pd.to_numeric(series, errors="raise").to_numpy(dtype=np.float64)
+
+
+def _number(kind: str, value: Any) -> float:
+    """A public value (a range end, a point mass) of a numeric column: a date column's as
+    its day count (:func:`~jdp.data.schema.date_to_days`)."""
+    return float(date_to_days(value)) if kind == "date" else float(value)
+
+
 def _check_numeric_column(
-    series: pd.Series, name: str, ranges: Mapping[str, tuple[float, float]], *, nullable: bool
+    series: pd.Series,
+    name: str,
+    ranges: Mapping[str, tuple[Any, Any]],
+    *,
+    nullable: bool,
+    kind: str = "continuous",
+    masses: Sequence[Any] = (),
 ) -> None:
-    """Raise when a numeric column to release has no coarse range, a non-numeric value, an
-    infinite value, or a missing value without being nullable (the values are never shown)."""
+    """Raise when a numeric column to release has no coarse range, a non-numeric value (a
+    value that is not a date in a date column, or a range or point mass that is not a
+    date), an infinite value, or a missing value without being nullable (the values are
+    never shown)."""
     if name not in ranges:
         raise ValueError(f"column {name!r}: a coarse public range (a, b) is required")
+    if kind == "date":
+        try:
+            for value in (*ranges[name], *masses):
+                _number(kind, value)
+        except (TypeError, ValueError):  # public values: shown
+            raise ValueError(
+                f"column {name!r}: expected its coarse range and point masses as dates (ISO "
+                f"text such as '2000-01-01'), got range {ranges[name]!r}, point masses "
+                f"{list(masses)!r}"
+            ) from None
     try:
-        x = pd.to_numeric(series, errors="raise").to_numpy(dtype=np.float64)
-    except (TypeError, ValueError):  # pandas' message quotes the value: never shown
+        x = _numbers(kind, series, name)
+    except (TypeError, ValueError) as exc:  # pandas' message quotes the value: never shown
+        if kind == "date":
+            raise ValueError(str(exc)) from None
         raise ValueError(
             f"column {name!r} is declared numeric but has non-numeric values (not shown)"
         ) from None
@@ -482,7 +523,9 @@ def infer_schema_dp(
         columns not in ``declared``).
       kinds: each released column's kind (public: it is a property of the data format).
       ranges: a coarse public ``(a, b)`` per released numeric column (required for each; may
-        be very loose: :func:`dp_bounds` searches it on a log scale).
+        be very loose: :func:`dp_bounds` searches it on a log scale); two dates (ISO text,
+        ``datetime.date`` or ``Timestamp``) for a ``date`` column, whose bounds are
+        released on its day counts as an integer column's (module docstring).
       target: the target column (categorical).
       declared: columns the data holder declares in full (public: a codebook's categories,
         documented bounds): copied into the schema as they are, at no cost.
@@ -492,8 +535,9 @@ def infer_schema_dp(
         of every string-valued categorical column except the target, or ``"drop"`` them.
       other_label: the label of that category; it must not be a released category.
       point_masses: public point-mass values of numeric columns (e.g. ``{"capital-gain":
-        [0]}``, see :class:`~jdp.data.schema.Column`): copied into the schema; the bounds are
-        released from the other values and widened to include the masses.
+        [0]}``, see :class:`~jdp.data.schema.Column`; dates in a date column): copied into
+        the schema; the bounds are released from the other values and widened to include
+        the masses.
       nullable: the columns declared nullable (public): their missing values are left out of
         the release and the column is marked nullable; a missing value elsewhere raises.
       ignore: data columns the release leaves out (public: identifiers, free text, dates):
@@ -546,7 +590,10 @@ def infer_schema_dp(
             problems.add(ValueError(f"column {name!r} has no declared kind"))
         elif kinds[name] != "categorical":
             try:
-                _check_numeric_column(data[name], name, ranges, nullable=name in nullable)
+                _check_numeric_column(
+                    data[name], name, ranges, nullable=name in nullable, kind=kinds[name],
+                    masses=point_masses.get(name, ()),
+                )  # fmt: skip
             except ValueError as exc:
                 problems.add(exc)
     problems.raise_if_any()
@@ -574,13 +621,13 @@ def infer_schema_dp(
                 cats = (*cats, other_label)
             columns.append(Column(name=name, kind=kind, categories=cats, nullable=name in nullable))
             continue
-        a, b = (float(v) for v in ranges[name])
-        x = pd.to_numeric(data[name], errors="raise").to_numpy(dtype=np.float64)  # checked
+        a, b = (_number(kind, v) for v in ranges[name])
+        x = _numbers(kind, data[name], name)  # checked
         missing = np.isnan(x)
-        masses = tuple(float(m) for m in point_masses.get(name, ()))
+        masses = tuple(_number(kind, m) for m in point_masses.get(name, ()))
         bounds, event = dp_bounds(
             rng, x[~missing & ~np.isin(x, masses)], lower=a, upper=b, epsilon=eps_col,
-            integer=kind == "integer",
+            integer=kind in INTEGER_VALUED_KINDS,
         )  # fmt: skip
         ledger = ledger.record(f"dp-bounds:{name}", event)
         clipped.append((name, bounds.clipped if bounds.signal else None))

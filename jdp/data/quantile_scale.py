@@ -141,12 +141,12 @@ def log_knots(column: Column, count: int = LOG_KNOTS) -> Column:
     strictly increasing; an integer column of fewer than ``4 count`` values keeps min-max.
     Reads no data."""
     width = column.upper - column.lower
-    unit = 1.0 if column.kind == "integer" else width * 2.0**-10
+    unit = 1.0 if column.is_integer_valued else width * 2.0**-10
     if width < 4 * count * unit:  # a few dozen integers: min-max cells are as fine
         return column
     p = np.arange(1, count + 1) / (count + 1)
     v = column.lower + unit * np.expm1(p * np.log1p(width / unit))
-    if column.kind == "integer":
+    if column.is_integer_valued:
         v = np.ceil(v - 1e-9)
     keep = np.concatenate([[True], np.diff(v) > 0]) & (v > column.lower) & (v < column.upper)
     if keep.sum() < 2:
@@ -173,7 +173,7 @@ def release_knots(
     x = x[~np.isnan(x) & ~np.isin(x, column.point_masses)]
     q, event = dp_quantiles(
         rng, x, tuple(probs), lower=column.lower, upper=column.upper, epsilon=epsilon,
-        integer=column.kind == "integer",
+        integer=column.is_integer_valued,
     )  # fmt: skip
     step = column.width * 1e-9
     v = np.maximum.accumulate(q + step * np.arange(len(q)))

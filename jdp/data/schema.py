@@ -4,7 +4,21 @@ A :class:`Schema` lists, per column, a kind and its public support:
 
 * ``continuous`` -- a real value with public bounds ``[lower, upper]``;
 * ``integer`` -- an integer value with public integer bounds ``[lower, upper]``;
+* ``date`` -- a calendar date with public bounds declared as ISO dates (``"2000-01-01"``);
+  resolution one day (a time of day is dropped: values are truncated to their day);
 * ``categorical`` -- a value from a public, finite, ordered domain ``categories``.
+
+A ``date`` column is converted once, at the table boundary: :meth:`Schema.conform` reads its
+values (``datetime64`` of any unit -- a time-zone-aware one by its own wall-clock date --,
+``datetime.date``/``Timestamp`` objects, or ISO date strings as :func:`jdp.data.read.read_csv`
+reads them) as integer day counts since 1970-01-01 (:data:`DATE_ORIGIN`), and the
+:class:`Column` stores its bounds (and point masses) as those day counts. Everything else --
+encodings, mechanisms, methods, DP bounds -- sees an integer column
+(:attr:`Column.is_integer_valued`); decoding turns day counts back into ``datetime64[ns]``
+dates (:func:`days_to_dates`, in :func:`jdp.data.transforms.numeric_column`). Values outside
+the declared dates are clipped to them like integers; a value that is not a date raises,
+naming the column (never the value). The bounds must lie in ``datetime64[ns]``'s range
+(1677-09-22 to 2262-04-11).
 
 One categorical column may be named the ``target`` (the label of the downstream
 classification task). The schema is *public*: it is declared by the user (in code or a JSON
@@ -41,14 +55,17 @@ JSON layout (``Schema.to_dict``)::
     {"target": "income",
      "columns": [{"name": "age", "kind": "integer", "lower": 17, "upper": 90},
                  {"name": "sex", "kind": "categorical", "categories": ["Female", "Male"]},
-                 {"name": "fnlwgt", "kind": "continuous", "lower": 1, "upper": 1.5e6}]}
+                 {"name": "fnlwgt", "kind": "continuous", "lower": 1, "upper": 1.5e6},
+                 {"name": "hired", "kind": "date", "lower": "2000-01-01",
+                  "upper": "2024-12-31"}]}
 
 plus ``"from_release": true`` for a schema released with DP, ``"nonprivate": true`` for one
 read off the data by :func:`infer_schema_nonprivate` (absent: declared), and optionally:
 
 * per numeric column ``"point_masses": [0]`` -- public values that many records hold exactly
   (Adult's capital-gain is 0 for most people); the encoders give each a state of its own
-  (:mod:`jdp.data.transforms`) so synthesizers reproduce it exactly;
+  (:mod:`jdp.data.transforms`) so synthesizers reproduce it exactly (ISO dates in a date
+  column; its ``"quantiles"`` knots, a scale rather than a declaration, are day counts);
 * per column ``"nullable": true`` -- missing values are allowed and modelled (a "missing"
   state or category); in any other column a missing value is an error naming the column
   (the count only under :func:`jdp.verbosity.show_private_details`);
@@ -64,8 +81,9 @@ read off the data by :func:`infer_schema_nonprivate` (absent: declared), and opt
   :func:`jdp.synth.base.sample_model`.
 
 :func:`draft_schema` drafts a template from public metadata only (column names and dtypes,
-never a value): kinds filled in, bounds and categories left null, identifiers, dates and
-likely free text put in ``ignore`` with the reason (``jdp schema --data CSV`` without
+never a value): kinds filled in (``date`` for a ``datetime64`` dtype), bounds and categories
+left null, identifiers, text named like a date and likely free text put in ``ignore`` with the
+reason (``jdp schema --data CSV`` without
 ``--dp`` writes it).
 
 Validation reports every problem at once: one exception whose first line is
@@ -82,6 +100,7 @@ import secrets
 import warnings
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
+from datetime import date
 from numbers import Integral, Real
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
@@ -93,8 +112,19 @@ from jdp.data.constraints import CONSTRAINT_TYPES, Constraint, constraint_from_d
 from jdp.mechanisms.quantiles import check_probs
 from jdp.verbosity import private_detail, warn_private
 
-ColumnKind = Literal["continuous", "integer", "categorical"]
-KINDS: tuple[str, ...] = ("continuous", "integer", "categorical")
+ColumnKind = Literal["continuous", "integer", "date", "categorical"]
+KINDS: tuple[str, ...] = ("continuous", "integer", "date", "categorical")
+#: The kinds whose values are whole numbers (a date as its day count since
+#: :data:`DATE_ORIGIN`): :attr:`Column.is_integer_valued`.
+INTEGER_VALUED_KINDS: tuple[str, ...] = ("integer", "date")
+#: Day 0 of a date column's day counts.
+DATE_ORIGIN = "1970-01-01"
+#: The day counts a date column may span: the whole days inside ``datetime64[ns]``'s range,
+#: into which sampled dates are decoded (1677-09-22 to 2262-04-11).
+DATE_DAYS = (
+    -int(-pd.Timestamp.min.value // 86_400_000_000_000),
+    int(pd.Timestamp.max.value // 86_400_000_000_000),
+)
 #: The first line of the privacy statement of a model fitted on a ``nonprivate`` schema
 #: (as :data:`accounting.ledger.PAPER_CLAIM` heads a paper-mode ledger's).
 NONPRIVATE_SCHEMA_CLAIM = (
@@ -155,6 +185,129 @@ class Problems:
         raise cls("\n".join([summary, *(f"- {line}" for line in lines)]))
 
 
+# -- dates as day counts (the one conversion of a date column) ------------------------------
+
+
+def _is_date_value(value: object) -> bool:
+    """A single date: ISO text, a ``datetime.date``/``datetime`` (``Timestamp`` included) or
+    a ``numpy.datetime64``."""
+    return isinstance(value, (str, date, np.datetime64))
+
+
+def date_to_days(value: str | date | np.datetime64 | pd.Timestamp) -> int:
+    """The day count since :data:`DATE_ORIGIN` of one date: ISO text (``"2000-01-01"``), a
+    ``datetime.date`` or ``datetime``, a pandas ``Timestamp`` or a ``numpy.datetime64``. A
+    time of day is dropped (the day it falls in: ``"2000-01-01T23:59"`` is day 10957); a
+    time-zone-aware value counts by its own wall-clock date.
+
+    Raises:
+      TypeError: ``value`` is not one of these types.
+      ValueError: ``value`` is text that is not an ISO date, or ``NaT``.
+    """
+    if not _is_date_value(value):
+        raise TypeError(
+            f"expected a date (ISO text, datetime.date, Timestamp or datetime64), got {value!r}"
+        )
+    try:
+        if isinstance(value, str):
+            stamp = pd.to_datetime(value, format="ISO8601")
+        else:
+            stamp = pd.Timestamp(value)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"expected an ISO date (YYYY-MM-DD), got {value!r}") from None
+    if pd.isna(stamp):
+        raise ValueError(f"expected a date, got {value!r}")
+    if stamp.tzinfo is not None:
+        stamp = stamp.tz_localize(None)
+    return int(np.datetime64(stamp.to_datetime64(), "D").astype(np.int64))
+
+
+def iso_date(days: float) -> str:
+    """A day count since :data:`DATE_ORIGIN` as its ISO date (``10957`` -> ``"2000-01-01"``)."""
+    return str(np.datetime64(math.floor(days), "D"))
+
+
+def dates_to_days(series: pd.Series | np.ndarray, column: str) -> np.ndarray:
+    """The values of date column ``column`` as day counts since :data:`DATE_ORIGIN` (float64,
+    NaN where missing): the table boundary of a date column (:meth:`Schema.conform`).
+
+    Reads a ``datetime64`` dtype of any unit (a time-zone-aware one by its own wall-clock
+    date), or values that are ISO date text (``"2024-02-29"``, ``"2024-02-29T08:30"``, as
+    :func:`jdp.data.read.read_csv` reads a date column), ``datetime.date``/``datetime``,
+    ``Timestamp`` or ``datetime64`` objects. A time of day is dropped: each value counts as
+    the day it falls in (one-day resolution). Missing values (``None``, ``NaN``, ``NaT``)
+    stay missing; whether they are allowed is :meth:`Schema.conform`'s check.
+
+    Raises:
+      TypeError: a numeric or bool dtype (a number is no date: convert day counts or years
+        with ``pd.to_datetime`` first).
+      ValueError: values that are not dates (text that is no ISO date, such as
+        ``"2023-02-30"`` or ``""``, or other objects); the message names the column, never
+        the values (they are private), and their count only under
+        :func:`jdp.verbosity.show_private_details`.
+    """
+    series = pd.Series(series)
+    dtype = series.dtype
+    if pd.api.types.is_datetime64_any_dtype(dtype):
+        stamps = series.dt.tz_localize(None) if getattr(dtype, "tz", None) is not None else series
+        return _stamp_days(stamps.to_numpy())
+    if pd.api.types.is_bool_dtype(dtype) or pd.api.types.is_numeric_dtype(dtype):
+        raise TypeError(
+            f"column {column!r}: expected dates (a datetime64 dtype or ISO date text), got "
+            f"dtype {dtype}"
+        )
+    values = series.astype(object).to_numpy()
+    missing = pd.isna(values)
+    present = values[~missing]
+    days = None
+    if all(_is_date_value(v) for v in present):
+        try:
+            parsed = pd.to_datetime(pd.Series(present), errors="coerce", format="ISO8601")
+            if getattr(parsed.dtype, "tz", None) is not None:
+                parsed = parsed.dt.tz_localize(None)
+            days = _stamp_days(parsed.to_numpy())
+        except (TypeError, ValueError, OverflowError):  # e.g. mixed time zones
+            days = None
+    if days is None:  # other objects or mixed zones: one by one
+        days = np.array([_day_or_nan(v) for v in present], dtype=np.float64)
+    out = np.full(len(values), np.nan)
+    out[~missing] = days
+    bad = int(np.isnan(days).sum())
+    if bad:
+        raise ValueError(
+            f"column {column!r} is declared date but has values that are not dates "
+            f"(ISO YYYY-MM-DD)" + private_detail(f"{bad} of them") + " (values not shown)"
+        )
+    return out
+
+
+def _day_or_nan(value: object) -> float:
+    """:func:`date_to_days` of ``value``, NaN when it is no date."""
+    try:
+        return float(date_to_days(value))
+    except (TypeError, ValueError, OverflowError):
+        return np.nan
+
+
+def _stamp_days(stamps: np.ndarray) -> np.ndarray:
+    """Naive ``datetime64`` values as float64 day counts (floored to the day; NaT -> NaN)."""
+    days = stamps.astype("datetime64[D]")
+    out = days.astype(np.int64).astype(np.float64)
+    out[np.isnat(days)] = np.nan
+    return out
+
+
+def days_to_dates(days: np.ndarray | pd.Series) -> np.ndarray:
+    """Day counts since :data:`DATE_ORIGIN` (NaN or ``pd.NA`` where missing) as
+    ``datetime64[ns]`` dates at midnight (``NaT`` where missing): a date column's values
+    after decoding."""
+    x = pd.Series(days).to_numpy(dtype=np.float64, na_value=np.nan)
+    out = np.full(len(x), np.datetime64("NaT"), dtype="datetime64[ns]")
+    present = ~np.isnan(x)
+    out[present] = np.floor(x[present]).astype(np.int64).astype("datetime64[D]")
+    return out
+
+
 def _is_category_value(value: object) -> bool:
     return isinstance(value, (str, bool, Integral)) and not isinstance(value, np.bool_)
 
@@ -168,12 +321,20 @@ class Column:
     ``(0, 1)`` and values within the bounds -- released by
     :func:`jdp.mechanisms.quantiles.dp_quantiles` or declared. With knots every encoding maps
     the column through its CDF instead of min-max (:mod:`jdp.data.scales`).
+
+    A ``date`` column takes its bounds (and point masses) as dates -- ISO text
+    (``"2000-01-01"``), ``datetime.date``/``datetime``, pandas ``Timestamp`` or
+    ``numpy.datetime64``, a time of day dropped -- and stores them normalised as float day
+    counts since :data:`DATE_ORIGIN`, so that the rest of the library reads it as an integer
+    column (:attr:`is_integer_valued`); a number given for one is taken as such a day count
+    (what :func:`dataclasses.replace` passes back). :meth:`to_dict` writes ISO dates, and
+    :meth:`from_dict` requires them. Resolution: one day.
     """
 
     name: str
     kind: ColumnKind
-    lower: float | None = None
-    upper: float | None = None
+    lower: float | str | date | None = None
+    upper: float | str | date | None = None
     categories: tuple[Any, ...] | None = None
     point_masses: tuple[float, ...] = ()
     nullable: bool = False
@@ -215,12 +376,37 @@ class Column:
             raise TypeError(f"column {self.name!r}: categories mix types: {list(cats)}")
         object.__setattr__(self, "categories", cats)
 
+    def _as_day(self, value: Any, what: str) -> Any:
+        """A date column's date ``value`` as its day count (other values unchanged, for the
+        numeric checks that follow)."""
+        if self.kind != "date" or not _is_date_value(value):
+            return value
+        try:
+            days = date_to_days(value)
+        except ValueError:
+            raise ValueError(
+                f"column {self.name!r}: expected an ISO date (YYYY-MM-DD) as its {what}, got "
+                f"{value!r}"
+            ) from None
+        if not DATE_DAYS[0] <= days <= DATE_DAYS[1]:
+            raise ValueError(
+                f"column {self.name!r}: expected a {what} from {iso_date(DATE_DAYS[0])} to "
+                f"{iso_date(DATE_DAYS[1])} (the range of datetime64[ns]), got {value!r}"
+            )
+        return days
+
     def _check_numeric(self) -> None:
         if self.categories is not None:
             raise ValueError(f"column {self.name!r}: a {self.kind} column takes no categories")
         for side in ("lower", "upper"):
-            value = getattr(self, side)
+            value = self._as_day(getattr(self, side), f"{side} bound")
             if value is None or isinstance(value, bool) or not isinstance(value, Real):
+                if self.kind == "date":
+                    raise TypeError(
+                        f"column {self.name!r}: expected a date (ISO text such as "
+                        f'"2000-01-01", datetime.date or Timestamp) as the public {side} '
+                        f"bound, got {value!r}"
+                    )
                 raise TypeError(
                     f"column {self.name!r}: expected a numeric public {side} bound, got {value!r}"
                 )
@@ -228,15 +414,20 @@ class Column:
                 raise ValueError(
                     f"column {self.name!r}: expected a finite {side} bound, got {value}"
                 )
-            if self.kind == "integer" and not float(value).is_integer():
+            if self.is_integer_valued and not float(value).is_integer():
                 raise ValueError(
                     f"column {self.name!r}: expected an integer {side} bound, got {value}"
                 )
+            if self.kind == "date" and not DATE_DAYS[0] <= value <= DATE_DAYS[1]:
+                raise ValueError(
+                    f"column {self.name!r}: expected a {side} bound from "
+                    f"{iso_date(DATE_DAYS[0])} to {iso_date(DATE_DAYS[1])} (the range of "
+                    f"datetime64[ns]), got day {value:g}"
+                )
             object.__setattr__(self, side, float(value))
         if not self.lower < self.upper:
-            raise ValueError(
-                f"column {self.name!r}: expected lower < upper, got [{self.lower}, {self.upper}]"
-            )
+            got = self.bounds_text if self.kind == "date" else f"[{self.lower}, {self.upper}]"
+            raise ValueError(f"column {self.name!r}: expected lower < upper, got {got}")
 
     def _check_point_masses(self) -> None:
         masses = self.point_masses
@@ -247,15 +438,16 @@ class Column:
             )
         out = []
         for m in masses:
+            m = self._as_day(m, "point mass")
             if isinstance(m, bool) or not isinstance(m, Real) or not math.isfinite(float(m)):
                 raise TypeError(f"column {self.name!r}: expected a finite point mass, got {m!r}")
             m = float(m)
             if not self.lower <= m <= self.upper:
                 raise ValueError(
-                    f"column {self.name!r}: point mass {m:g} is outside the bounds "
-                    f"[{self.lower:g}, {self.upper:g}]"
+                    f"column {self.name!r}: point mass {self.show(m)} is outside the bounds "
+                    f"{self.bounds_text}"
                 )
-            if self.kind == "integer" and not m.is_integer():
+            if self.is_integer_valued and not m.is_integer():
                 raise ValueError(f"column {self.name!r}: expected integer point masses, got {m:g}")
             if m in out:
                 raise ValueError(f"column {self.name!r}: point mass {m:g} is listed twice")
@@ -288,24 +480,47 @@ class Column:
 
     @property
     def is_numeric(self) -> bool:
+        """Whether the column holds numbers inside public bounds (``continuous``,
+        ``integer``, and ``date`` as day counts)."""
         return self.kind != "categorical"
+
+    @property
+    def is_integer_valued(self) -> bool:
+        """Whether the column's values are whole numbers: an ``integer`` column, or a
+        ``date`` column as day counts since :data:`DATE_ORIGIN` (:data:`INTEGER_VALUED_KINDS`).
+        The one test every encoding, mechanism and method makes for integer handling."""
+        return self.kind in INTEGER_VALUED_KINDS
 
     @property
     def width(self) -> float:
         """``upper - lower`` for a numeric column."""
         return float(self.upper) - float(self.lower)
 
+    def show(self, value: float) -> str:
+        """A value of this numeric column for messages: an ISO date in a date column
+        (``"2000-01-01"``), else ``format(value, "g")``."""
+        return iso_date(value) if self.kind == "date" else format(value, "g")
+
+    @property
+    def bounds_text(self) -> str:
+        """``"[lower, upper]"`` of a numeric column for messages (:meth:`show`)."""
+        return f"[{self.show(self.lower)}, {self.show(self.upper)}]"
+
+    def _json_value(self, value: float) -> Any:
+        """A bound or point mass as written in JSON: an ISO date, an int or a float."""
+        if self.kind == "date":
+            return iso_date(value)
+        return int(value) if self.kind == "integer" else value
+
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "kind": self.kind}
         if self.is_numeric:
-            as_int = self.kind == "integer"
-            out["lower"] = int(self.lower) if as_int else self.lower
-            out["upper"] = int(self.upper) if as_int else self.upper
+            out["lower"] = self._json_value(self.lower)
+            out["upper"] = self._json_value(self.upper)
         else:
             out["categories"] = list(self.categories)
         if self.point_masses:
-            as_int = self.kind == "integer"
-            out["point_masses"] = [int(m) if as_int else m for m in self.point_masses]
+            out["point_masses"] = [self._json_value(m) for m in self.point_masses]
         if self.nullable:
             out["nullable"] = True
         if self.quantiles:
@@ -323,6 +538,17 @@ class Column:
             raise ValueError(f"column {data.get('name')!r}: unknown schema keys {sorted(unknown)}")
         cats = data.get("categories")
         masses = data.get("point_masses", ())
+        if data.get("kind") == "date":  # JSON declares dates as ISO text, never day counts
+            for what, value in (
+                ("lower bound", data.get("lower")),
+                ("upper bound", data.get("upper")),
+                *(("point mass", m) for m in (masses if isinstance(masses, list) else ())),
+            ):
+                if value is not None and not isinstance(value, str):
+                    raise TypeError(
+                        f"column {data.get('name')!r}: expected an ISO date such as "
+                        f'"2000-01-01" as the {what} of a date column, got {value!r}'
+                    )
         return cls(
             name=data.get("name"),
             kind=data.get("kind"),
@@ -521,6 +747,11 @@ class Schema:
     def conform(self, data: pd.DataFrame) -> Table:
         """Check ``data`` against the schema; clip numeric values to their bounds.
 
+        A date column's values are read as day counts since :data:`DATE_ORIGIN`
+        (:func:`dates_to_days`: ``datetime64`` or ISO date text, a time of day dropped), so
+        the table's frame holds them as an integer column (``int64``; ``Int64`` when
+        nullable), clipped to the declared dates like any integer column.
+
         A schema ``from_release`` drops the records holding a category outside its domain
         (one :class:`SuppressedCategoryWarning` naming the columns); any other schema raises.
         Both warnings (clipped values, dropped records) depend on the private records, so
@@ -529,8 +760,8 @@ class Schema:
         Raises:
           TypeError: ``data`` is not a DataFrame, or a column has the wrong dtype.
           ValueError: missing/extra/target column, NaN, inf, non-integer value in an integer
-            column, category outside the domain (the message names the column, never the
-            values).
+            column, a value that is not a date in a date column, category outside the domain
+            (the message names the column, never the values).
         """
         if not isinstance(data, pd.DataFrame):
             raise TypeError(f"expected a pandas DataFrame, got {type(data).__name__}")
@@ -544,18 +775,23 @@ class Schema:
         for name in data.columns:
             if name not in self.names:
                 problems.add(ValueError(f"column {str(name)!r} of the data is not in the schema"))
-        labels = {}
+        labels, days = {}, {}
         for c in self.columns:
             if c.name not in data.columns:
                 continue
             try:
-                if c.is_numeric:
+                if c.kind == "date":  # the one conversion: dates -> integer day counts
+                    days[c.name] = pd.Series(dates_to_days(data[c.name], c.name), data.index)
+                    _check_numeric_values(c, days[c.name])
+                elif c.is_numeric:
                     _check_numeric_values(c, data[c.name])
                 else:
                     labels[c.name] = _category_values(c, data[c.name])
             except (TypeError, ValueError) as exc:
                 problems.add(exc)
         problems.raise_if_any()
+        if days:
+            data = data.assign(**days)
         keep = self._in_domain(labels, len(data))
         data = data.loc[keep]
         out = {}
@@ -569,7 +805,7 @@ class Schema:
                 out[col.name] = typed_labels(col, labels[col.name][keep])
         if clipped:  # whether any value was clipped is private: only the data holder sees it
             detail = ", ".join(
-                f"{n} value(s) of column {name!r} to [{self[name].lower:g}, {self[name].upper:g}]"
+                f"{n} value(s) of column {name!r} to {self[name].bounds_text}"
                 for name, n in clipped.items()
             )
             warn_private(f"clipped {detail}", ClipWarning, stacklevel=2)
@@ -649,7 +885,7 @@ def _check_numeric_values(col: Column, series: pd.Series) -> None:
     if n_inf:
         raise ValueError(f"column {col.name!r} has infinite value(s)" + private_detail(str(n_inf)))
     present = x[~missing]
-    if col.kind == "integer" and not np.all(present == np.round(present)):
+    if col.is_integer_valued and not np.all(present == np.round(present)):
         raise ValueError(f"column {col.name!r} is declared integer but has non-integer values")
 
 
@@ -660,7 +896,7 @@ def _conform_numeric(col: Column, series: pd.Series) -> tuple[np.ndarray, int]:
     x = series.to_numpy(dtype=np.float64, na_value=np.nan)
     n_clipped = int(((x < col.lower) | (x > col.upper)).sum())
     x = np.clip(x, col.lower, col.upper)
-    if col.kind != "integer":
+    if not col.is_integer_valued:
         return x, n_clipped
     if col.nullable:
         return pd.array(x, dtype="Int64"), n_clipped
@@ -709,7 +945,8 @@ def typed_labels(column: Column, values: np.ndarray) -> np.ndarray:
 class Table:
     """A private table that conforms to its schema (build with :meth:`Schema.conform`).
 
-    ``frame`` holds the clipped values (float64 / int64 / object), ``schema`` the public
+    ``frame`` holds the clipped values (float64 / int64 / object; a date column as int64 day
+    counts since :data:`DATE_ORIGIN`), ``schema`` the public
     description; ``clip_counts`` the number of clipped values per column -- private, for the
     data holder's eyes only. ``len(table)`` is the private row count: a synthesizer must not
     release it except through an accounted mechanism.
@@ -733,10 +970,11 @@ def infer_schema_nonprivate(
     experiments; for private data declare the schema or use
     :func:`jdp.data.dp_schema.infer_schema_dp`.
 
-    Floats become ``continuous``, integers ``integer``, everything else ``categorical``.
+    Floats become ``continuous``, integers ``integer``, ``datetime64`` dtypes ``date`` (the
+    observed first and last days as bounds), everything else ``categorical``.
     Columns that cannot or must not be modelled are put in the schema's ``ignore`` list, with
     one :class:`UserWarning` naming each and why (decided by :func:`draft_column` from the
-    name and dtype alone): date/time dtypes (there is no date kind), identifiers by name
+    name and dtype alone): time spans and periods, text named like a date, identifiers by name
     (``id``, ``*_id``, ``uuid``), and text columns named like free text (comment,
     description, notes, ...), whose observed values would otherwise become categories and be
     copied verbatim into synthetic records; plus the columns named in ``ignore``. The schema
@@ -773,7 +1011,11 @@ def infer_schema_nonprivate(
         if str(name) in skipped:
             continue
         s = data[name]
-        if (
+        if drafts[str(name)].kind == "date":
+            days = dates_to_days(s, str(name))
+            lo, hi = float(np.nanmin(days)), float(np.nanmax(days))
+            cols.append(Column(name=str(name), kind="date", lower=lo, upper=max(hi, lo + 1)))
+        elif (
             pd.api.types.is_numeric_dtype(s)
             and not pd.api.types.is_bool_dtype(s)
             and name != target
@@ -801,9 +1043,9 @@ TEXT_TOKENS = frozenset({
 #: Name tokens that mark a date or time held as text (object dtype only).
 DATE_TOKENS = frozenset({"date", "datetime", "timestamp", "time", "dob", "birthday"})
 #: The advice of a drafted date column's note.
-_NO_DATE_KIND = (
-    "and jdp has no date kind (to model it, convert it to an integer day count from a public "
-    "origin, with public bounds)"
+_DATE_ADVICE = (
+    'to model it, declare it kind "date" with public bounds as ISO dates ("lower": '
+    '"2000-01-01"); its values are then read as ISO dates, to the day'
 )
 
 
@@ -816,7 +1058,8 @@ def _name_tokens(name: str) -> set[str]:
 
 class ColumnDraft(NamedTuple):
     """One column of a drafted schema: its ``kind`` (``None`` when ignored), and the public
-    ``reason`` of an ``ignore`` (or of a filled-in domain, for a bool column)."""
+    ``reason`` of an ``ignore`` (or a note: a bool column's filled-in domain, a date column's
+    resolution)."""
 
     name: str
     kind: str | None
@@ -831,12 +1074,14 @@ class ColumnDraft(NamedTuple):
 def draft_column(name: str, dtype: Any, *, target: bool = False) -> ColumnDraft:
     """Draft one column from its name and dtype only (public metadata; never a value).
 
-    * ``datetime64`` / ``timedelta64`` / period dtypes are ignored (no date kind);
+    * ``datetime64`` (naive or time-zone-aware) -> ``date`` (one-day resolution: a time of
+      day is dropped; the note says so); ``timedelta64`` and period dtypes are ignored;
     * an identifier by its name (``id``, ``*_id``, ``*ID``, ``uuid``, ``guid``) is ignored;
     * an unnamed column (``"Unnamed: 0"``, pandas' name for a written row index) is ignored;
     * an object/string column named like free text (comment, description, notes, text, ...)
       is ignored: categories of free text would be copied verbatim into synthetic records;
-      one named like a date (date, time, timestamp, dob, ...) is ignored (no date kind);
+      one named like a date (date, time, timestamp, dob, ...) is ignored, with the advice to
+      declare it ``date`` (text may hold times or other formats: the data holder decides);
     * bool -> ``categorical`` with the dtype's domain ``(False, True)``;
     * integers -> ``integer``, floats -> ``continuous``, any other dtype the CSV reader
       gives (object, string, category) -> ``categorical``; bounds and categories are left to
@@ -846,6 +1091,7 @@ def draft_column(name: str, dtype: Any, *, target: bool = False) -> ColumnDraft:
     """
     tokens = _name_tokens(name)
     kind: str | None
+    reason: str | None = None
     if pd.api.types.is_bool_dtype(dtype):
         return ColumnDraft(name, "categorical", "bool dtype: categories [false, true] from the dtype",
                            (False, True))  # fmt: skip
@@ -853,8 +1099,15 @@ def draft_column(name: str, dtype: Any, *, target: bool = False) -> ColumnDraft:
         kind = "integer"
     elif pd.api.types.is_float_dtype(dtype):
         kind = "continuous"
-    elif pd.api.types.is_datetime64_any_dtype(dtype) or isinstance(dtype, pd.PeriodDtype):
-        kind, reason = None, f"a date/time dtype {dtype}, {_NO_DATE_KIND}"
+    elif pd.api.types.is_datetime64_any_dtype(dtype):
+        kind = "date"
+        reason = (
+            f"a date/time dtype {dtype}: drafted as a date, to the day (a time of day is "
+            'dropped); declare its public bounds as ISO dates ("2000-01-01")'
+        )
+    elif isinstance(dtype, pd.PeriodDtype):
+        kind = None
+        reason = f"a period dtype {dtype} (to model it as a date, convert it: .dt.to_timestamp())"
     elif pd.api.types.is_timedelta64_dtype(dtype):
         kind, reason = None, f"a time-span dtype {dtype} (convert it to a number)"
     elif pd.api.types.is_numeric_dtype(dtype):  # complex
@@ -875,8 +1128,8 @@ def draft_column(name: str, dtype: Any, *, target: bool = False) -> ColumnDraft:
             "copied verbatim into synthetic records)"
         )  # fmt: skip
     if kind == "categorical" and tokens & DATE_TOKENS:
-        return ColumnDraft(name, None, f"likely a date held as text by its name, {_NO_DATE_KIND}")
-    return ColumnDraft(name, kind)
+        return ColumnDraft(name, None, f"likely a date held as text by its name; {_DATE_ADVICE}")
+    return ColumnDraft(name, kind, reason)
 
 
 def draft_columns(

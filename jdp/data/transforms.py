@@ -53,7 +53,15 @@ import numpy as np
 import pandas as pd
 
 from jdp.data.scales import from_unit, to_unit
-from jdp.data.schema import Column, Schema, Table, state_column_name, typed_labels
+from jdp.data.schema import (
+    Column,
+    Schema,
+    Table,
+    dates_to_days,
+    days_to_dates,
+    state_column_name,
+    typed_labels,
+)
 
 Activation = Literal["sigmoid", "tanh", "identity", "softmax"]
 BlockChoice = Literal["states", "all"]
@@ -116,7 +124,7 @@ def _numeric_activation(lo: float, hi: float) -> Activation:
 def value_cells(column: Column, bins: int) -> int:
     """Cells of a numeric column's value range: its integers (if at most ``bins``) or
     ``bins`` equal-width cells of its public bounds."""
-    if column.kind == "integer":
+    if column.is_integer_valued:
         return min(bins, int(column.upper - column.lower) + 1)
     return bins
 
@@ -125,7 +133,7 @@ def integer_runs(column: Column, bins: int) -> bool:
     """Whether an integer column's value cells are runs of whole integers (no knots, or one
     cell per value); otherwise cells are equal parts of its unit scale (:mod:`jdp.data.scales`)."""
     r = int(column.upper - column.lower) + 1
-    return column.kind == "integer" and (not column.quantiles or r <= bins)
+    return column.is_integer_valued and (not column.quantiles or r <= bins)
 
 
 def has_state(column: Column) -> bool:
@@ -146,8 +154,13 @@ def state_categories(column: Column, bins: int = 1) -> tuple[str, ...]:
 
 
 def numeric_values(series: pd.Series | np.ndarray) -> np.ndarray:
-    """A numeric column's values as float64, NaN where missing (``pd.NA`` included)."""
-    return pd.Series(series).to_numpy(dtype=np.float64, na_value=np.nan)
+    """A numeric column's values as float64, NaN where missing (``pd.NA`` included); a
+    ``datetime64`` column (a date column as :func:`numeric_column` decodes it) as its day
+    counts (:func:`jdp.data.schema.dates_to_days`)."""
+    series = pd.Series(series)
+    if pd.api.types.is_datetime64_any_dtype(series.dtype):
+        return dates_to_days(series, str(series.name))
+    return series.to_numpy(dtype=np.float64, na_value=np.nan)
 
 
 def numeric_state(column: Column, x: np.ndarray, bins: int = 1) -> np.ndarray:
@@ -187,7 +200,7 @@ def _off_masses(column: Column, mass: float) -> float:
     inward = column.upper if mass < column.upper else column.lower
     v = mass
     for _ in range(len(column.point_masses)):
-        v = v + np.sign(inward - v) if column.kind == "integer" else np.nextafter(v, inward)
+        v = v + np.sign(inward - v) if column.is_integer_valued else np.nextafter(v, inward)
         if not column.lower <= v <= column.upper:
             return mass
         if v not in column.point_masses:
@@ -205,9 +218,11 @@ def numeric_column(
     mass moves to the nearest value in bounds that is none (integers: the next integer
     inwards; continuous: the next float inwards), e.g. capital-gain's "value" state with a
     value coordinate at the lower bound gives 1, not 0. Array type: float64 (NaN =
-    missing), int64, or pandas ``Int64`` for a nullable integer column."""
+    missing), int64, or pandas ``Int64`` for a nullable integer column; for a date column
+    (day counts, as an integer column) ``datetime64[ns]`` dates, ``NaT`` where missing
+    (:func:`jdp.data.schema.days_to_dates`: the one conversion back to dates)."""
     v = np.clip(np.asarray(values, dtype=np.float64), column.lower, column.upper)
-    if column.kind == "integer":
+    if column.is_integer_valued:
         v = np.clip(np.round(v), column.lower, column.upper)
     if state is not None:
         b = value_cells(column, bins)
@@ -215,7 +230,9 @@ def numeric_column(
             v[(state < b) & (v == m)] = _off_masses(column, m)
         masses = np.asarray((*column.point_masses, np.nan))
         v = np.where(state < b, v, masses[np.clip(state - b, 0, len(masses) - 1)])
-    if column.kind != "integer":
+    if column.kind == "date":
+        return days_to_dates(v)
+    if not column.is_integer_valued:
         return v
     return pd.array(v, dtype="Int64") if column.nullable else v.astype(np.int64)
 

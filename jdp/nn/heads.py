@@ -100,6 +100,9 @@ class _Column(Protocol):
     @property
     def is_numeric(self) -> bool: ...
 
+    @property
+    def is_integer_valued(self) -> bool: ...
+
 
 class _Encoder(Protocol):
     """What :func:`heads_for_encoder` reads of a :class:`~jdp.data.transforms.TableEncoder`."""
@@ -164,11 +167,11 @@ def heads_for_spans(spans: Iterable[_Span], *, merge: bool = False) -> HeadLayou
 
 
 def numeric_cells(column: _Column, max_cells: int) -> int:
-    """Cells of a numeric column's ``"binned"`` head: one per value of an integer column with
-    at most ``max_cells`` values (``upper - lower + 1``), else ``max_cells`` (the count of
-    :func:`jdp.data.transforms.value_cells`, restated here: ``jdp.nn`` and ``jdp.data`` are
-    one layer and do not import each other)."""
-    if column.kind == "integer" and column.upper - column.lower + 1 <= max_cells:
+    """Cells of a numeric column's ``"binned"`` head: one per value of an integer-valued
+    column (integer, or date as day counts) with at most ``max_cells`` values (``upper -
+    lower + 1``), else ``max_cells`` (the count of :func:`jdp.data.transforms.value_cells`,
+    restated here: ``jdp.nn`` and ``jdp.data`` are one layer and do not import each other)."""
+    if column.is_integer_valued and column.upper - column.lower + 1 <= max_cells:
         return int(column.upper - column.lower) + 1
     return max_cells
 

@@ -3,10 +3,11 @@
 It acts on synthetic rows only, after the model is released, so it costs no privacy
 (post-processing, Dwork & Roth 2014, Proposition 2.1) and never reads the private data.
 
-* **Conditions** (:func:`parse_where`): ``COLUMN=VALUE`` on a categorical or integer column,
-  a range ``COLUMN>V``, ``COLUMN>=V``, ``COLUMN<V`` or ``COLUMN<=V`` on a numeric column
-  (``jdp sample --where sex=Female --where age>=60``, ``Synthesizer.sample(where=...)``),
-  checked against the public schema. All conditions must hold.
+* **Conditions** (:func:`parse_where`): ``COLUMN=VALUE`` on a categorical, integer or date
+  column, a range ``COLUMN>V``, ``COLUMN>=V``, ``COLUMN<V`` or ``COLUMN<=V`` on a numeric
+  column (``jdp sample --where sex=Female --where age>=60 --where hired>=2020-01-01``,
+  ``Synthesizer.sample(where=...)``; a date column's ``V`` is an ISO date), checked against
+  the public schema. All conditions must hold.
 * **Conditional sampling** (:func:`sample_where`): rows satisfying the conditions, by
   rejection. Each round draws a batch from the model (:func:`jdp.synth.base.sample_model`)
   and keeps the matching rows, until ``n`` are kept. Kept rows are exact draws from the
@@ -32,7 +33,7 @@ import jax
 import numpy as np
 import pandas as pd
 
-from jdp.data.schema import Column, Schema
+from jdp.data.schema import Column, Schema, date_to_days, iso_date
 from jdp.synth.rejection import MAX_DRAWS_PER_ROW, accepted_chunks
 
 __all__ = [
@@ -62,9 +63,10 @@ _CONDITION = re.compile(r"\s*(.*?)\s*(<=|>=|<|>|=)\s*(.*?)\s*")
 @dataclass(frozen=True)
 class Range:
     """The comparisons ``(operator, bound)`` a numeric column must all satisfy:
-    ``Range(((">=", 30.0), ("<", 60.0)))`` for ``age>=30`` and ``age<60``."""
+    ``Range(((">=", 30.0), ("<", 60.0)))`` for ``age>=30`` and ``age<60`` (a date column's
+    bounds are ``pd.Timestamp`` dates, as its sampled values are)."""
 
-    comparisons: tuple[tuple[str, float], ...]
+    comparisons: tuple[tuple[str, float | pd.Timestamp], ...]
 
     def holds(self, values: pd.Series) -> np.ndarray:
         """Boolean mask of the ``values`` that satisfy every comparison (missing: never)."""
@@ -80,9 +82,10 @@ def parse_where(items: str | Iterable[str] | Mapping[str, Any], schema: Schema) 
 
     ``items`` is a condition (``"age>=60"``), several (``["sex=Female", "age<30"]``) or a
     mapping ``{column: value}`` of equalities. A condition is ``COLUMN=VALUE`` on a
-    categorical column (``VALUE`` one of its categories) or an integer column (a whole number
-    within the bounds), or ``COLUMN>V``, ``COLUMN>=V``, ``COLUMN<V``, ``COLUMN<=V`` on a
-    numeric column, that some value within the bounds satisfies. The ranges on one column
+    categorical column (``VALUE`` one of its categories), an integer column (a whole number
+    within the bounds) or a date column (an ISO date within the bounds, to the day), or
+    ``COLUMN>V``, ``COLUMN>=V``, ``COLUMN<V``, ``COLUMN<=V`` on a numeric column (``V`` an
+    ISO date on a date column), that some value within the bounds satisfies. The ranges on one column
     combine (``age>=30``, ``age<60``); equality on a continuous column (probability 0), a
     range on a categorical column and a column named in an equality and another condition
     are refused. ``["colour=green", "size>3"]`` -> ``{"colour": "green", "size":
@@ -134,11 +137,13 @@ def _checked(item: str, column: Column, op: str, value: Any) -> Any:
         return match[0]
     if column.kind == "categorical":
         raise ValueError(f"where {item!r}: {name!r} is categorical: only {name}=VALUE applies")
-    if op == "=" and column.kind != "integer":
+    if op == "=" and not column.is_integer_valued:
         raise ValueError(
             f"where {item!r}: {name!r} is continuous; equality has probability 0 "
             f"(condition on a categorical or integer column, or give a range: {name}>=V)"
         )
+    if column.kind == "date":
+        return _checked_date(item, column, op, value)
     number = _number(value)
     if op == "=":
         if number is None or not number.is_integer():
@@ -159,6 +164,39 @@ def _checked(item: str, column: Column, op: str, value: Any) -> Any:
     return Range(((op, number),))
 
 
+def _checked_date(item: str, column: Column, op: str, value: Any) -> Any:
+    """:func:`_checked` on a date column: ``value`` an ISO date (or a date object), checked
+    against the bounds on its day count; kept as a ``pd.Timestamp`` (the sampled values are
+    ``datetime64``)."""
+    name = column.name
+    try:
+        days = float(date_to_days(value))
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"where {item!r}: {name!r} holds dates; expected an ISO date (YYYY-MM-DD), got "
+            f"{value!r}"
+        ) from None
+    stamp = pd.Timestamp(iso_date(days))
+    if op == "=":
+        if not column.lower <= days <= column.upper:
+            raise ValueError(f"where {item!r}: outside {name!r}'s bounds {column.bounds_text}")
+        return stamp
+    edge = column.upper if op in (">", ">=") else column.lower
+    if not COMPARISONS[op](edge, days):
+        raise ValueError(
+            f"where {item!r}: no value of {name!r} within its bounds {column.bounds_text} "
+            "satisfies it"
+        )
+    return Range(((op, stamp),))
+
+
+def _shown(value: Any) -> str:
+    """A condition's value or bound as text: a date as ISO, a number with ``:g``."""
+    if isinstance(value, pd.Timestamp):
+        return value.date().isoformat()
+    return format(value, "g") if isinstance(value, float) else str(value)
+
+
 def _number(value: Any) -> float | None:
     """``value`` as a float: a numeric string or a real number (not a bool); else ``None``."""
     if isinstance(value, str):
@@ -174,9 +212,9 @@ def _number(value: Any) -> float | None:
 def describe(where: Mapping[str, Any]) -> str:
     """The conditions as text: ``"sex=Female, age>=30, age<60"``."""
     return ", ".join(
-        ", ".join(f"{name}{op}{bound:g}" for op, bound in value.comparisons)
+        ", ".join(f"{name}{op}{_shown(bound)}" for op, bound in value.comparisons)
         if isinstance(value, Range)
-        else f"{name}={value}"
+        else f"{name}={_shown(value)}"
         for name, value in where.items()
     )
 

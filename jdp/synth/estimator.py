@@ -345,15 +345,20 @@ def _dtype_for(column: Column, text: str) -> Any:
     """The dtype a sampled ``column`` takes for the fitted frame's dtype ``text`` where the
     schema permits it: ``category`` on a categorical column (with the schema's categories), a
     float dtype on a numeric column, an integer dtype on an integer column whose bounds it
-    holds (a nullable column: a nullable integer dtype only); ``None`` otherwise."""
+    holds (a nullable column: a nullable integer dtype only), a time-zone-naive
+    ``datetime64`` unit on a date column (decoded as ``datetime64[ns]``); ``None`` otherwise
+    (a date column fitted from text or a time-zone-aware dtype stays ``datetime64[ns]``)."""
     dtype = pd.api.types.pandas_dtype(text)
+    if column.kind == "date":
+        naive = isinstance(dtype, np.dtype) and np.issubdtype(dtype, np.datetime64)
+        return dtype if naive else None
     if isinstance(dtype, pd.CategoricalDtype):
         return (
             pd.CategoricalDtype(list(column.categories)) if column.kind == "categorical" else None
         )
     if pd.api.types.is_float_dtype(dtype):
         return dtype if column.is_numeric else None
-    if column.kind != "integer" or not pd.api.types.is_integer_dtype(dtype):
+    if not column.is_integer_valued or not pd.api.types.is_integer_dtype(dtype):
         return None
     if column.nullable and isinstance(dtype, np.dtype):
         return None

@@ -44,20 +44,21 @@ def own_table(seed: int = 0) -> pd.DataFrame:
     )
 
 
-def test_draft_fills_kinds_from_dtypes_and_ignores_ids_dates_and_free_text():
+def test_draft_fills_kinds_from_dtypes_drafts_dates_and_ignores_ids_and_free_text():
     frame = own_table()
     doc = draft_schema(frame, target="label")
     kinds = {c["name"]: c["kind"] for c in doc["columns"]}
     assert kinds == {
-        "city": "categorical", "income": "continuous", "age": "integer",
+        "visit_date": "date", "city": "categorical", "income": "continuous", "age": "integer",
         "member": "categorical", "label": "categorical",
     }  # fmt: skip
-    assert doc["ignore"] == ["ID", "visit_date", "comment"]
-    for name in doc["ignore"]:  # each with its reason
+    assert doc["ignore"] == ["ID", "comment"]
+    for name in [*doc["ignore"], "visit_date"]:  # each with its reason (a date: its resolution)
         assert repr(name) in doc["description"]
     assert "identifier" in doc["description"] and "free text" in doc["description"]
     by_name = {c["name"]: c for c in doc["columns"]}
     assert by_name["income"]["lower"] is None and by_name["income"]["upper"] is None
+    assert by_name["visit_date"]["lower"] is None and by_name["visit_date"]["upper"] is None
     assert by_name["city"]["categories"] is None and by_name["label"]["categories"] is None
     assert by_name["member"]["categories"] == [False, True]  # the bool dtype's domain
     text = json.dumps(doc)
@@ -72,7 +73,7 @@ def test_draft_fills_kinds_from_dtypes_and_ignores_ids_dates_and_free_text():
         ("id", "int64", None), ("customer_id", "object", None), ("userID", "int64", None),
         ("uuid", "object", None), ("paid", "int64", "integer"), ("valid", "bool", "categorical"),
         ("Notes", "object", None), ("description", "object", None), ("context", "object",
-        "categorical"), ("price", "float64", "continuous"), ("when", "datetime64[ns]", None),
+        "categorical"), ("price", "float64", "continuous"), ("when", "datetime64[ns]", "date"),
         ("birth_date", "object", None), ("Unnamed: 0", "int64", None),
         ("code", "category", "categorical"), ("count", "Int64", "integer"),
     ],
@@ -104,7 +105,7 @@ def test_filled_draft_loads_and_conforms_without_the_ignored_columns():
     frame = own_table()
     doc = draft_schema(frame, target="label", nullable=["income"])
     fill = {"city": [f"City-{k:03d}" for k in range(800)], "income": (0, 1e9), "age": (0, 120),
-            "label": ["no", "yes"]}  # fmt: skip
+            "label": ["no", "yes"], "visit_date": ("2019-01-01", "2023-12-31")}  # fmt: skip
     for column in doc["columns"]:
         if column["name"] in fill:
             value = fill[column["name"]]
@@ -114,20 +115,24 @@ def test_filled_draft_loads_and_conforms_without_the_ignored_columns():
                 column["lower"], column["upper"] = value
     schema = Schema.from_dict(doc)
     table = schema.conform(frame)
-    assert list(table.frame.columns) == ["city", "income", "age", "member", "label"]
+    assert list(table.frame.columns) == ["visit_date", "city", "income", "age", "member", "label"]
     assert table.frame["income"].isna().sum() == frame["income"].isna().sum()
 
 
-def test_infer_schema_nonprivate_ignores_dates_ids_and_free_text():
+def test_infer_schema_nonprivate_ignores_ids_and_free_text_and_reads_dates():
     frame = own_table()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         schema = infer_schema_nonprivate(frame, target="label", ignore=["member"])
     assert any(issubclass(w.category, NonPrivateSchemaWarning) for w in caught)
     [note] = [str(w.message) for w in caught if "ignores column(s)" in str(w.message)]
-    assert "'visit_date' (a date/time dtype" in note and "'comment' (likely free text" in note
-    assert set(schema.ignore) == {"member", "ID", "visit_date", "comment"}
-    assert schema.names == ["city", "income", "age", "label"]
+    assert "'comment' (likely free text" in note and "visit_date" not in note
+    assert set(schema.ignore) == {"member", "ID", "comment"}
+    assert schema.names == ["visit_date", "city", "income", "age", "label"]
+    first, last = frame["visit_date"].min(), frame["visit_date"].max()  # read off the data
+    assert schema["visit_date"].kind == "date"
+    assert schema["visit_date"].to_dict()["lower"] == first.date().isoformat()
+    assert schema["visit_date"].to_dict()["upper"] == last.date().isoformat()
     assert "secret remark" not in schema.to_json()  # free text is never a category
     assert len(schema.conform(frame.dropna()).frame) == len(frame.dropna())
 

@@ -64,7 +64,7 @@ class DPGMCodec:
             [
                 span.start
                 for col, span in zip(self.encoder.columns, self.encoder.spans)
-                if col.kind == "integer" and (col.lower, col.upper) == (0, 1)
+                if col.is_integer_valued and (col.lower, col.upper) == (0, 1)
             ],
             dtype=np.int64,
         )

@@ -197,7 +197,7 @@ class RBMGenerator:
         """Every encoded coordinate must be 0/1: integer [0, 1] columns and one-hot
         categoricals."""
         for col in encoder.columns:
-            if col.is_numeric and not (col.kind == "integer" and (col.lower, col.upper) == (0, 1)):
+            if col.is_numeric and not (col.is_integer_valued and (col.lower, col.upper) == (0, 1)):
                 raise ValueError(
                     f"the RBM needs binary data: column {col.name!r} is {col.kind} in "
                     f"[{col.lower:g}, {col.upper:g}]; declare 0/1 integer columns or use "
