@@ -12,6 +12,7 @@ lies within ``rtol`` (default 0.1%) below the target.
 from __future__ import annotations
 
 import functools
+import json
 import math
 from collections.abc import Callable, Mapping
 
@@ -19,6 +20,7 @@ from accounting import events as ev
 from accounting.accountants.base import UnsupportedEventError
 from accounting.builders import dpsgd_event
 from accounting.compose import BEST, EXACT, RIGOROUS, compute_epsilon
+from accounting.ledger import event_from_dict, event_to_dict
 from accounting.relations import ADD_OR_REMOVE_ONE, dpsgd_neighboring_relation
 from accounting.validation import check_count, check_open_unit, check_positive, check_probability
 
@@ -44,8 +46,15 @@ def calibrate(
     lower: float = 1e-2,
     upper: float = 100.0,
     rtol: float = 1e-3,
+    prior: ev.DpEvent | None = None,
 ) -> float:
     """The smallest scale ``s`` (up to ``rtol``) such that ``event_fn(s)`` meets the target.
+
+    With ``prior`` (what was already spent from the same budget, e.g. a DP schema release:
+    :attr:`accounting.budget.PrivacyBudget.prior`), the target is met by the sequential
+    composition ``prior`` then ``event_fn(s)``, so the plan gets what the best accountant
+    leaves rather than what basic composition would (a prior that alone meets the target
+    leaves no scale: :class:`BudgetTooSmallError`).
 
     ``event_fn`` maps a scale to an event whose epsilon is non-increasing in the scale (e.g.
     every noise multiplier of the plan multiplied by ``s``). If ``upper`` does not meet the
@@ -88,6 +97,7 @@ def calibrate(
       neighboring_relation: relation the events are analysed under.
       lower, upper: initial bracket, ``0 < lower < upper``.
       rtol: relative tolerance on epsilon, in (0, 0.01].
+      prior: an event composed before every ``event_fn(s)``, or ``None``.
 
     Returns:
       the scale; the chosen accountant's epsilon of ``event_fn(s)`` at ``target_delta`` is
@@ -112,10 +122,13 @@ def calibrate(
     if not 0 < rtol <= 0.01:
         raise ValueError(f"expected rtol in (0, 0.01], got {rtol}")
 
+    def event_at(s: float) -> ev.DpEvent:
+        return event_fn(s) if prior is None else ev.ComposedDpEvent([prior, event_fn(s)])
+
     def eps_of(name: str) -> Callable[[float], float]:
         def eps(s: float) -> float:
             return compute_epsilon(
-                event_fn(s), delta, accountant=name, neighboring_relation=neighboring_relation
+                event_at(s), delta, accountant=name, neighboring_relation=neighboring_relation
             )
 
         return eps
@@ -152,6 +165,7 @@ def calibrate_shares(
     target_epsilon: float,
     target_delta: float,
     accountant: str = BEST,
+    prior: ev.DpEvent | None = None,
 ) -> dict[str, float]:
     """Noise multipliers for a plan of phases that share one budget (P3GM, DPGM, dp-GAN).
 
@@ -183,6 +197,7 @@ def calibrate_shares(
         target_epsilon=target_epsilon,
         target_delta=target_delta,
         accountant=accountant,
+        prior=prior,
     )
     return {p: factor * z for p, z in base.items()}
 
@@ -270,7 +285,6 @@ def _log_gap(eps: float, log_target: float) -> float:
     return math.log(eps) - log_target if math.isfinite(eps) else math.inf
 
 
-@functools.lru_cache(maxsize=256)
 def calibrate_noise_multiplier(
     *,
     target_epsilon: float,
@@ -281,6 +295,7 @@ def calibrate_noise_multiplier(
     dataset_size: int | None = None,
     accountant: str = BEST,
     noise_cut: float = 0.0,
+    prior: ev.DpEvent | None = None,
 ) -> float:
     """The smallest DP-SGD noise multiplier ``z`` (noise std / clip norm ``C``) meeting
     (target_epsilon, target_delta).
@@ -291,9 +306,30 @@ def calibrate_noise_multiplier(
     sampling without replacement, where the event's Gaussian is ``z / 2``), with the noise
     sampler's cut ``noise_cut`` per step (:func:`accounting.builders.dpsgd_event`).
 
+    ``prior``: what was spent before the run, composed first (:func:`calibrate`).
+
     A function of public numbers only, so it is cached: the CLI, a training loop and a
     method asking for the same plan get the one answer without repeating the search.
     """
+    return _noise_multiplier(
+        target_epsilon, target_delta, sampling_prob, steps, sampling, dataset_size, accountant,
+        noise_cut, None if prior is None else json.dumps(event_to_dict(prior), sort_keys=True),
+    )  # fmt: skip
+
+
+@functools.lru_cache(maxsize=256)
+def _noise_multiplier(
+    target_epsilon: float,
+    target_delta: float,
+    sampling_prob: float,
+    steps: int,
+    sampling: str,
+    dataset_size: int | None,
+    accountant: str,
+    noise_cut: float,
+    prior: str | None,
+) -> float:
+    """:func:`calibrate_noise_multiplier`, cached (``prior`` as its event's JSON)."""
     q = check_probability("sampling_prob", sampling_prob)
     steps = check_count("steps", steps, minimum=1)
     relation = dpsgd_neighboring_relation(sampling)
@@ -311,6 +347,7 @@ def calibrate_noise_multiplier(
             target_delta=target_delta,
             accountant=accountant,
             neighboring_relation=relation,
+            prior=None if prior is None else event_from_dict(json.loads(prior)),
         )
     except BudgetTooSmallError as err:
         raise BudgetTooSmallError(

@@ -187,7 +187,8 @@ def scale_table(
 ) -> tuple[Table, PrivacyLedger, PrivacyBudget]:
     """``data`` on the schema with knots for every column that :func:`needs_knots`, by
     ``scale.kind``; returns the table, the releases' ledger and the budget left for the method
-    (``(1 - share) epsilon`` and the same delta when knots were released; else all of it).
+    (:meth:`~accounting.budget.PrivacyBudget.less`; the knots take ``share`` of the epsilon
+    basic composition leaves, :attr:`~accounting.budget.PrivacyBudget.left`).
     ``key`` is read only to release knots."""
     todo = [c for c in data.schema.columns if needs_knots(c)]
     if scale.kind == "minmax" or not todo:
@@ -199,14 +200,14 @@ def scale_table(
         scaled = {c.name: log_knots(c) for c in todo if zero_inflated(c)}
     else:
         rng = numpy_rng(key)
-        eps = scale.share * budget.epsilon / len(todo)
+        eps = scale.share * budget.left.epsilon / len(todo)
         for column in todo:
             values = numeric_values(data.frame[column.name])
             scaled[column.name], event = release_knots(
                 rng, column, values, epsilon=eps, probs=scale.probs
             )
             ledger = ledger.record(f"dp-quantiles:{column.name}", event)
-        rest = PrivacyBudget(epsilon=(1 - scale.share) * budget.epsilon, delta=budget.delta)
+        rest = budget.less(ledger)
     schema = dataclasses.replace(
         data.schema, columns=tuple(scaled.get(c.name, c) for c in data.schema.columns)
     )

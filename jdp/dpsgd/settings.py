@@ -46,6 +46,10 @@ __all__ = [
 ]
 
 
+#: ``DPSGDConfig.sampling_prob``'s value that :meth:`DPSGDConfig.for_rows` resolves.
+AUTO_RATE = "auto"
+
+
 def planned_steps(*, steps: int | None, epochs: float | None, sampling_prob: float) -> int:
     """The planned number of DP-SGD steps, fixed before any data is read: ``steps``, or
     ``ceil(epochs / q)`` (at least 1). Exactly one of ``steps`` and ``epochs`` is given.
@@ -74,7 +78,10 @@ class DPSGDConfig:
             ``step -> bound`` (e.g. :func:`jdp.dpsgd.clip_schedules.clipping_decay`), or a
             :class:`jdp.dpsgd.clip_schedules.AdaptiveClip` (DPGM's noisy-histogram bound, one
             extra Gaussian mechanism per step, accounted; needs ``noise_multiplier``).
-        sampling_prob: ``q``.
+        sampling_prob: ``q``, or ``"auto"``: ``min(1, B̄ / N)`` for the declared or released
+            row count ``N`` (:meth:`for_rows`, which a method calls from the public shape
+            before it plans; a run refuses an unresolved ``"auto"``), so the expected batch
+            is ``B̄`` on any table rather than the paper's on the paper's table.
         expected_batch_size: the public constant ``B̄`` the noisy sum is divided by: ``q N``
             for a declared public dataset size ``N``, or the fixed batch size ``L`` with
             fixed-size sampling. A step-size scale only; it must not be computed from the
@@ -94,7 +101,7 @@ class DPSGDConfig:
     """
 
     l2_clip_norm: ClipRule = 1.0
-    sampling_prob: float
+    sampling_prob: float | Literal["auto"]
     expected_batch_size: float
     steps: int | None = None
     epochs: float | None = None
@@ -117,7 +124,10 @@ class DPSGDConfig:
             )
         check_clip_rule(self.l2_clip_norm)
         check_positive("expected_batch_size", self.expected_batch_size)
-        planned_steps(steps=self.steps, epochs=self.epochs, sampling_prob=self.sampling_prob)
+        if self.sampling_prob != AUTO_RATE:  # "auto" is checked by for_rows when resolved
+            planned_steps(steps=self.steps, epochs=self.epochs, sampling_prob=self.sampling_prob)
+        elif (self.steps is None) == (self.epochs is None):
+            raise ValueError("expected exactly one of steps or epochs (set the other to null)")
         if self.noise_multiplier is not None and self.target_epsilon is not None:
             raise ValueError("expected at most one of noise_multiplier and target_epsilon")
         if self.noise_multiplier is not None:
@@ -149,9 +159,24 @@ class DPSGDConfig:
             self, noise_multiplier=None, target_epsilon=None, target_delta=None
         )
 
+    def for_rows(self, rows: float) -> DPSGDConfig:
+        """This config with ``sampling_prob="auto"`` resolved to ``min(1, B̄ / rows)`` for a
+        public (declared or released) row count ``rows``; any other config unchanged. A
+        function of public values only."""
+        if self.sampling_prob != AUTO_RATE:
+            return self
+        q = min(1.0, self.expected_batch_size / check_positive("rows", rows))
+        return dataclasses.replace(self, sampling_prob=q)
+
     @property
     def num_steps(self) -> int:
         """:func:`planned_steps` of this config."""
+        if self.sampling_prob == AUTO_RATE:
+            raise ValueError(
+                "sampling_prob='auto' is resolved from a public row count before a run "
+                "(DPSGDConfig.for_rows); set a rate (e.g. --set dpsgd.sampling_prob=0.01) or "
+                "fit through the table adapter, which resolves it"
+            )
         return planned_steps(steps=self.steps, epochs=self.epochs, sampling_prob=self.sampling_prob)
 
     @property
@@ -160,10 +185,13 @@ class DPSGDConfig:
         for fixed-size batches."""
         return self.sampling.neighboring_relation
 
-    def calibrated_noise_multiplier(self, dataset_size: int, noise_cut: float = 0.0) -> float:
+    def calibrated_noise_multiplier(
+        self, dataset_size: int | None, noise_cut: float = 0.0, prior: DpEvent | None = None
+    ) -> float:
         """``noise_multiplier``, or the smallest one meeting (target_epsilon, target_delta)
         (both in units of noise std / ``C``, as :func:`accounting.builders.dpsgd_event` takes)
-        with the sampler's ``noise_cut`` per step (:func:`jdp.dpsgd.noise.noise_cut`)."""
+        with the sampler's ``noise_cut`` per step (:func:`jdp.dpsgd.noise.noise_cut`), after
+        ``prior`` (what was spent before the run, :attr:`accounting.PrivacyBudget.prior`)."""
         self.require_noise()
         if self.noise_multiplier is not None:
             return float(self.noise_multiplier)
@@ -179,6 +207,7 @@ class DPSGDConfig:
                 dataset_size=dataset_size,
                 accountant=self.accountant,
                 noise_cut=noise_cut,
+                prior=prior,
             )
         )
 

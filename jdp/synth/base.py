@@ -76,7 +76,6 @@ import numpy as np
 import pandas as pd
 
 from accounting import PrivacyBudget, PrivacyLedger
-from accounting.compose import pure_spend
 from accounting.validation import check_count, check_positive
 from jdp.data.constraints import FunctionalDependency, admissible, describe, enforce
 from jdp.data.dp_schema import SchemaRelease
@@ -182,6 +181,12 @@ class Method:
             the declared or released row count, and ``budget``, what the fit itself will
             spend; ``None`` when ``rows`` is ``None`` and a setting needs it (:meth:`fit`
             then releases a row count, unless one is declared).
+        calibrates_prior: ``True`` when every noise scale of ``fit_arrays`` is calibrated
+            against the budget's :attr:`~accounting.budget.PrivacyBudget.prior`: the fit then
+            takes a composing budget (:meth:`~accounting.budget.PrivacyBudget.composing`), so
+            a DP schema, a row count and quantile knots spent before it compose with its plan
+            under the best accountant and the whole ledger lands at the budget; otherwise
+            they are taken off by basic composition.
     """
 
     name: str
@@ -193,6 +198,7 @@ class Method:
     private: bool = True
     noisy_rows: Callable[[FittedModel], int] | None = None
     for_shape: Callable[[Any, Schema, PrivacyBudget, float | None], Any] | None = None
+    calibrates_prior: bool = False
 
     def __post_init__(self) -> None:
         if not dataclasses.is_dataclass(self.config_cls):
@@ -241,7 +247,7 @@ class Method:
         if (judged or needs_rows) and rows is None:  # keys change only on a release
             count_key, key = jax.random.split(key)
             rows, counted, rest = release_row_count(numpy_rng(count_key), len(data), rest)
-        shape = PublicShape(rows or 0.0, public_width(data.schema), rest.epsilon)
+        shape = PublicShape(rows or 0.0, public_width(data.schema), rest.left.epsilon)
         scale = getattr(config, "scale", MIN_MAX)  # a user's method may have none
         scale_key = None
         if scale.spends and any(needs_knots(c) for c in data.schema.columns):
@@ -328,9 +334,12 @@ def fit_model(
 
     ``data`` is a :class:`Table`, or a DataFrame together with ``schema``. When ``schema`` is a
     :class:`~jdp.data.dp_schema.SchemaRelease` (a schema released with DP from this same
-    data), its cost is charged to ``budget``: the method is fitted on the remaining
-    ``(epsilon - epsilon_s, delta - delta_s)`` (basic composition) and the release's entries
-    open the model's ledger (a ``Table`` must then be conformed to the release's schema).
+    data), its cost is charged to ``budget`` (:meth:`~accounting.budget.PrivacyBudget.less`):
+    a method that calibrates against what was spent (``Method.calibrates_prior``) meets
+    ``budget`` with the release and its own plan composed by the best accountant; another is
+    fitted on ``(epsilon - epsilon_s, delta - delta_s)`` (basic composition). The release's
+    entries open the model's ledger (a ``Table`` must then be conformed to the release's
+    schema).
     Warns (:class:`DeltaWarning`) when ``delta >= 1/n`` -- only under
     :func:`jdp.verbosity.show_private_details`, as ``n`` is private --, and
     (:class:`~jdp.data.schema.UnaccountedSchemaWarning`) when the schema came from a release
@@ -368,12 +377,11 @@ def fit_model(
     message = budget.delta_warning(len(data), show_n=True)
     if message:
         warn_private(message, DeltaWarning, stacklevel=2)
-    remaining = _remaining_budget(budget, spent)
+    remaining = (budget.composing() if m.calibrates_prior else budget).less(spent)
     if rows is not None:
         rows = check_positive("rows", rows)
     model = m.fit(key, data, remaining, m.make_config(config), rows)
-    if spent.entries:
-        model = dataclasses.replace(model, ledger=spent + model.ledger, budget=budget)
+    model = dataclasses.replace(model, ledger=spent + model.ledger, budget=budget)  # the user's
     spent_eps = model.epsilon()
     if spent_eps > budget.epsilon * (1 + 1e-9):
         raise RuntimeError(
@@ -382,19 +390,6 @@ def fit_model(
         )
     check_signal(model)
     return model
-
-
-def _remaining_budget(budget: PrivacyBudget, spent: PrivacyLedger) -> PrivacyBudget:
-    """``budget`` less what ``spent`` used, by basic composition (for pure/approximate spends)."""
-    if not spent.entries:
-        return budget
-    eps_s, delta_s = pure_spend(spent.event)
-    if eps_s >= budget.epsilon or delta_s > budget.delta:
-        raise ValueError(
-            f"expected the schema release ({eps_s:.4g}, {delta_s:.3g}) to leave part of the "
-            f"budget ({budget.epsilon:g}, {budget.delta:g}) for the model"
-        )
-    return PrivacyBudget(epsilon=budget.epsilon - eps_s, delta=budget.delta - delta_s)
 
 
 #: Rows drawn per chunk by :func:`sample_chunks` (bounds the memory of a large draw).

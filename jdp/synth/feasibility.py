@@ -118,8 +118,8 @@ def release_row_count(
     rng: np.random.Generator, rows: int, budget: PrivacyBudget
 ) -> tuple[float, PrivacyLedger, PrivacyBudget]:
     """The noisy row count ``rows + Laplace(1 / epsilon_n)`` (snapped), ``epsilon_n =``
-    :data:`ROW_COUNT_SHARE` ``* budget.epsilon``; returns it with its ledger and the budget
-    left (``epsilon - epsilon_n``, the same delta: basic composition).
+    :data:`ROW_COUNT_SHARE` of ``budget.left.epsilon``; returns it with its ledger and the budget
+    left (:meth:`~accounting.budget.PrivacyBudget.less`).
 
     Where ``epsilon_n`` is too small for the snapping mechanism (its noise scale beyond the
     public clamp ``max_records``), nothing is released: the count returned is that public cap,
@@ -128,7 +128,7 @@ def release_row_count(
 
     Privacy: adding or removing a record changes the count by 1 (L1 sensitivity 1), so the
     release is ``epsilon_n``-DP (:func:`jdp.mechanisms.noise.laplace_mechanism`)."""
-    epsilon = ROW_COUNT_SHARE * budget.epsilon
+    epsilon = ROW_COUNT_SHARE * budget.left.epsilon
     try:
         snapping_laplace_parameters(l1_sensitivity=1.0, epsilon=epsilon, size=1)
     except ValueError:  # a function of the public epsilon only
@@ -137,8 +137,7 @@ def release_row_count(
         rng, np.array([float(rows)]), l1_sensitivity=1.0, epsilon=epsilon
     )
     ledger = PrivacyLedger().record("row count", event, note="for the method's shape rule")
-    rest = PrivacyBudget(epsilon=budget.epsilon - epsilon, delta=budget.delta)
-    return float(noisy[0]), ledger, rest
+    return float(noisy[0]), ledger, budget.less(ledger)
 
 
 def alternative(shape: PublicShape) -> str | None:

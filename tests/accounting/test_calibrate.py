@@ -224,3 +224,30 @@ def test_shares_fix_the_ratios_and_the_factor_meets_the_target():
     assert more["pca"] < z["pca"] and more["sgd"] > z["sgd"]
     with pytest.raises(ValueError, match="expected positive shares"):
         calibrate_shares(plan, {"pca": 0, "sgd": 1}, target_epsilon=1.0, target_delta=1e-5)
+
+
+def test_a_prior_is_composed_before_the_plan_and_leaves_it_more_than_basic_composition():
+    """``prior``: what was spent before (a DP schema's Laplace releases) composes with the plan
+    under the ledger's rule; the composition meets the target within rtol, and the plan gets a
+    smaller noise multiplier than when the prior's epsilon is taken off by basic composition
+    (the old rule); a prior that alone meets the target leaves no scale. The cached DP-SGD
+    entry point gives the same answer as calibrating its event directly."""
+    from accounting.calibrate import BudgetTooSmallError
+
+    prior = ev.ComposedDpEvent([ev.LaplaceDpEvent(1 / 0.1)] * 3)  # 0.3-DP
+    target, delta, q, steps = 1.0, 1e-5, 0.01, 1000
+
+    def plan(z):
+        return dpsgd_event(z, sampling_prob=q, steps=steps)
+
+    z = calibrate(plan, target_epsilon=target, target_delta=delta, prior=prior)
+    total = best_epsilon(ev.ComposedDpEvent([prior, plan(z)]), delta).value
+    assert (1 - 1e-3) * target <= total <= target
+    basic = calibrate(plan, target_epsilon=target - 0.3, target_delta=delta)
+    assert z < basic
+    cached = calibrate_noise_multiplier(
+        target_epsilon=target, target_delta=delta, sampling_prob=q, steps=steps, prior=prior
+    )
+    assert cached == pytest.approx(z, rel=1e-12)
+    with pytest.raises(BudgetTooSmallError):
+        calibrate(plan, target_epsilon=0.29, target_delta=delta, prior=prior)

@@ -404,13 +404,13 @@ def test_default_prior_matches_the_encoder_means_within_its_release_noise(adult)
         err = _mixture_covariance(fixed["prior"]) - np.cov(c.T, bias=True)
         return float(np.sum(err**2)), noise["em"] * config.em_clip_norm**2
 
-    default = P3GMConfig()
+    default = P.for_shape(P3GMConfig(), adult.schema, BUDGET, float(n))  # n: public here
     assert (default.n_components, default.em_steps, default.prior_covariance) == (1, 1, "full")
     sq, scale = error(default)
     d = default.latent_dim
     bound = (scale / n) ** 2 * (d**2 + 5 * np.sqrt(2 * d + 4 * d * (d - 1)))
     assert sq < bound
-    paper = P3GMConfig(n_components=3, em_iterations=20, prior_covariance="diag")
+    paper = dataclasses.replace(default, n_components=3, em_iterations=20, prior_covariance="diag")
     assert error(paper)[0] > bound
 
 
@@ -578,3 +578,27 @@ def test_a_latent_wider_than_the_table_is_refused_before_any_work(monkeypatch):
         P.fit_arrays(jax.random.key(0), np.zeros((5, 3)), codec, BUDGET, P3GMConfig())
     assert calls == []
     P.check_latent_dim(dataclasses.replace(P3GMConfig(), latent_dim=3), codec)  # fits exactly
+
+
+def test_the_default_sampling_rate_follows_the_public_row_count(adult, small):
+    """P3GM's default ``q`` is ``B̄ / N`` for the declared or released row count ``N``
+    (Table IV's expected batch of 200 on any table, not 200 / 45,222 everywhere), resolved by
+    the table adapter before any work; an unresolved ``"auto"`` is refused with a hint."""
+    default = P3GMConfig()
+    assert default.dpsgd.sampling_prob == "auto"
+    own = P.for_shape(default, adult.schema, BUDGET, 1852.0)
+    assert own.dpsgd.sampling_prob == pytest.approx(200 / 1852)
+    assert own.dpsgd.num_steps == int(np.ceil(5 / (200 / 1852)))
+    assert P.for_shape(default, adult.schema, BUDGET, 150.0).dpsgd.sampling_prob == 1.0
+    assert P.for_shape(default, adult.schema, BUDGET, None) is None
+    assert P.for_shape(TINY, adult.schema, BUDGET, None) is TINY
+    with pytest.raises(ValueError, match="resolved from a public row count"):
+        _ = default.dpsgd.num_steps
+    auto = apply_overrides(TINY, {"dpsgd": {"sampling_prob": "auto"}})
+    model = base.fit_model(
+        jax.random.key(0), "p3gm", small, BUDGET, auto, schema=adult.schema, rows=400
+    )
+    assert model.config.dpsgd.sampling_prob == pytest.approx(8.0 / 400)
+    sgd = dict(zip(model.ledger.labels, model.ledger.entries))["dp-sgd"].event
+    (steps,) = [e.count for e in sgd.events if isinstance(e, ev.SelfComposedDpEvent)]
+    assert steps == model.config.dpsgd.num_steps == int(np.ceil(0.1 / (8.0 / 400)))

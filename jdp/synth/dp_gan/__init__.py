@@ -26,6 +26,7 @@ register(
         codec=codec,
         fit_arrays=fit_arrays,
         sample_arrays=sample_arrays,
+        calibrates_prior=True,
         description="dp-GAN: WGAN-GP with a DP-SGD critic (Frigerio et al. 2019)",
     )
 )

@@ -214,12 +214,13 @@ def calibrate_noise(
     parameters).
 
     A function of public values only (Poisson sampling's event reads no row count, and the
-    clip rule does not enter it), so it is cached: refits of one plan calibrate once.
+    clip rule does not enter it), so it is cached: refits of one plan calibrate once. Both
+    meet the budget after what it records as spent (:attr:`PrivacyBudget.prior`).
     """
-    eps, delta = budget.epsilon, budget.delta
+    eps, delta, prior = budget.epsilon, budget.delta, budget.prior
     if state_share is None:
         target = dataclasses.replace(dpsgd, target_epsilon=eps, target_delta=delta)
-        return NoiseMultipliers(target.calibrated_noise_multiplier(None, noise_cut), None)
+        return NoiseMultipliers(target.calibrated_noise_multiplier(None, noise_cut, prior), None)
 
     def plan(z: Mapping[str, float]) -> ev.DpEvent:
         events = [dpsgd.event(z["sgd"], None, noise_cut=noise_cut)] if "sgd" in z else []
@@ -227,7 +228,7 @@ def calibrate_noise(
 
     z = calibrate_shares(
         plan, {"sgd": 1 - state_share, "states": state_share}, target_epsilon=eps,
-        target_delta=delta,
+        target_delta=delta, prior=prior,
     )  # fmt: skip
     return NoiseMultipliers(z["sgd"], z["states"])
 

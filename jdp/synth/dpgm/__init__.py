@@ -31,6 +31,7 @@ register(
         fit_arrays=fit_arrays,
         sample_arrays=sample_arrays,
         for_shape=for_shape,
+        calibrates_prior=True,
         description="DPGM: DP kernel k-means + one DP-SGD VAE/RBM per cluster (Acs et al. 2019)",
     )
 )

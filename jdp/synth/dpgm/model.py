@@ -265,7 +265,7 @@ def _calibrated(
     eps, share = budget.epsilon, config.kmeans_share
     z = calibrate_shares(
         composed, {"kmeans": share, "sgd": 1 - share}, target_epsilon=eps,
-        target_delta=budget.delta, accountant=config.dpsgd.accountant,
+        target_delta=budget.delta, accountant=config.dpsgd.accountant, prior=budget.prior,
     )  # fmt: skip
     if z["kmeans"] > config.max_kmeans_noise:
         raise ValueError(

@@ -17,7 +17,7 @@ from jdp.synth.base import Method, register
 from jdp.synth.estimator import Synthesizer
 from jdp.synth.feasibility import register_minimum
 from jdp.synth.p3gm.config import P3GMConfig
-from jdp.synth.p3gm.model import P3GMCodec, codec, fit_arrays, sample_arrays
+from jdp.synth.p3gm.model import P3GMCodec, codec, fit_arrays, for_shape, sample_arrays
 from jdp.synth.p3gm.variants import VARIANTS, Variant
 
 __all__ = ["DPVAE", "P3GM", "P3GMAE", "PGM", "P3GMCodec", "P3GMConfig", "Variant"]
@@ -33,6 +33,8 @@ for _variant in VARIANTS.values():
             sample_arrays=functools.partial(sample_arrays, variant=_variant),
             description=_variant.description,
             private=_variant.private,
+            calibrates_prior=_variant.private,
+            for_shape=for_shape,
         )
     )
 

@@ -16,10 +16,11 @@ PHASES: tuple[str, ...] = ("pca", "em", "sgd")
 #: The covariance of the DP-EM prior's components (``P3GMConfig.prior_covariance``).
 PRIOR_COVARIANCES: tuple[str, ...] = ("full", "diag")
 
-#: ``P3GMConfig.dpsgd``'s default: Table IV on Adult (``C = 1``, ``q = B / N = 200 / 45222``,
-#: ``B̄ = 200``, 5 epochs), the noise unset (calibrated with the other phases).
+#: ``P3GMConfig.dpsgd``'s default: Table IV's batch (``C = 1``, ``B̄ = 200``, 5 epochs) on any
+#: table: ``q = B̄ / N`` for the declared or released row count ``N`` (``sampling_prob="auto"``;
+#: the paper's ``200 / 45222`` on Adult), the noise unset (calibrated with the other phases).
 DPSGD_TEMPLATE = DPSGDConfig(
-    l2_clip_norm=1.0, sampling_prob=200 / 45222, expected_batch_size=200.0, epochs=5.0
+    l2_clip_norm=1.0, sampling_prob="auto", expected_batch_size=200.0, epochs=5.0
 )
 #: ``P3GMConfig.performance``'s default: the automatic clipping path.
 PERFORMANCE = Performance()

@@ -16,12 +16,14 @@ On tables the library's one adapter (:meth:`jdp.synth.base.Method.fit`) encodes 
 :func:`codec`; on a plain array, build the codec from a head layout and a row bound::
 
     codec = P3GMCodec(layout=(("bernoulli", 784),), row_norm_bound=28.0)
-    params, ledger = fit_arrays(key, x, codec, budget, P3GMConfig(), variant="p3gm")
-    rows = sample_arrays(key, params, codec, P3GMConfig(), 1000, variant="p3gm")
+    config = for_shape(P3GMConfig(), None, budget, rows=60_000)  # the public row count
+    params, ledger = fit_arrays(key, x, codec, budget, config, variant="p3gm")
+    rows = sample_arrays(key, params, codec, config, 1000, variant="p3gm")
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass
@@ -35,6 +37,7 @@ import pandas as pd
 from accounting import PrivacyBudget, PrivacyLedger
 from jdp.data.schema import Schema, Table
 from jdp.data.transforms import TableEncoder
+from jdp.dpsgd.settings import AUTO_RATE
 from jdp.encoding import em
 from jdp.nn.heads import (
     HeadLayout,
@@ -174,6 +177,19 @@ def check_latent_dim(config: P3GMConfig, codec: P3GMCodec) -> None:
             f"encoder mean reads on this table: set latent_dim <= {inputs} (jdp fit --set "
             f"latent_dim={inputs}, or latent_dim={inputs} in Python)"
         )
+
+
+def for_shape(
+    config: P3GMConfig, schema: Schema, budget: PrivacyBudget, rows: float | None
+) -> P3GMConfig | None:
+    """``config`` with ``dpsgd.sampling_prob="auto"`` resolved to ``min(1, B̄ / rows)``
+    (:meth:`jdp.dpsgd.DPSGDConfig.for_rows`) for the declared or released row count ``rows``
+    (``None`` while it is unknown); any other config unchanged. Public values only."""
+    if config.dpsgd.sampling_prob != AUTO_RATE:
+        return config
+    if rows is None:
+        return None
+    return dataclasses.replace(config, dpsgd=config.dpsgd.for_rows(max(rows, 1.0)))
 
 
 def fit_arrays(

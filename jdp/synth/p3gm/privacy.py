@@ -90,6 +90,7 @@ def _calibrated(
         target_epsilon=budget.epsilon,
         target_delta=budget.delta,
         accountant=config.dpsgd.accountant,
+        prior=budget.prior,
     )
     return tuple(z.items())
 
