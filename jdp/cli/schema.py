@@ -442,11 +442,13 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         summary = {"out": str(out), "dp": True, "epsilon": release.epsilon}
         summary |= {"delta": release.delta, "clipped": dict(release.clipped)}
+        if release.suppressed is not None:
+            summary |= {"suppressed": release.suppressed._asdict()}
         summary |= {"ignore": list(release.schema.ignore)}
         print(json.dumps({**summary, "ledger": release.ledger.to_dict()}))
     else:
         print(release.privacy_statement())
-        if release.clipped:
+        if release.clipped or release.suppressed is not None:
             print(release.bounds_report())
         print(f"wrote the DP schema release to {out} (jdp fit --schema {out} charges its cost)")
     return 0

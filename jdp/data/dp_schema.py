@@ -98,6 +98,10 @@ SUPPRESSED = ("drop", "other")
 #: A released column whose noisy share of values outside its bounds exceeds this is named in
 #: a :class:`DpSchemaWarning`.
 CLIPPED_WARNING = 0.01
+#: The suppressed shares' epsilon as a fraction of one column's (:func:`infer_schema_dp`): a
+#: share of three noisy counts over ``n`` is accurate to about ``2.5 / (epsilon n)``, a
+#: percent or so on a few thousand rows at a schema's usual budget, which a report needs.
+SHARES_WEIGHT = 0.5
 
 
 class DpSchemaWarning(UserWarning):
@@ -282,6 +286,45 @@ def dp_categories(
     return cats, with_noise_cut(event, LAPLACE_RELEASE_CUT)
 
 
+class SuppressedShares(NamedTuple):
+    """The noisy shares of records that a schema release's categories change: ``mapped``
+    (a value mapped to the "other" category, no value dropped) and ``dropped`` (a value
+    outside the released categories of a column whose such records are dropped)."""
+
+    mapped: float
+    dropped: float
+
+
+def dp_suppressed_shares(
+    rng: np.random.Generator, dropped: np.ndarray, mapped: np.ndarray, *, epsilon: float
+) -> tuple[SuppressedShares, ev.DpEvent]:
+    """The noisy shares of records that lose a value to the released categories.
+
+    Each record falls in exactly one of three cells -- some value of it is dropped; else
+    some value is mapped to "other"; else neither (``dropped``/``mapped``: per-record
+    booleans, a fixed public function of the record given the released categories) -- and
+    the three counts are released by the snapping Laplace mechanism
+    (:func:`jdp.mechanisms.noise.laplace_mechanism`). The shares are the noisy counts over
+    their noisy sum, clamped to ``[0, 1]`` (post-processing).
+
+    Privacy:
+      Neighbouring relation: add/remove one record, which lands in exactly one cell: L1
+      sensitivity 1, ``epsilon``-DP (event ``LaplaceDpEvent(1/epsilon)``). The cells are
+      defined by the categories released before (sequential composition; both in the
+      ledger).
+    """
+    check_positive("epsilon", epsilon)
+    dropped = np.asarray(dropped, dtype=bool)
+    mapped = np.asarray(mapped, dtype=bool) & ~dropped
+    counts = np.array([dropped.sum(), mapped.sum(), len(dropped) - dropped.sum() - mapped.sum()])
+    noisy, event = laplace_mechanism(
+        rng, counts.astype(np.float64), l1_sensitivity=1.0, epsilon=epsilon
+    )
+    total = max(float(noisy.sum()), 1.0)
+    share = [min(max(float(c) / total, 0.0), 1.0) + 0.0 for c in noisy[:2]]  # no -0.0
+    return SuppressedShares(mapped=share[1], dropped=share[0]), event
+
+
 @dataclass(frozen=True)
 class SchemaRelease:
     """A DP schema and the ledger of its release.
@@ -303,13 +346,16 @@ class SchemaRelease:
 
     ``clipped`` holds, per numeric column whose bounds were released, the noisy share of its
     values outside them (post-processing of the release, :func:`dp_bounds`), or ``None`` when
-    the release had no signal and the coarse public range was kept.
+    the release had no signal and the coarse public range was kept. ``suppressed`` holds the
+    noisy shares of records whose categories the release changes (:func:`dp_suppressed_shares`;
+    ``None`` when not released), saved as ``"suppressed": {"mapped": m, "dropped": d}``.
     """
 
     schema: Schema
     ledger: PrivacyLedger
     other: str | None = None
     clipped: tuple[tuple[str, float | None], ...] = ()
+    suppressed: SuppressedShares | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.schema, Schema):
@@ -340,7 +386,8 @@ class SchemaRelease:
 
     def bounds_report(self) -> str:
         """One line per numeric column whose bounds were released: the noisy share of its
-        values outside them, or that the release had no signal (coarse range kept)."""
+        values outside them, or that the release had no signal (coarse range kept); then the
+        noisy shares of records whose categories it changes (:attr:`suppressed`)."""
         lines = []
         for name, share in self.clipped:
             column = self.schema[name]
@@ -349,7 +396,18 @@ class SchemaRelease:
             else:
                 what = f"about {100 * share:.1f}% of its values outside them (noisy)"
             lines.append(f"{name}: bounds {column.bounds_text}, {what}")
+        if self.suppressed is not None:
+            lines.append(f"categories: {self.suppressed_text()}")
         return "\n".join(lines)
+
+    def suppressed_text(self) -> str:
+        """:attr:`suppressed` in words (the caller checks it is not ``None``)."""
+        mapped, dropped = self.suppressed
+        other = f" to {self.other!r}" if self.other is not None else ""
+        return (
+            f"about {100 * (mapped + dropped):.1f}% of records hold a category the release "
+            f"suppressed ({100 * mapped:.1f}% mapped{other}, {100 * dropped:.1f}% dropped; noisy)"
+        )
 
     def other_columns(self) -> list[str]:
         """The columns whose suppressed values are mapped to :attr:`other`."""
@@ -402,6 +460,8 @@ class SchemaRelease:
             out["other"] = self.other
         if self.clipped:
             out["clipped"] = dict(self.clipped)
+        if self.suppressed is not None:
+            out["suppressed"] = self.suppressed._asdict()
         return out
 
     @classmethod
@@ -416,6 +476,7 @@ class SchemaRelease:
             PrivacyLedger.from_dict(data["ledger"]),
             data.get("other"),
             tuple(data.get("clipped", {}).items()),
+            SuppressedShares(**data["suppressed"]) if "suppressed" in data else None,
         )
 
     def save(self, path: str | Path) -> None:
@@ -513,6 +574,7 @@ def infer_schema_dp(
     point_masses: Mapping[str, Sequence[float]] | None = None,
     nullable: Collection[str] = (),
     ignore: Collection[str] = (),
+    report_suppressed: bool = True,
 ) -> SchemaRelease:
     """Release a schema for ``data`` under ``epsilon``-DP (plus threshold deltas).
 
@@ -544,11 +606,17 @@ def infer_schema_dp(
         never read, listed in the schema's ``ignore`` (so ``conform`` and
         :func:`jdp.data.read.read_csv` drop them) and not counted in the budget split; a name
         absent from ``data`` (a CSV read without it) is listed all the same.
+      report_suppressed: when categories are released, also release the noisy shares of
+        records that hold a suppressed category, mapped to ``other_label`` or dropped
+        (:func:`dp_suppressed_shares`, entry ``dp-suppressed-shares``, one more share of the
+        budget), kept in :attr:`SchemaRelease.suppressed`, shown by ``jdp schema --dp`` and
+        named in a :class:`DpSchemaWarning` above 1%.
 
     Leaving out missing values and point-mass values is a fixed public filter applied record
     by record (neighbours stay neighbours), so it costs nothing.
 
-    Budget rule (public): ``epsilon / k`` for each of the ``k`` released columns. A numeric
+    Budget rule (public): ``epsilon / k`` for each of the ``k`` released columns (with the
+    suppressed shares, ``k`` counts them as :data:`SHARES_WEIGHT` of a column). A numeric
     column's bounds (:func:`dp_bounds`, entry ``dp-bounds:<name>``) and a categorical
     column's categories (:func:`dp_categories`, entry ``dp-categories:<name>``) are both
     thresholded Laplace histograms, which need a bucket or category of about ``c /
@@ -597,8 +665,10 @@ def infer_schema_dp(
             except ValueError as exc:
                 problems.add(exc)
     problems.raise_if_any()
-    eps_col = epsilon / max(len(released_names), 1)
+    shares = report_suppressed and any(kinds[n] == "categorical" for n in released_names)
+    eps_col = epsilon / max(len(released_names) + shares * SHARES_WEIGHT, 1)
     ledger, columns, clipped, empty = PrivacyLedger(), [], [], []
+    mapped, dropped = np.zeros(len(data), bool), np.zeros(len(data), bool)
     for name in data.columns:
         if name in ignore:
             continue
@@ -612,6 +682,7 @@ def infer_schema_dp(
             if not cats:
                 empty.append(name)
                 continue
+            outside = _outside(data[name], cats)
             if suppressed == "other" and name != target and isinstance(cats[0], str):
                 if other_label in cats:
                     raise ValueError(
@@ -619,6 +690,9 @@ def infer_schema_dp(
                         "another other_label"
                     )
                 cats = (*cats, other_label)
+                mapped |= outside
+            else:
+                dropped |= outside
             columns.append(Column(name=name, kind=kind, categories=cats, nullable=name in nullable))
             continue
         a, b = (_number(kind, v) for v in ranges[name])
@@ -642,11 +716,16 @@ def infer_schema_dp(
             f"column(s) {names}: no category passed the DP threshold at epsilon {eps_col:.3g} "
             "per column; spend more epsilon or declare their domains (declared=)"
         )
+    lost = None
+    if shares:
+        lost, event = dp_suppressed_shares(rng, dropped, mapped, epsilon=SHARES_WEIGHT * eps_col)
+        ledger = ledger.record("dp-suppressed-shares", event)
     release = SchemaRelease(
         Schema(columns=tuple(columns), target=target, ignore=tuple(dict.fromkeys(ignore))),
         ledger,
         other_label if suppressed == "other" else None,
         tuple(clipped),
+        lost,
     )
     weak = [(n, s) for n, s in clipped if s is None or s > CLIPPED_WARNING]
     if weak:
@@ -662,4 +741,18 @@ def infer_schema_dp(
             DpSchemaWarning,
             stacklevel=2,
         )
+    if lost is not None and sum(lost) > CLIPPED_WARNING:
+        warnings.warn(
+            f"DP schema categories: {release.suppressed_text()}. More epsilon, or declared "
+            "categories for the columns with many rare values, help",
+            DpSchemaWarning,
+            stacklevel=2,
+        )
     return release
+
+
+def _outside(values: pd.Series, categories: tuple) -> np.ndarray:
+    """Per record: a value present and not among ``categories`` (public once released)."""
+    domain = frozenset(categories)
+    present = ~pd.isna(values).to_numpy()
+    return present & values.map(lambda v: v not in domain).to_numpy(dtype=bool)

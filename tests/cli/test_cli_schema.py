@@ -52,7 +52,11 @@ def test_dp_release_file_carries_its_ledger_and_fit_charges_it(capsys, tmp_path,
     assert summary["epsilon"] == pytest.approx(1.0) and summary["delta"] == pytest.approx(1e-7)
     assert release.ledger.labels == [
         "dp-bounds:age", "dp-bounds:score", "dp-categories:work", "dp-categories:y",
+        "dp-suppressed-shares",
     ]  # fmt: skip
+    # one record of n holds the suppressed "Rare-Wx": its released share is mostly noise
+    assert summary["suppressed"] == release.suppressed._asdict()
+    assert 0 <= summary["suppressed"]["mapped"] < 0.02
     s = release.schema
     assert s.target == "y" and s["work"].categories == ("Gov", "NA", "Private", "other")
     # the bounds cover the bulk within a few doubling buckets (dp_bounds), not the one
@@ -71,7 +75,7 @@ def test_dp_release_file_carries_its_ledger_and_fit_charges_it(capsys, tmp_path,
     assert code == 0, err
     ledger = json.loads(stdout)["ledger"]
     labels = [e["label"] for e in ledger["entries"]]
-    assert labels[:4] == release.ledger.labels and labels[4:] == ["row count", "marginals"]
+    assert labels[:5] == release.ledger.labels and labels[5:] == ["row count", "marginals"]
     assert json.loads(stdout)["epsilon"] <= 2.0
 
 
@@ -82,7 +86,8 @@ def test_dataset_release_and_declared_template(capsys, tmp_path):
     )  # fmt: skip
     assert code == 0, err
     release = SchemaRelease.load(tmp_path / "adult.json")
-    assert len(release.ledger.entries) == 15 and release.epsilon == pytest.approx(1.0)
+    # 15 columns and the suppressed shares
+    assert len(release.ledger.entries) == 16 and release.epsilon == pytest.approx(1.0)
     assert 90 <= release.schema["age"].upper < 2**4 * 90  # a few buckets: not 1e9
     gain = release.schema["capital-gain"]  # declared point mass 0 kept, bounds around it
     assert gain.point_masses == (0.0,) and gain.lower == 0 and 99_999 <= gain.upper < 2**4 * 99_999

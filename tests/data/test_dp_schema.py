@@ -87,9 +87,11 @@ def test_infer_schema_dp_on_a_table():
         "dp-bounds:w",
         "dp-categories:c",
         "dp-categories:label",
+        "dp-suppressed-shares",
     ]
-    # each column gets epsilon / 4; two categorical columns add delta 1e-7 each; at that
-    # delta the quantiles compose purely, so epsilon is exactly the total
+    # the columns and the suppressed shares (SHARES_WEIGHT of a column) split epsilon; two
+    # categorical columns add delta 1e-7 each; at that delta the histograms compose
+    # purely, so epsilon is the total
     assert release.epsilon == pytest.approx(4.0) and release.delta == pytest.approx(2e-7)
     assert "(4, 2e-07)-DP" in release.privacy_statement()
 
@@ -465,7 +467,7 @@ def test_other_records_reach_the_fit_and_are_counted_privately():
             jax.random.key(0), "marginals", data, PrivacyBudget(epsilon=4.0, delta=1e-5),
             schema=release,
         )  # fmt: skip
-    assert model.ledger.labels[:2] == release.ledger.labels
+    assert model.ledger.labels[: len(release.ledger.entries)] == release.ledger.labels
     share = (sample_model(jax.random.key(1), model, 20_000)["work"] == "other").mean()
     # noise on ~6000 counts at epsilon ~2 is a few counts; sampling error sd ~ 0.0033
     assert abs(share - rare.mean()) < 0.03
@@ -514,3 +516,58 @@ def test_integer_bounds_never_leave_the_declared_range():
             np.random.default_rng(seed), counts, lower=0, upper=20, epsilon=1.0, integer=True
         )
         assert 0 <= bounds.lower < bounds.upper <= 20, (seed, bounds)
+
+
+def test_the_suppressed_shares_are_the_records_that_lose_a_value_within_their_noise(monkeypatch):
+    """``infer_schema_dp`` releases the shares of records holding a suppressed category
+    (mapped to "other" in a string feature column, dropped for the integer target) with one
+    more share of epsilon: each record falls in one of three cells (adding one moves one
+    count by 1), the noisy shares are the true ones within 5 sds of the Laplace and grid
+    noise over ``n``, the report and the warning say them, and they survive save/load;
+    ``report_suppressed=False`` releases nothing and splits epsilon as before."""
+    calls = []
+
+    def recording(rng, value, **kwargs):
+        calls.append(np.asarray(value))
+        return real(rng, value, **kwargs)
+
+    real = dps.laplace_mechanism
+    monkeypatch.setattr(dps, "laplace_mechanism", recording)
+    rng = np.random.default_rng(31)
+    n = 6000
+    work = rng.choice(["Private", "Gov"], n).astype(object)
+    rare = rng.random(n) < 0.2
+    work[rare] = [f"rare-{i}" for i in range(int(rare.sum()))]
+    label = rng.choice([0, 1], n)
+    odd = rng.random(n) < 0.05
+    label[odd] = 100 + np.arange(int(odd.sum()))
+    data = pd.DataFrame({"x": rng.uniform(0, 10, n), "work": work, "label": label})
+    kinds = {"x": "continuous", "work": "categorical", "label": "categorical"}
+    with pytest.warns(DpSchemaWarning, match=r"hold a category the release suppressed"):
+        release = infer_schema_dp(
+            rng, data, epsilon=2.0, ranges={"x": (0, 100)}, target="label", kinds=kinds
+        )
+    eps = dps.SHARES_WEIGHT * 2.0 / (3 + dps.SHARES_WEIGHT)  # 3 columns and the shares
+    assert release.ledger.labels[-1] == "dp-suppressed-shares"
+    assert release.ledger.entries[-1].event == ev.LaplaceDpEvent(pytest.approx(1 / eps))
+    cells = calls[-1]
+    assert cells.sum() == n and cells[0] == odd.sum() and cells[1] == (rare & ~odd).sum()
+    params = snapping_laplace_parameters(l1_sensitivity=1.0, epsilon=eps, size=3)
+    sd = np.sqrt((2 * params.scale**2 + params.grid**2 / 12) * 3) / n  # over the true n
+    assert abs(release.suppressed.dropped - odd.mean()) < 5 * sd
+    assert abs(release.suppressed.mapped - (rare & ~odd).mean()) < 5 * sd
+    assert "mapped to 'other'" in release.bounds_report()
+    assert SchemaRelease.from_dict(release.to_dict()) == release
+    # a neighbour without one mapped record: one cell moves by one
+    gone = int(np.flatnonzero(rare & ~odd)[0])
+    infer_schema_dp(
+        np.random.default_rng(0), data.drop(index=gone), epsilon=2.0, ranges={"x": (0, 100)},
+        target="label", kinds=kinds,
+    )  # fmt: skip
+    assert np.abs(calls[-1] - cells).sum() == 1
+    plain = infer_schema_dp(
+        rng, data, epsilon=2.0, ranges={"x": (0, 100)}, target="label", kinds=kinds,
+        report_suppressed=False,
+    )  # fmt: skip
+    assert plain.suppressed is None and "dp-suppressed-shares" not in plain.ledger.labels
+    assert plain.ledger.entries[0].event == ev.LaplaceDpEvent(pytest.approx(3 / 2.0))

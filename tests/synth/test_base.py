@@ -423,7 +423,7 @@ def test_suppressed_category_goes_through_the_dp_schema_path_without_echo():
             jax.random.key(0), "marginals", df, PrivacyBudget(epsilon=1.0, delta=1e-5),
             schema=release,
         )  # fmt: skip
-    assert model.ledger.labels[:2] == release.ledger.labels
+    assert model.ledger.labels[: len(release.ledger.entries)] == release.ledger.labels
     assert caught and not any("Rare-Qq" in str(w.message) for w in caught)
 
 
