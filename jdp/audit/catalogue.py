@@ -674,7 +674,7 @@ def _marginals() -> Mechanism:
                 ys.append(np.asarray(model.params["noisy_counts"], dtype=np.float64))
                 event = model.ledger.event
             out.append(np.stack(ys))
-        std = (marginals.noise_multiplier("gaussian", eps, delta) * np.sqrt(len(schema)),)
+        std = (marginals.noise_multiplier("gaussian", budget) * np.sqrt(len(schema)),)
         return (
             gaussian_shift_score((out[0],), (a,), (b,), std),
             gaussian_shift_score((out[1],), (a,), (b,), std),

@@ -109,14 +109,19 @@ class MarginalsConfig:
                 raise TypeError(f"expected {name} to be a bool, got {getattr(self, name)!r}")
 
 
-def noise_multiplier(noise: Literal["gaussian", "laplace"], epsilon: float, delta: float) -> float:
-    """Smallest noise multiplier whose event is (epsilon, delta)-DP by the ledger's default
-    accountant (:func:`accounting.calibrate.calibrate`, never overshoots); for Laplace at
-    ``delta = 0`` exactly ``1 / epsilon``."""
-    if noise == "laplace" and delta == 0:
-        return 1.0 / epsilon
+def noise_multiplier(noise: Literal["gaussian", "laplace"], budget: PrivacyBudget) -> float:
+    """Smallest noise multiplier whose event, after what ``budget`` records as spent
+    (:attr:`~accounting.budget.PrivacyBudget.prior`), is ``(epsilon, delta)``-DP by the
+    ledger's default accountant (:func:`accounting.calibrate.calibrate`, never overshoots);
+    for Laplace at ``delta = 0`` exactly ``1 / epsilon`` of what basic composition leaves
+    (exact for pure spends)."""
+    if noise == "laplace" and budget.delta == 0:
+        return 1.0 / budget.left.epsilon
     event_fn = gaussian_event if noise == "gaussian" else ev.LaplaceDpEvent
-    return calibrate(event_fn, target_epsilon=epsilon, target_delta=delta, lower=1e-3)
+    return calibrate(
+        event_fn, target_epsilon=budget.epsilon, target_delta=budget.delta, lower=1e-3,
+        prior=budget.prior,
+    )  # fmt: skip
 
 
 def noise_kind(config: MarginalsConfig, budget: PrivacyBudget) -> Literal["gaussian", "laplace"]:
@@ -147,7 +152,7 @@ def auto_bins(schema: Schema, config: MarginalsConfig, budget: PrivacyBudget, ro
     spambase (``docs/results/numeric_columns.md``). Public: the schema, the budget and a
     declared or released ``rows``."""
     noise = noise_kind(config, budget)
-    z = noise_multiplier(noise, budget.epsilon, budget.delta)
+    z = noise_multiplier(noise, budget)
     target = conditioning(schema, config)
     per_class = rows / (len(target.categories) if target is not None else 1)
     first = cells_for_noise(per_class, cell_noise_sd(noise, z, len(schema)))
@@ -276,7 +281,7 @@ def fit_arrays(
     d = len(hists)
     noise = noise_kind(config, budget)
     if noise == "gaussian":
-        z = noise_multiplier("gaussian", budget.epsilon, budget.delta)
+        z = noise_multiplier("gaussian", budget)
         noisy, event = gaussian_mechanism(
             rng,
             counts,
@@ -285,7 +290,7 @@ def fit_arrays(
             secure_noise=config.secure_noise,
         )
     else:
-        z = noise_multiplier("laplace", budget.epsilon, budget.delta)
+        z = noise_multiplier("laplace", budget)
         noisy, event = laplace_mechanism(rng, counts, l1_sensitivity=float(d), epsilon=1.0 / z)
     sd = cell_noise_sd(noise, z, d)
     kind = "class-conditional " if conditioning(schema, config) else ""
@@ -490,6 +495,7 @@ register(
         description="DP marginals: noisy histogram per column, per class of the target (baseline)",
         noisy_rows=noisy_row_count,
         for_shape=for_shape,
+        calibrates_prior=True,
     )
 )
 

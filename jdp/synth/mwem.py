@@ -160,19 +160,22 @@ def mwem_event(epsilon: float, iterations: int, size_share: float = 0.05) -> ev.
 def pure_epsilon_for(budget: PrivacyBudget, iterations: int, size_share: float = 0.05) -> float:
     """The pure epsilon to run :func:`mwem` at so that its ledger meets ``budget``.
 
-    ``delta = 0``: ``budget.epsilon`` (basic composition is exact for the pure ledger). With
-    ``delta > 0`` the composition of the ``2T + 1`` pure releases (RDP or PLD, whichever the
-    ledger finds tighter) is tighter than their sum, so the largest pure epsilon whose :func:`mwem_event` is ``(epsilon, delta)``-DP is
-    found by :func:`accounting.calibrate.calibrate` (never above the target).
+    ``delta = 0``: what basic composition leaves of ``budget.epsilon`` after what it records as
+    spent (exact for pure ledgers). With ``delta > 0`` the composition of the ``2T + 1`` pure
+    releases (RDP or PLD, whichever the ledger finds tighter), after the budget's
+    :attr:`~accounting.budget.PrivacyBudget.prior`, is tighter than their sum, so the largest
+    pure epsilon whose :func:`mwem_event` meets it is found by
+    :func:`accounting.calibrate.calibrate` (never above the target).
     """
     if budget.delta == 0:
-        return float(budget.epsilon)
+        return float(budget.left.epsilon)
     scale = calibrate(
         lambda s: mwem_event(1.0 / s, iterations, size_share),
         target_epsilon=budget.epsilon,
         target_delta=budget.delta,
         lower=1e-4,
         upper=1.0 / budget.epsilon,
+        prior=budget.prior,
     )
     return 1.0 / scale
 
@@ -294,6 +297,7 @@ register(
         sample_arrays=sample_arrays,
         description="MWEM: multiplicative weights + exponential mechanism (Hardt et al. 2012)",
         noisy_rows=lambda model: round(float(model.params["noisy_size"][0])),
+        calibrates_prior=True,
     )
 )
 

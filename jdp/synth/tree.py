@@ -99,14 +99,16 @@ def plan(d: int, z: Mapping[str, float]) -> ev.DpEvent:
 
 
 def multipliers(d: int, budget: PrivacyBudget, config: TreeConfig) -> dict[str, float]:
-    """``z`` per phase meeting ``budget`` (a function of public values only)."""
+    """``z`` per phase meeting ``budget`` after what it records as spent (a function of public
+    values only)."""
     if budget.delta == 0:
         raise ValueError("the tree's marginals are Gaussian: it needs delta > 0")
     phases = PHASES if d > 1 else PHASES[:1]
     shares = dict(zip(phases, config.shares))
     return calibrate_shares(
-        lambda z: plan(d, z), shares, target_epsilon=budget.epsilon, target_delta=budget.delta
-    )
+        lambda z: plan(d, z), shares, target_epsilon=budget.epsilon, target_delta=budget.delta,
+        prior=budget.prior,
+    )  # fmt: skip
 
 
 def counts(cells: np.ndarray, sizes: list[int], i: int, j: int | None = None) -> np.ndarray:
@@ -333,6 +335,7 @@ register(
         sample_arrays=sample_arrays,
         description="DP tree of 2-way marginals: spanning tree chosen privately (MST-style)",
         noisy_rows=noisy_row_count,
+        calibrates_prior=True,
     )
 )
 

@@ -46,8 +46,10 @@ def test_release_is_charged_and_saved_with_the_model(tmp_path):
         synth = Marginals(epsilon=1.0, delta=1e-5, schema=release, seed=0).fit(df)
     assert synth.ledger_.entries[:m] == release.ledger.entries
     method_alone = PrivacyLedger(synth.ledger_.entries[m:])
-    assert method_alone.epsilon(1e-5 - release.delta) <= 1.0 - release.epsilon + 1e-12
-    assert release.epsilon < synth.model_.epsilon() <= 1.0
+    # calibrated against the release (PrivacyBudget.less): more than basic composition would
+    # leave it, and the whole ledger at the budget
+    assert method_alone.epsilon(1e-5 - release.delta) > 1.0 - release.epsilon
+    assert 0.99 < synth.model_.epsilon() <= 1.0
     synth.save(tmp_path / "model")
     loaded = Synthesizer.load(tmp_path / "model")
     assert loaded.ledger_.to_dict() == synth.ledger_.to_dict()

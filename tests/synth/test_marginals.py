@@ -108,7 +108,7 @@ def test_neighbours_differ_only_in_accounted_noisy_counts(
             )
             moved = after != before
             grid = snapping_laplace_parameters(
-                l1_sensitivity=float(d), epsilon=1.0 / noise_multiplier("laplace", 1.0, 1e-5),
+                l1_sensitivity=float(d), epsilon=1.0 / noise_multiplier("laplace", PrivacyBudget(epsilon=1.0, delta=1e-5)),
                 size=diff.size,
             ).grid  # fmt: skip
             assert moved.sum() == d and np.all(diff.ravel()[~moved] == 0)
@@ -176,7 +176,7 @@ def test_noise_has_the_calibrated_scale(noise):
     schema = Schema(columns=(Column(name="x", kind="continuous", lower=0, upper=1),))
     frame = pd.DataFrame({"x": np.full(50, 0.99999)})
     model = fit(3, frame, schema, PrivacyBudget(epsilon=0.5, delta=1e-6), bins=n_cells, noise=noise)
-    z = noise_multiplier(noise, 0.5, 1e-6)
+    z = noise_multiplier(noise, PrivacyBudget(epsilon=0.5, delta=1e-6))
     noise_values = model.params["noisy_counts"][:-1]  # the last cell holds the 50 records
     sd = z * 1.0 * (np.sqrt(2) if noise == "laplace" else 1.0)  # d = 1: sensitivity 1
     ratio = noise_values.var(ddof=1) / sd**2

@@ -61,7 +61,7 @@ def test_auto_bins_is_the_stated_rule_within_its_range():
     the histograms released at the rule's first answer: both numeric columns of SCHEMA get a
     fine histogram (refine) when their cells are coarser than fine_bins's, below 17 cells."""
     config = MarginalsConfig()
-    z = noise_multiplier("gaussian", 1.0, 1e-5)
+    z = noise_multiplier("gaussian", BUDGET)
 
     def rule(rows: float, histograms: int) -> int:
         sd = cell_noise_sd("gaussian", z, histograms)
@@ -79,7 +79,7 @@ def test_auto_bins_is_the_stated_rule_within_its_range():
     # Laplace at delta = 0: sd = sqrt(2) d / epsilon (24 cells: nothing refined)
     pure = PrivacyBudget(epsilon=1.0, delta=0.0)
     laplace_sd = np.sqrt(2.0) * len(SCHEMA)
-    assert cell_noise_sd("laplace", noise_multiplier("laplace", 1.0, 0.0), 3) == laplace_sd
+    assert cell_noise_sd("laplace", noise_multiplier("laplace", pure), 3) == laplace_sd
     assert auto_bins(SCHEMA, config, pure, 600.0) == round(300 / (RARE_SDS * laplace_sd)) == 24
 
 
