@@ -8,8 +8,9 @@ thresholded noisy category counts) and the file carries the ledger of that relea
 printed with the noisy share of each column's values outside them (or that a column had no
 signal and kept its coarse range). Column kinds are public: ``--dataset NAME`` takes them (and
 the declared point masses and nullable columns) from the dataset's declared schema,
-``--data CSV`` from ``--columns NAME:KIND[:LOW:HIGH],...`` (KIND is continuous, integer or
-categorical; LOW:HIGH is the coarse public range, default ``--range``).
+``--data CSV`` from ``--columns NAME:KIND[:LOW:HIGH],...`` (KIND is continuous, integer, date
+or categorical; LOW:HIGH is the coarse public range, default ``--range``; two ISO dates for a
+date column, which has no default: ``visit:date:2000-01-01:2030-12-31``).
 ``--ignore COL`` leaves columns out (never read; listed in the schema's ``ignore``, so
 ``jdp fit`` drops them) and ``--nullable COL`` declares columns whose missing values are
 modelled; both repeat or take comma-separated names. Every problem with the inputs is
@@ -119,9 +120,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def parse_range(text: str, what: str = "--range") -> tuple[float, float]:
-    """``"LOW:HIGH"`` -> ``(low, high)``, finite with ``low < high``."""
+def parse_range(text: str, what: str = "--range", *, dates: bool = False) -> tuple[Any, Any]:
+    """``"LOW:HIGH"`` -> ``(low, high)``, finite with ``low < high``; with ``dates`` two ISO
+    dates (``"2000-01-01:2030-12-31"``), returned as the text :func:`infer_schema_dp` reads."""
     low, sep, high = str(text).partition(":")
+    if dates:
+        from jdp.data.schema import date_to_days
+
+        try:
+            ok = bool(sep) and date_to_days(low) < date_to_days(high)
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            raise ValueError(f"expected {what} LOW:HIGH as two ISO dates, LOW first, got {text!r}")
+        return low, high
     try:
         a, b = float(low), float(high)
     except ValueError:
@@ -167,7 +179,9 @@ def _parse_columns(
         kinds[name] = kind
         if bounds:
             try:
-                ranges[name] = parse_range(bounds, f"a range for column {name!r}")
+                ranges[name] = parse_range(
+                    bounds, f"a range for column {name!r}", dates=kind == "date"
+                )
             except ValueError as exc:
                 problems.add(exc)
     return kinds, ranges
@@ -275,8 +289,11 @@ def _inputs(args: argparse.Namespace, header: list[str] | None = None) -> dict[s
         problems.add(ValueError(f"expected --target a categorical column, got {target!r}"))
     problems.raise_if_any()
     kinds = {n: k for n, k in kinds.items() if n not in ignore}
-    numeric = [n for n, k in kinds.items() if k != "categorical"]
-    ranges = {n: ranges.get(n, default) for n in numeric}
+    numeric = [n for n, k in kinds.items() if k not in ("categorical", "date")]
+    ranges = {
+        **{n: ranges[n] for n in kinds if n in ranges},
+        **{n: ranges.get(n, default) for n in numeric},
+    }
     return {
         "kinds": kinds,
         "ranges": ranges,

@@ -714,7 +714,8 @@ def infer_schema_dp(
         names = ", ".join(repr(n) for n in empty)
         raise ValueError(
             f"column(s) {names}: no category passed the DP threshold at epsilon {eps_col:.3g} "
-            "per column; spend more epsilon or declare their domains (declared=)"
+            "per column (every value is rarer than the threshold); spend more epsilon, declare "
+            "their domains (declared=) or leave them out (ignore=, jdp schema --ignore)"
         )
     lost = None
     if shares:

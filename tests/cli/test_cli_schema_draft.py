@@ -10,37 +10,16 @@ import numpy as np
 import pandas as pd
 import pytest
 from _cli_run import run
+from _own_table import write_own_csv
 
 from jdp.cli.evaluate import available_classifiers, named_classifiers, read_csv
 from jdp.data.dp_schema import SchemaRelease, load_schema
 from jdp.data.schema import Schema
 
-N = 1852
-
 
 @pytest.fixture()
 def own_csv(tmp_path):
-    """The reported CSV: an integer ID, a date, a free-text comment, missing values, an
-    800-level city, a skewed income."""
-    rng = np.random.default_rng(3)
-    income = np.round(rng.lognormal(10, 1.5, N), 2)
-    frame = pd.DataFrame(
-        {
-            "id": np.arange(500_000, 500_000 + N),
-            "visit_date": pd.Timestamp("2021-03-01")
-            + pd.to_timedelta(rng.integers(0, 700, N), "D"),
-            "comment": [f"private remark number {i}" for i in range(N)],
-            "city": rng.choice([f"Town{k:03d}" for k in range(800)], N),
-            "region": rng.choice(["North", "South", "NA"], N),  # "NA" is a region
-            "income": income,
-            "age": rng.integers(18, 90, N),
-            "y": rng.choice(["no", "yes"], N),
-        }
-    )
-    frame.loc[rng.random(N) < 0.05, "income"] = np.nan  # written as empty cells
-    path = tmp_path / "own.csv"
-    frame.to_csv(path, index=False)
-    return path
+    return write_own_csv(tmp_path / "own.csv")
 
 
 def test_template_drafts_kinds_from_dtypes_and_copies_no_value(capsys, tmp_path, own_csv):
@@ -52,7 +31,7 @@ def test_template_drafts_kinds_from_dtypes_and_copies_no_value(capsys, tmp_path,
     kinds = {c["name"]: c["kind"] for c in doc["columns"]}
     assert kinds == {
         "city": "categorical", "region": "categorical", "income": "continuous",
-        "age": "integer", "y": "categorical",
+        "visits": "integer", "age": "integer", "y": "categorical",
     }  # fmt: skip
     assert doc["ignore"] == ["id", "visit_date", "comment"] and doc["target"] == "y"
     assert "identifier" in doc["description"] and "free text" in doc["description"]
@@ -75,7 +54,8 @@ def test_template_drafts_kinds_from_dtypes_and_copies_no_value(capsys, tmp_path,
 
 
 COLUMNS = (
-    "city:categorical,region:categorical,income:continuous:0:1e9,age:integer:0:200,y:categorical"
+    "city:categorical,region:categorical,income:continuous:0:1e9,visits:integer:0:1000,"
+    "age:integer:0:200,y:categorical"
 )
 
 
@@ -93,12 +73,12 @@ def test_dp_release_takes_ignore_and_nullable_and_fit_reads_it(capsys, tmp_path,
     assert isinstance(release, SchemaRelease)
     schema = release.schema
     assert schema.ignore == ("id", "comment", "visit_date", "city")
-    assert schema.names == ["region", "income", "age", "y"]
+    assert schema.names == ["region", "income", "visits", "age", "y"]
     assert schema["income"].nullable and not schema["age"].nullable
     assert "NA" in schema["region"].categories  # read as fit reads: "NA" is a value
     assert release.ledger.labels == [
-        "dp-categories:region", "dp-bounds:income", "dp-bounds:age", "dp-categories:y",
-        "dp-suppressed-shares",
+        "dp-categories:region", "dp-bounds:income", "dp-bounds:visits", "dp-bounds:age",
+        "dp-categories:y", "dp-suppressed-shares",
     ]  # fmt: skip
     assert "private remark" not in out.read_text()
     # jdp fit reads the CSV under the released schema: ignored columns dropped, missing
@@ -113,7 +93,8 @@ def test_dp_release_takes_ignore_and_nullable_and_fit_reads_it(capsys, tmp_path,
 def test_dp_reports_every_problem_in_one_line(capsys, tmp_path, own_csv):
     code, stdout, err = run(
         capsys, "schema", "--data", own_csv, "--dp", "--epsilon", -1, "--out",
-        tmp_path / "s.json", "--columns", "age:int,income:continuous,zz:integer",
+        tmp_path / "s.json", "--columns",
+        "age:int,income:continuous,zz:integer,visit_date:date:2030-01-01:2000-01-01",
         "--ignore", "nope", "--nullable", "id", "--ignore", "id",
     )  # fmt: skip
     assert code == 2 and stdout == ""
@@ -122,6 +103,7 @@ def test_dp_reports_every_problem_in_one_line(capsys, tmp_path, own_csv):
         "expected epsilon > 0", "got 'age:int'", "'zz' of --columns is not in the data",
         "'nope' of --ignore is not in the data", "'city' of the data has no kind",
         "'y' of the data has no kind", "'id' is both in --ignore and --nullable",
+        "a range for column 'visit_date' LOW:HIGH as two ISO dates",
     ):  # fmt: skip
         assert part in line, line
     assert line.startswith("jdp schema: error: ") and " problems: " in line
