@@ -711,10 +711,11 @@ def infer_schema_dp(
                    nullable=name in nullable)
         )  # fmt: skip
     if empty:
-        names = ", ".join(repr(n) for n in empty)
+        names, tau = ", ".join(repr(n) for n in empty), threshold_for(eps_col, category_delta)
         raise ValueError(
             f"column(s) {names}: no category passed the DP threshold at epsilon {eps_col:.3g} "
-            "per column (every value is rarer than the threshold); spend more epsilon, declare "
+            f"per column (a category needs about {tau:.0f} records to pass; none here has "
+            "as many); spend more epsilon, declare "
             "their domains (declared=) or leave them out (ignore=, jdp schema --ignore)"
         )
     lost = None

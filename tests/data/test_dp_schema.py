@@ -103,7 +103,8 @@ def test_infer_schema_dp_errors():
         infer_schema_dp(rng, data, epsilon=1, kinds={"a": "continuous"}, ranges={"a": (0, 1)})
     with pytest.raises(ValueError, match="column 'a': a coarse public range"):
         infer_schema_dp(rng, data[["a"]], epsilon=1, kinds={"a": "continuous"}, ranges={})
-    with pytest.raises(ValueError, match=r"column\(s\) 'b': no category passed"):
+    tau = threshold_for(0.1 / (1 + dps.SHARES_WEIGHT), 1e-7)  # the column's share, its delta
+    with pytest.raises(ValueError, match=rf"'b': no category .* needs about {tau:.0f} records"):
         infer_schema_dp(rng, data[["b"]], epsilon=0.1, kinds={"b": "categorical"}, ranges={})
 
 
