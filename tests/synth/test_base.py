@@ -366,11 +366,15 @@ def test_fit_model_charges_a_dp_schema_release_to_the_budget():
         )
 
 
-def test_a_method_that_calibrates_against_the_release_spends_the_whole_budget(tiny_config):
-    """dp-GAN calibrates against what was spent (``Method.calibrates_prior``): the release and
-    its critic compose under the best accountant to the whole budget (within calibration's
-    rtol), its own entries alone spend more than the basic-composition remainder 0.6, and the
-    figure agrees with the ledger rebuilt from its saved JSON."""
+@pytest.mark.parametrize("method", ["dp-gan", "clustmix"])
+def test_a_method_that_calibrates_against_the_release_spends_the_whole_budget(
+    tiny_config, method
+):
+    """dp-GAN and strict ClustMix calibrate against what was spent
+    (``Method.calibrates_prior``): the release and their plan compose under the best
+    accountant to the whole budget (within calibration's rtol), their own entries alone spend
+    more than the basic-composition remainder 0.6, and the figure agrees with the ledger
+    rebuilt from its saved JSON."""
     from jdp.data.dp_schema import infer_schema_dp
 
     rng = np.random.default_rng(11)
@@ -380,11 +384,11 @@ def test_a_method_that_calibrates_against_the_release_spends_the_whole_budget(ti
         rng, df, epsilon=0.4, kinds={"x": "continuous", "c": "categorical"},
         ranges={"x": (0, 100)}, target="c", category_delta=1e-7,
     )  # fmt: skip
-    assert base.get_method("dp-gan").calibrates_prior
+    assert base.get_method(method).calibrates_prior
     assert not base.get_method("pca-gauss").calibrates_prior
     budget = PrivacyBudget(epsilon=1.0, delta=1e-5)
     model = base.fit_model(
-        jax.random.key(0), "dp-gan", df, budget, tiny_config("dp-gan"), schema=release
+        jax.random.key(0), method, df, budget, tiny_config(method), schema=release
     )
     assert 0.99 * budget.epsilon <= model.epsilon() <= budget.epsilon
     method_alone = PrivacyLedger(model.ledger.entries[len(release.ledger.entries) :])

@@ -49,6 +49,7 @@ register(
         codec=codec,
         fit_arrays=fit_arrays,
         sample_arrays=sample_arrays,
+        calibrates_prior=True,
         description="3A ClustMix: cluster, KIP-adapt, mix with Gaussian noise (strict DP or paper mode)",
     )
 )

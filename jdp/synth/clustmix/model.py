@@ -142,6 +142,7 @@ def fit(
     epsilon: float,
     delta: float,
     config: ClustMixConfig,
+    spent: PrivacyLedger | None = None,
 ) -> ClustMixRelease:
     """Fit ClustMix (``MODES[config.mode]``) on records ``x`` in ``[0, 1]^D`` with class
     codes ``y``.
@@ -152,11 +153,15 @@ def fit(
       n_classes: ``C``, the size of the public label domain (>= 2).
       epsilon, delta: the budget (``delta`` in (0, 1): both modes use Gaussian noise).
       config: see :class:`ClustMixConfig`.
+      spent: releases made from the same records before this fit (a DP schema, a row
+        count): strict mode calibrates its plan after them to meet ``(epsilon, delta)``
+        as a whole (:attr:`accounting.PrivacyBudget.prior`); paper mode takes what basic
+        composition leaves.
     """
     x, y = check_inputs(x, y, n_classes)
     check_positive("epsilon", epsilon)
     check_open_unit("delta", delta)
-    budget = PrivacyBudget(epsilon=epsilon, delta=delta)
+    budget = PrivacyBudget(epsilon=epsilon, delta=delta, spent=spent)
     return MODES[config.mode](key, Records(x, y, n_classes), budget, config)
 
 
@@ -172,7 +177,7 @@ def fit_arrays(
     x, y = encoded
     release = fit(
         key, x, y, n_classes=codec.n_classes, epsilon=budget.epsilon, delta=budget.delta,
-        config=config,
+        config=config, spent=budget.spent,
     )  # fmt: skip
     return release.params, release.ledger
 

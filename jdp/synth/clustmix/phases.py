@@ -154,7 +154,7 @@ def fit_paper(
     """The published ClustMix (module docstring). **Not DP**: its ledger records the paper's
     claim, labelled :data:`PAPER_NOTE`."""
     x, y, n_classes = records
-    epsilon, delta = budget.epsilon, budget.delta
+    epsilon, delta = budget.left.epsilon, budget.left.delta  # the paper composes basically
     cluster_key, kip_key, mix_key = jax.random.split(key, 3)
     rng = numpy_rng(cluster_key)
     d = x.shape[1]
@@ -320,6 +320,7 @@ def fit_strict(
         lambda s: strict_plan(config, n_classes, x.shape[1], s),
         target_epsilon=epsilon,
         target_delta=delta,
+        prior=budget.prior,
     )
     z = strict_multipliers(config, scale)
     d = x.shape[1]
