@@ -11,10 +11,12 @@ lies within ``rtol`` (default 0.1%) below the target.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import math
-from collections.abc import Callable, Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
 
 from accounting import events as ev
 from accounting.accountants.base import UnsupportedEventError
@@ -25,6 +27,46 @@ from accounting.relations import ADD_OR_REMOVE_ONE, dpsgd_neighboring_relation
 from accounting.validation import check_count, check_open_unit, check_positive, check_probability
 
 _MAX_UPPER = 1e6
+
+#: Who is told about the searches (``None``: nobody); see :func:`set_search_observer`.
+_observer: Callable[[str], None] | None = None
+_searching = threading.local()
+
+
+def set_search_observer(
+    observer: Callable[[str], None] | None,
+) -> Callable[[str], None] | None:
+    """Tell ``observer`` about every calibration search; returns the one it replaces.
+
+    ``observer("start")`` before a search (the searches nested in it, as
+    :func:`calibrate_shares` runs several, are part of it), ``observer("step")`` after each
+    accountant evaluation and ``observer("end")`` after the search, also when it raises. It
+    sees no value at all (a search reads public numbers only anyway); ``jdp.progress`` installs
+    one that shows the search on a terminal, so that this package imports nothing of ``jdp``.
+    """
+    global _observer
+    previous, _observer = _observer, observer
+    return previous
+
+
+def _tell(event: str) -> None:
+    if _observer is not None:
+        _observer(event)
+
+
+@contextlib.contextmanager
+def _search() -> Iterator[None]:
+    """One search for the observer: ``start`` and ``end`` around the outermost one."""
+    depth = getattr(_searching, "depth", 0)
+    _searching.depth = depth + 1
+    if depth == 0:
+        _tell("start")
+    try:
+        yield
+    finally:
+        _searching.depth = depth
+        if depth == 0:
+            _tell("end")
 
 
 class BudgetTooSmallError(ValueError):
@@ -108,6 +150,25 @@ def calibrate(
       ValueError: bad arguments (including ``accountant="gdp_clt"``).
       BudgetTooSmallError: no scale up to 1e6 meets the target (a ``ValueError``).
     """
+    with _search():
+        return _calibrate(
+            event_fn, target_epsilon, target_delta, accountant, neighboring_relation, lower,
+            upper, rtol, prior,
+        )  # fmt: skip
+
+
+def _calibrate(
+    event_fn: Callable[[float], ev.DpEvent],
+    target_epsilon: float,
+    target_delta: float,
+    accountant: str,
+    neighboring_relation: ev.NeighboringRelation,
+    lower: float,
+    upper: float,
+    rtol: float,
+    prior: ev.DpEvent | None,
+) -> float:
+    """:func:`calibrate`'s search (its arguments, positional)."""
     if accountant == "gdp_clt":
         raise ValueError(
             "cannot calibrate with accountant 'gdp_clt': the mu-GDP central-limit "
@@ -127,9 +188,11 @@ def calibrate(
 
     def eps_of(name: str) -> Callable[[float], float]:
         def eps(s: float) -> float:
-            return compute_epsilon(
+            value = compute_epsilon(
                 event_at(s), delta, accountant=name, neighboring_relation=neighboring_relation
             )
+            _tell("step")
+            return value
 
         return eps
 
@@ -183,6 +246,22 @@ def calibrate_shares(
     if not shares or not all(v > 0 for v in shares.values()):
         raise ValueError(f"expected positive shares, got {dict(shares)}")
     ratio_accountant = "rdp" if accountant == BEST else accountant
+    with _search():
+        return _shares(plan, shares, total, target_epsilon, target_delta, accountant,
+                       ratio_accountant, prior)  # fmt: skip
+
+
+def _shares(
+    plan: Callable[[Mapping[str, float]], ev.DpEvent],
+    shares: Mapping[str, float],
+    total: float,
+    target_epsilon: float,
+    target_delta: float,
+    accountant: str,
+    ratio_accountant: str,
+    prior: ev.DpEvent | None,
+) -> dict[str, float]:
+    """:func:`calibrate_shares`'s searches (its arguments, positional)."""
     base = {
         p: calibrate(
             lambda s, p=p: plan({p: s}),

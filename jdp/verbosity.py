@@ -71,8 +71,10 @@ _QUIET: ContextVar[bool] = ContextVar("jdp_no_progress", default=False)
 
 @contextlib.contextmanager
 def no_progress(enabled: bool = True) -> Iterator[None]:
-    """Inside this block :func:`progress_on_terminal` is False (``jdp ... --quiet``)."""
-    token = _QUIET.set(bool(enabled))
+    """Inside this block :func:`progress_on_terminal` is False (``jdp ... --quiet``).
+
+    ``enabled=False`` adds nothing: a block never shows what an outer one silenced."""
+    token = _QUIET.set(_QUIET.get() or bool(enabled))
     try:
         yield
     finally:
@@ -80,9 +82,10 @@ def no_progress(enabled: bool = True) -> Iterator[None]:
 
 
 def progress_on_terminal() -> bool:
-    """Whether long work shows a progress bar by default: when stderr is a terminal (not in
-    logs, pipes or CI output) and not inside :func:`no_progress`. Bars show steps and the
-    running epsilon, never a count of the private records."""
+    """Whether long work shows its progress (:mod:`jdp.progress`, the one rule): when stderr
+    is a terminal (not in logs, pipes or CI output) and not inside :func:`no_progress`.
+    Progress lines show phases, steps of a public plan, time and the epsilon spent, never a
+    count of the private records."""
     import sys
 
     return not _QUIET.get() and bool(getattr(sys.stderr, "isatty", lambda: False)())

@@ -57,7 +57,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from tqdm.auto import tqdm
 
 from kip.krr import krr_fit_predict
 from kip.ntk import make_kernel_fn
@@ -355,7 +354,7 @@ def fit_support(
     *,
     anchor: Any = None,
     kernel_fn: KernelFn | None = None,
-    progress: bool = False,
+    on_step: Callable[[int], None] | None = None,
 ) -> KIPResult:
     """Optimise the support set with Adam on the KIP (or, with ``config.alpha``, the 3A) loss.
 
@@ -366,7 +365,8 @@ def fit_support(
         config: :class:`KIPConfig`.
         anchor: ``X̃_s`` of Eq. 6 when ``config.alpha`` is set; default the initial support.
         kernel_fn: overrides the config's FC NTK (e.g. a neural-tangents ``stax`` kernel).
-        progress: show a tqdm bar.
+        on_step: ``on_step(t)`` on the host after step ``t = 1 .. steps`` (a progress
+            display: ``jdp.synth.clustmix`` shows the steps on a terminal).
 
     Returns:
         :class:`KIPResult`.
@@ -394,9 +394,11 @@ def fit_support(
         params = _support_params(sx_j, sy_j, learn)
         opt_state = optimizer.init(params)
         losses = []
-        for step_key in tqdm(jax.random.split(key, config.steps), disable=not progress, desc="kip"):
+        for t, step_key in enumerate(jax.random.split(key, config.steps), start=1):
             params, opt_state, value = step(params, opt_state, step_key, tx_j, ty_j, sy_j, anchor_j)
             losses.append(value)
+            if on_step is not None:
+                on_step(t)
         x, y = _support_of(params, sy_j, learn)
         return KIPResult(
             np.asarray(x), np.asarray(y), np.asarray(jnp.stack(losses), dtype=np.float64)

@@ -91,6 +91,7 @@ def violations(
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("accounting", "kip"),  # no data, no JAX (accounting); own kernels (kip)
     ("jdp.random", "jdp.verbosity"),
+    ("jdp.progress",),  # the one progress rule (reads verbosity; every long loop uses it)
     ("jdp.mechanisms",),  # every draw of privacy noise, with its event
     ("jdp.data", "jdp.encoding", "jdp.dpsgd", "jdp.nn"),  # tables; host algorithms; DP-SGD; flax
     ("jdp.synth",),  # methods on arrays + the one table adapter
@@ -133,7 +134,7 @@ def test_no_module_imports_its_own_layer_or_a_higher_one():
 
 def test_a_layer_inversion_is_reported():
     """With synth moved below dpsgd, synth's imports of dpsgd are violations."""
-    swapped = (*LAYERS[:3], ("jdp.synth",), LAYERS[3], *LAYERS[5:])
+    swapped = (*LAYERS[:4], ("jdp.synth",), LAYERS[4], *LAYERS[6:])
     found = layer_violations(swapped)
     assert found and all(v.startswith("jdp/synth/") for v in found)
     assert any("-> jdp.dpsgd" in v for v in found)

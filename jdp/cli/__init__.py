@@ -10,7 +10,8 @@ each command imports its implementation inside the functions that run it, and pa
 Bad input, or an output that cannot be written, exits with status 2 and a one-line reason
 on stderr (one JSON object under ``--json``); Ctrl-C exits 130, a closed pipe 141
 (:func:`main`). Warnings and errors show no private counts (row count, clipped values,
-``1/n``) unless the command was given ``--verbose`` (:mod:`jdp.verbosity`).
+``1/n``) unless the command was given ``--verbose`` (:mod:`jdp.verbosity`). Long work shows
+its progress on a terminal only, and nothing under ``--quiet`` (:mod:`jdp.progress`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ import re
 import sys
 
 from jdp.cli._args import one_line_warnings
-from jdp.verbosity import show_private_details
+from jdp.progress import command as progress_command
+from jdp.verbosity import no_progress, show_private_details
 
 # Sub-command modules, in the order ``jdp --help`` lists them.
 COMMANDS = ["demo", "schema", "fit", "sample", "evaluate", "report", "datasets", "account", "audit"]
@@ -117,8 +119,15 @@ def main(argv: list[str] | None = None) -> int:
             args = build_parser(command).parse_args(argv)
         except SystemExit as exc:  # --help, --version, a usage error (already printed)
             return exc.code if isinstance(exc.code, int) else 0
-        # one warning style for every command: "jdp CMD: warning: message" on stderr
-        with show_private_details(getattr(args, "verbose", False)), one_line_warnings(command):
+        # one warning style for every command: "jdp CMD: warning: message" on stderr; one
+        # progress rule: a terminal only, never under --quiet (jdp.progress)
+        quiet = getattr(args, "quiet", False)
+        with (
+            show_private_details(getattr(args, "verbose", False)),
+            no_progress(quiet),
+            progress_command(command),
+            one_line_warnings(command),
+        ):
             return int(args.func(args) or 0)
     except KeyboardInterrupt:
         return _fail(command, "interrupted", 130)

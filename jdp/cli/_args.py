@@ -45,7 +45,10 @@ def seed_value(text: str) -> int:
 #: The shared flags: name -> (option strings, ``add_argument`` keyword arguments).
 FLAGS: Mapping[str, tuple[tuple[str, ...], Mapping[str, Any]]] = {
     "json": (("--json",), {"action": "store_true", "help": "print one JSON object"}),
-    "quiet": (("--quiet",), {"action": "store_true", "help": "no progress output"}),
+    "quiet": (
+        ("--quiet",),
+        {"action": "store_true", "help": "no progress output (shown on a terminal only)"},
+    ),
     "seed": (
         ("--seed",),
         {"type": seed_value, "help": "fixed seed (research only; default: OS entropy)"},
@@ -150,41 +153,6 @@ def replaced_file(path: Path) -> Iterator[Path]:
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
-
-
-@contextlib.contextmanager
-def ledger_progress(command: str, enabled: bool) -> Iterator[None]:
-    """While enabled, print each privacy-ledger entry as it is spent, on one stderr line
-    (``jdp fit: spent dp-em x 7 (9 entries)``, rewritten in place on a terminal).
-
-    Wraps :meth:`accounting.PrivacyLedger.record` for the block: every mechanism's event
-    passes through it, so every method shows its phases. Labels and counts of ledger entries
-    are public (they follow from the config), never a count of private records.
-    """
-    if not enabled:
-        yield
-        return
-    from accounting import PrivacyLedger
-
-    record = PrivacyLedger.record
-    state = {"label": None, "repeat": 0, "shown": False}
-
-    def recording(self: PrivacyLedger, label: str, *args: Any, **kwargs: Any) -> PrivacyLedger:
-        ledger = record(self, label, *args, **kwargs)
-        state["repeat"] = state["repeat"] + 1 if label == state["label"] else 1
-        state["label"], state["shown"] = label, True
-        times = f" x {state['repeat']}" if state["repeat"] > 1 else ""
-        line = f"jdp {command}: spent {label}{times} ({len(ledger.entries)} entries)"
-        print(f"\r\033[K{line}", end="", file=sys.stderr, flush=True)
-        return ledger
-
-    PrivacyLedger.record = recording  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        PrivacyLedger.record = record  # type: ignore[method-assign]
-        if state["shown"]:
-            print(file=sys.stderr, flush=True)
 
 
 def command_key(seed: int | None, command: str) -> jax.Array:

@@ -19,7 +19,6 @@ import sys
 from jdp.cli._args import (
     add_command,
     add_flags,
-    ledger_progress,
     model_summary,
     one_line_warnings,
     output_path,
@@ -73,7 +72,10 @@ def demo_classifiers(names: str | None, seed: int) -> dict:
 
 
 def _progress(args: argparse.Namespace, message: str) -> None:
-    if not args.quiet:
+    """A line between the demo's steps, on a terminal only (:mod:`jdp.progress`'s rule)."""
+    from jdp.progress import shown
+
+    if not args.quiet and shown():
         print(f"jdp demo: {message}", file=sys.stderr, flush=True)
 
 
@@ -85,10 +87,11 @@ def run(args: argparse.Namespace) -> int:
     from jdp.data.datasets import load_adult
     from jdp.eval.report import format_table
     from jdp.eval.utility import tstr_table
+    from jdp.progress import show_ledger
     from jdp.random import key_from_seed
     from jdp.synth.base import fit_model, noisy_row_count, sample_model
     from jdp.synth.io import save
-    from jdp.verbosity import no_progress, progress_on_terminal
+    from jdp.verbosity import no_progress
 
     out = output_path(args.out, kind="dir")
     budget = PrivacyBudget(epsilon=args.epsilon, delta=args.delta)
@@ -98,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     with no_progress(args.quiet), one_line_warnings("demo"):
         adult = load_adult()
         _progress(args, f"fitting {args.method} on Adult ({adult.citation.split('.')[0]}) ...")
-        with ledger_progress("demo", progress_on_terminal()):
+        with show_ledger():
             model = fit_model(fit_key, args.method, adult.train, budget, schema=adult.schema)
         rows = args.rows
         if rows is None:

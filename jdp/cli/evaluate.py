@@ -82,7 +82,7 @@ def add_evaluation_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="LABEL",
         help="positive class of a binary target (default: the larger label)",
     )
-    add_flags(parser, "quiet", quiet={"help": "no progress bar"})
+    add_flags(parser, "quiet")
 
 
 #: ``--max-rows`` default: TSTR and the fidelity measures on at most this many rows per table.

@@ -9,8 +9,10 @@ fresh OS entropy; a seed is for research reproducibility only.
 Every fit spends its budget again and no ledger spans several fits, so ``fit`` refuses a
 non-empty ``--out`` (exit 2, nothing written) unless ``--overwrite`` (alias ``--force``); the
 model is saved atomically under a lock (:func:`jdp.synth.io.save`). A non-private method
-(``pgm``) is refused before any data is read. On a terminal each privacy-ledger entry is shown
-as it is spent (``--quiet``: nothing). ``jdp fit --help`` lists the methods, ``jdp fit
+(``pgm``) is refused before any data is read. On a terminal the fit shows each phase as it
+runs (calibrating noise, DP-PCA, DP-EM, DP-SGD step i/T with the epsilon spent so far, cluster
+j/k, ...) with an ETA, and each privacy-ledger entry as it is spent (:mod:`jdp.progress`);
+nothing when stderr is not a terminal, nor with ``--quiet``. ``jdp fit --help`` lists the methods, ``jdp fit
 --method M --help`` the options of M. Warnings and errors show no private counts unless
 ``--verbose``, and the warnings whose presence depends on the data (values clipped to the
 bounds, records dropped for a suppressed category, delta >= 1/n) appear only with
@@ -37,7 +39,6 @@ from jdp.cli._args import (
     DATA_FLAGS,
     add_command,
     add_flags,
-    ledger_progress,
     model_summary,
     one_line_warnings,
     output_path,
@@ -289,9 +290,10 @@ def check_private(method: str) -> None:
 def run(args: argparse.Namespace) -> int:
     from accounting import PrivacyBudget
     from jdp.cli._args import command_key
+    from jdp.progress import show_ledger
     from jdp.synth.base import DeltaWarning, fit_model
     from jdp.synth.io import save
-    from jdp.verbosity import no_progress, private_details_shown, progress_on_terminal
+    from jdp.verbosity import no_progress, private_details_shown
 
     method = args.method or DEFAULT_METHOD
     out = check_output_directory(args.out, overwrite=args.overwrite)
@@ -300,7 +302,7 @@ def run(args: argparse.Namespace) -> int:
     with no_progress(args.quiet), one_line_warnings("fit") as caught:
         config = make_config(method, parse_overrides(args.set))
         frame, schema = training_data(args)
-        with ledger_progress("fit", progress_on_terminal()):
+        with show_ledger():
             model = fit_model(
                 command_key(args.seed, "fit"),
                 method,

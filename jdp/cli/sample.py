@@ -113,23 +113,14 @@ def _info(out: Path | None) -> IO[str]:
 
 def _write(chunks, stream: IO[str], rows: int, *, out: Path | None, quiet: bool) -> None:  # type: ignore[no-untyped-def]
     """Write the chunks as one CSV; after the first, refuse a file its disk cannot hold."""
-    from jdp.verbosity import progress_on_terminal
+    from jdp.progress import no_progress, phase
 
-    bar = None
-    if not quiet and progress_on_terminal():
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=rows, desc="jdp sample", unit="rows", file=sys.stderr)
-    try:
+    with no_progress(quiet), phase("writing rows", total=rows) as shown:
         for i, frame in enumerate(chunks):
             frame.to_csv(stream, index=False, header=i == 0)
             if i == 0 and out is not None:
                 _check_space(stream, len(frame), rows, out)
-            if bar is not None:
-                bar.update(len(frame))
-    finally:
-        if bar is not None:
-            bar.close()
+            shown.update(len(frame))
 
 
 def _check_space(stream: IO[str], written: int, rows: int, out: Path) -> None:

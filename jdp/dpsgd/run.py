@@ -43,6 +43,7 @@ from jdp.dpsgd.noise import dp_aggregate, noise_cut
 from jdp.dpsgd.settings import DPSGDConfig, Performance
 from jdp.dpsgd.step import DPSGDState, StepKeys, choose_method, dp_sgd
 from jdp.mechanisms.tape import public, released
+from jdp.progress import current_delta, track
 from jdp.random import numpy_rng
 from jdp.verbosity import warn_private
 
@@ -142,11 +143,33 @@ class Run:
             label, self.event(), neighboring_relation=relation, note=note
         )
 
-    def epsilon_after(self, steps: int, accountant: str) -> float:
-        """The epsilon at the target delta after ``steps`` steps (progress display)."""
+    def epsilon_after(self, steps: int, accountant: str, delta: float | None = None) -> float:
+        """The epsilon at ``delta`` (default: the config's target delta) after ``steps``
+        steps (progress display)."""
         return self.config.epsilon_after(
-            steps, self.noise_multiplier, self.dataset_size, accountant, noise_cut=self.noise_cut
+            steps,
+            self.noise_multiplier,
+            self.dataset_size,
+            accountant,
+            noise_cut=self.noise_cut,
+            delta=delta,
         )
+
+    def shown_batches(self, name: str = "DP-SGD step") -> Iterator[Chunks]:
+        """:meth:`batches` as the progress phase ``name i/T`` (:mod:`jdp.progress`: shown on
+        a terminal only), with the epsilon the run's first ``i`` steps spent where a delta is
+        known (the config's target, else the fit's budget, :func:`jdp.progress.fit_delta`),
+        by the ledger's rule (the config's accountant): after the last step it is the figure
+        of the run's ledger entry. Public: a function of the plan (``z``, ``q``, the steps)
+        only. :mod:`jdp.progress` spaces its evaluations so that they cost little."""
+        delta = self.config.target_delta or current_delta()
+        epsilon = None
+        if delta is not None and self.noise_multiplier > 0:
+
+            def epsilon(t: int) -> float:
+                return self.epsilon_after(t, self.config.accountant, delta)
+
+        return track(self.batches(), name, total=self.steps, epsilon=epsilon)
 
     def finish(self, state: DPSGDState) -> None:
         """After the last step: whether a sampled record gave a non-finite gradient is

@@ -219,15 +219,19 @@ class DPSGDConfig:
         accountant: str = BEST,
         *,
         noise_cut: float = 0.0,
+        delta: float | None = None,
     ) -> float:
-        """The epsilon at ``target_delta`` spent by the first ``steps`` steps of this run
-        (what the progress bar shows; the ledger holds the whole run's event). By default the
-        ledger's own rule (:data:`accounting.compose.BEST`), so after the last step it is the
-        epsilon the run's ledger entry reports."""
+        """The epsilon at ``delta`` (default ``target_delta``) spent by the first ``steps``
+        steps of this run (what the progress line shows; the ledger holds the whole run's
+        event). By default the ledger's own rule (:data:`accounting.compose.BEST`), so after
+        the last step it is the epsilon the run's ledger entry reports."""
         partial = dataclasses.replace(self, steps=steps, epochs=None)
+        delta = self.target_delta if delta is None else delta
+        if delta is None:
+            raise ValueError("expected a delta: the config has no target_delta")
         return compute_epsilon(
             partial.event(noise_multiplier, dataset_size, noise_cut=noise_cut),
-            self.target_delta,
+            delta,
             accountant=accountant,
             neighboring_relation=self.neighboring_relation,
         )

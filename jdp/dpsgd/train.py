@@ -27,17 +27,11 @@ from typing import Any, NamedTuple
 
 import jax
 import optax
-from tqdm.auto import tqdm
 
 from accounting.ledger import PrivacyLedger
 from jdp.dpsgd.clipping import LossFn
 from jdp.dpsgd.run import start
 from jdp.dpsgd.settings import DPSGDConfig, Performance
-from jdp.verbosity import progress_on_terminal
-
-#: The accountant of the progress bar's running figure: fast, and an upper bound on the
-#: ledger's (the minimum over the rigorous accountants, RDP among them).
-_RUNNING_ACCOUNTANT = "rdp"
 
 
 class TrainResult(NamedTuple):
@@ -84,8 +78,8 @@ def train(
             so what it sees is already accounted; it must not stop or steer the run (the run
             length is fixed by the plan).
 
-    A terminal shows a progress bar with the running epsilon (no data-derived values;
-    :func:`jdp.verbosity.progress_on_terminal`, silenced by ``jdp.verbosity.no_progress``).
+    A terminal shows the phase ``DP-SGD step i/T`` with the epsilon spent so far and an ETA
+    (no data-derived values; :mod:`jdp.progress`, silenced by ``jdp.verbosity.no_progress``).
 
     Returns:
         :class:`TrainResult` ``(params, ledger, noise_multiplier, steps)``.
@@ -98,19 +92,9 @@ def train(
     """
     run = start(key, loss_fn, params, optimizer, data, config, performance)
     state = run.init(params)
-    progress = progress_on_terminal()
-    bar = tqdm(run.batches(), total=run.steps, disable=not progress, desc=label)
-    every = max(1, run.steps // 20)
-    for t, chunks in enumerate(bar, start=1):
+    for t, chunks in enumerate(run.shown_batches(), start=1):
         state = run.step(state, chunks)
         if on_step is not None:
             on_step(t, state.params)
-        if progress and config.target_delta is not None and (t % every == 0 or t == run.steps):
-            # running: RDP (fast, an upper bound); at the end: the ledger's figure
-            if t == run.steps:
-                shown = f"eps={run.epsilon_after(t, config.accountant):.3g}"
-            else:
-                shown = f"eps<={run.epsilon_after(t, _RUNNING_ACCOUNTANT):.3g}"
-            bar.set_postfix_str(shown, refresh=False)
     run.finish(state)
     return TrainResult(state.params, run.ledger(label), run.noise_multiplier, run.steps)

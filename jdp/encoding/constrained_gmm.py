@@ -28,7 +28,6 @@ References:
 from __future__ import annotations
 
 import math
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,6 +41,7 @@ from accounting.validation import check_count, check_positive
 from jdp.encoding.em import dp_em, dp_em_event
 from jdp.encoding.kmeans import dp_kmeans, dp_kmeans_event, nearest_centre
 from jdp.mechanisms.suffstats import check_data_matrix, iter_chunks
+from jdp.progress import track
 from jdp.verbosity import private_detail
 
 __all__ = [
@@ -159,26 +159,18 @@ def _classification_em(
     reg: float,
     deadline: float,
     desc: str,
-    progress: bool | None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
     """Alternate the constrained assignment and the M-step until the assignment is stable.
 
     Returns ``(means, variances, labels, ok)``; ``ok`` is false at the deadline or when a
-    cost becomes non-finite.
+    cost becomes non-finite. A terminal shows the iterations (:mod:`jdp.progress`; an early
+    stop ends the phase before its planned count: a non-private method, paper mode only).
     """
-    from tqdm.auto import tqdm
-
     k = means.shape[0]
     variances = np.full(k, max(float(np.var(x)), reg))
     weights = np.full(k, 1.0 / k)
     z = None
-    for _ in tqdm(
-        range(steps),
-        desc=desc,
-        disable=None if progress is None else not progress,
-        file=sys.stderr,
-        leave=False,
-    ):
+    for _ in track(range(steps), f"{desc} iteration"):
         if time.monotonic() > deadline:
             return means, variances, z, False
         cost = cost_fn(x, means, variances, weights)
@@ -214,7 +206,6 @@ def constrained_kmeans(
     l_min: int,
     *,
     steps: int = 50,
-    progress: bool | None = False,
 ) -> Clustering:
     """Constrained k-means (Bradley et al. 2000): Lloyd iterations whose assignment step is
     :func:`size_constrained_assignment` on squared distances; k-means++ seeding from ``rng``.
@@ -233,7 +224,6 @@ def constrained_kmeans(
         reg=0.0,
         deadline=math.inf,
         desc="constrained k-means",
-        progress=progress,
     )
     return Clustering(means=means, variances=variances, labels=labels, algorithm="kmeans")
 
@@ -247,7 +237,6 @@ def constrained_gmm(
     steps: int = 50,
     reg_covar: float = 1e-6,
     timeout_s: float | None = None,
-    progress: bool | None = False,
 ) -> Clustering:
     """``GMMConstrained(X, n, l_min)`` (3A, Eqs. 2-4): isotropic Gaussian mixture with every
     cluster holding ``>= l_min`` records.
@@ -278,10 +267,9 @@ def constrained_gmm(
         reg=reg,
         deadline=deadline,
         desc="constrained GMM",
-        progress=progress,
     )
     if not ok:
-        return constrained_kmeans(rng, x, k, l_min, steps=steps, progress=progress)
+        return constrained_kmeans(rng, x, k, l_min, steps=steps)
     return Clustering(means=means, variances=variances, labels=labels, algorithm="gmm")
 
 

@@ -340,7 +340,7 @@ def dp_em(
             trace.append(float(np.mean(new.log_prob(diagnostic_x))))
         return new, event
 
-    mixture, ledger = iterate_releases(step, mixture, steps, "dp-em")
+    mixture, ledger = iterate_releases(step, mixture, steps, "dp-em", name="DP-EM iteration")
     return EmResult(mixture=mixture, log_likelihood=tuple(trace)), ledger
 
 

@@ -225,7 +225,9 @@ def dp_kmeans(
         )
         return new, event
 
-    centres, ledger = iterate_releases(step, centres, steps, "dp-kmeans")
+    centres, ledger = iterate_releases(
+        step, centres, steps, "dp-kmeans", name="DP k-means iteration"
+    )
     return KMeansResult(centres=centres, l2_clip_norm=c, feature_map=feature_map), ledger
 
 

@@ -33,6 +33,7 @@ from jdp.eval._tables import check_tables
 from jdp.eval.marginals import column_distances, two_way_tvd
 from jdp.eval.queries import query_error_summary
 from jdp.eval.utility import tstr_table
+from jdp.progress import no_progress, phase
 
 JSON_FILE = "report.json"
 MARKDOWN_FILE = "report.md"
@@ -55,7 +56,7 @@ def evaluate_tables(
     n_queries: int = 1000,
     max_rows: int | None = None,
     positive: str | None = None,
-    progress: bool = False,
+    progress: bool = True,
 ) -> dict[str, Any]:
     """All evaluation numbers of ``synthetic`` against the real data.
 
@@ -77,7 +78,8 @@ def evaluate_tables(
         n_queries: random counting queries (0 skips them).
         max_rows: the largest number of rows evaluated per table (``None``: all).
         positive: the positive class of a binary target (default: the larger label).
-        progress: progress bars on stderr (TSTR fits, then the fidelity measures).
+        progress: ``False``: no progress line; otherwise the TSTR fits, then the fidelity
+            measures, are shown on a terminal only (:mod:`jdp.progress`).
 
     Returns:
         ``{"tstr": rows or None, "two_way_tvd": float or None (one column), "columns":
@@ -145,17 +147,15 @@ def subsample(rng: np.random.Generator, frame: pd.DataFrame, max_rows: int) -> p
 
 
 def _stages(progress: bool):
-    """A progress bar over the three fidelity measures; ``next()`` after each one."""
-    import sys
-
-    from tqdm.auto import tqdm
-
+    """The progress phase over the three fidelity measures (:mod:`jdp.progress`: a terminal
+    only); ``next()`` after each one."""
     names = ("2-way TVD", "column distances", "counting queries")
-    with tqdm(total=len(names), desc="fidelity", disable=not progress, file=sys.stderr) as bar:
+    with no_progress(not progress), phase("fidelity measure", total=len(names)) as shown:
         for name in names:
-            bar.set_postfix_str(name)
+            shown.note(name)
             yield
-            bar.update()
+            shown.update()
+        shown.note("")
 
 
 def privacy_section(

@@ -37,7 +37,6 @@ present in the test table, and accuracy is as above.
 
 from __future__ import annotations
 
-import sys
 import warnings
 from collections.abc import Mapping
 
@@ -52,6 +51,7 @@ from sklearn.preprocessing import StandardScaler
 
 from accounting.validation import check_count
 from jdp.eval._tables import categories, category_codes, check_tables
+from jdp.progress import no_progress, phase
 
 METRICS = ("AUROC", "AUPRC", "accuracy")
 
@@ -121,7 +121,7 @@ def tstr_table(
     classifiers: Mapping[str, ClassifierMixin] | None = None,
     seed: int = 0,
     positive: str | None = None,
-    progress: bool = False,
+    progress: bool = True,
 ) -> list[dict]:
     """Train-on-synthetic-test-on-real table beside the train-on-real baseline.
 
@@ -135,7 +135,8 @@ def tstr_table(
         seed: random state of the default classifiers.
         positive: the positive class of a binary target, as written in the tables (default:
             the larger label in sorted order).
-        progress: show a progress bar on stderr.
+        progress: ``False``: no progress line; otherwise the fits are shown on a terminal
+            only (:mod:`jdp.progress`).
 
     Returns:
         Rows ``{"classifier", "metric", "real", "synthetic"}``, one per classifier and
@@ -171,27 +172,25 @@ def tstr_table(
     if not classifiers:
         raise ValueError("expected at least one classifier")
 
-    from tqdm.auto import tqdm
-
-    bar = tqdm(total=2 * len(classifiers), desc="TSTR", disable=not progress, file=sys.stderr)
     scores: dict[str, dict[str, dict[str, float] | None]] = {}
-    for name, estimator in classifiers.items():
-        for source in ("real_train", "synthetic"):
-            bar.set_postfix_str(f"{name} on {source}")
-            proba = _fit_predict_proba(
-                estimator,
-                design[source],
-                labels[source],
-                design["real_test"],
-                len(classes),
-                name,
-                source,
-            )
-            scores.setdefault(name, {})[source] = (
-                None if proba is None else classification_scores(labels["real_test"], proba)
-            )
-            bar.update()
-    bar.close()
+    with no_progress(not progress), phase("TSTR fit", total=2 * len(classifiers)) as shown:
+        for name, estimator in classifiers.items():
+            for source in ("real_train", "synthetic"):
+                shown.note(f"{name} on {source}")
+                proba = _fit_predict_proba(
+                    estimator,
+                    design[source],
+                    labels[source],
+                    design["real_test"],
+                    len(classes),
+                    name,
+                    source,
+                )
+                scores.setdefault(name, {})[source] = (
+                    None if proba is None else classification_scores(labels["real_test"], proba)
+                )
+                shown.update()
+        shown.note("")
     return [
         {
             "classifier": name,

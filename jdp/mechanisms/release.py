@@ -25,6 +25,7 @@ from accounting.compose import BEST
 from accounting.ledger import PrivacyLedger
 from accounting.validation import check_count
 from jdp.mechanisms.noise import gaussian_event
+from jdp.progress import track
 
 __all__ = ["gaussian_iterations_event", "iterate_releases", "record_release", "run_calibrated"]
 
@@ -46,19 +47,22 @@ def iterate_releases(
     label: str,
     *,
     ledger: PrivacyLedger | None = None,
+    name: str | None = None,
 ) -> tuple[T, PrivacyLedger]:
     """Run ``state, event = step(state)`` ``steps`` times, one entry ``label`` per iteration.
 
     ``step`` is one noisy iteration: it reads the private data and the (public) current
     state, and returns the next state -- released, hence public -- with the event it spent.
-    Entries are noted ``"iteration t of T"``; ``ledger`` (default: empty) is extended.
+    Entries are noted ``"iteration t of T"``; ``ledger`` (default: empty) is extended. A
+    terminal shows the progress phase ``name`` (default ``"LABEL iteration"``) ``t/T``
+    (:mod:`jdp.progress`).
 
     Privacy:
       Adaptive sequential composition of the ``steps`` events.
     """
     steps = check_count("steps", steps, minimum=1)
     ledger = PrivacyLedger() if ledger is None else ledger
-    for t in range(steps):
+    for t in track(range(steps), name or f"{label} iteration"):
         state, ledger = record_release(
             ledger, label, step(state), note=f"iteration {t + 1} of {steps}"
         )

@@ -89,6 +89,7 @@ from jdp.data.quantile_scale import (
     scale_table,
 )
 from jdp.data.schema import NONPRIVATE_SCHEMA_CLAIM, Schema, Table, UnaccountedSchemaWarning
+from jdp.progress import fit_delta
 from jdp.random import numpy_rng
 from jdp.synth.feasibility import (
     PublicShape,
@@ -380,7 +381,8 @@ def fit_model(
     remaining = (budget.composing() if m.calibrates_prior else budget).less(spent)
     if rows is not None:
         rows = check_positive("rows", rows)
-    model = m.fit(key, data, remaining, m.make_config(config), rows)
+    with fit_delta(budget.delta):  # the progress lines' epsilon is at the budget's delta
+        model = m.fit(key, data, remaining, m.make_config(config), rows)
     model = dataclasses.replace(model, ledger=spent + model.ledger, budget=budget)  # the user's
     spent_eps = model.epsilon()
     if spent_eps > budget.epsilon * (1 + 1e-9):

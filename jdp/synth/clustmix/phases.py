@@ -63,10 +63,10 @@ from jdp.encoding.constrained_gmm import (
 )
 from jdp.mechanisms.mixing import bucket_groups, mix, paper_mix, paper_mu, paper_noise_std
 from jdp.mechanisms.noise import gaussian_event, gaussian_mechanism
+from jdp.progress import phase, track
 from jdp.random import numpy_rng
 from jdp.synth.clustmix.config import AUTO_NOISE_STD, ClustMixConfig, Records
 from jdp.synth.clustmix.dp_kip import centred_problem, dp_kip_displacement, support_noise_cut
-from jdp.verbosity import progress_on_terminal
 from kip.kip import fit_support
 
 #: Strict mode refuses a plan whose mixtures would carry more noise than this per feature
@@ -129,12 +129,14 @@ def kip_displacement(
     """Paper mode's Adapt: KIP with the 3A loss (Eq. 6, ``alpha``) on the cluster means against
     all records (centred on the box centre, centred one-hot labels), read in the clear.
     Returns the displacement ``adapted - centres`` of every mean. **Not DP.**"""
-    result = fit_support(
-        key,
-        *centred_problem(centres, centre_labels, *records),
-        config.kip_config(),
-        progress=progress_on_terminal(),
-    )
+    kip_config = config.kip_config()
+    with phase("Adapt: KIP step", total=kip_config.steps) as shown:
+        result = fit_support(
+            key,
+            *centred_problem(centres, centre_labels, *records),
+            kip_config,
+            on_step=lambda t: shown.update(),
+        )
     return np.asarray(result.support_x) + 0.5 - centres
 
 
@@ -161,7 +163,7 @@ def fit_paper(
     one = paper_noise_std(epsilon, delta, mixture_size=1, n_classes=n_classes, n_features=d)
     l, k = mixture_size(config, one), config.n_clusters
     members, centres, centre_labels, class_l = [], [], [], []
-    for c in range(n_classes):
+    for c in track(range(n_classes), "constrained GMM, class", current=True):
         rows = np.flatnonzero(y == c)
         l_c = min(l, rows.size // k)  # a small class: the largest l its k clusters can hold
         if l_c < 1:
@@ -170,9 +172,8 @@ def fit_paper(
                 "mixed; lower n_clusters"
             )
         clustering = constrained_gmm(
-            rng, x[rows], k, l_c, steps=config.gmm_steps, timeout_s=config.gmm_timeout_s,
-            progress=progress_on_terminal(),
-        )  # fmt: skip
+            rng, x[rows], k, l_c, steps=config.gmm_steps, timeout_s=config.gmm_timeout_s
+        )
         members += [rows[clustering.labels == j] for j in range(k)]
         centres.append(clustering.means)
         centre_labels += [c] * k
@@ -337,7 +338,7 @@ def fit_strict(
     # 1. DP clustering per class (the classes partition the records).
     rng = numpy_rng(cluster_key)
     centres, class_events = [], []
-    for c in range(n_classes):
+    for c in track(range(n_classes), "DP clustering, class", current=True):
         found, class_ledger = dp_cluster_centres(
             rng, x[y == c], k, algorithm=config.clustering, noise_multiplier=z["cluster"],
             steps=config.cluster_steps, secure_noise=config.secure_noise,
@@ -374,10 +375,11 @@ def fit_strict(
     # 4. Adapt: DP-KIP on the released centres.
     shift = np.zeros_like(centres)
     if config.adapt:
-        shift, kip_ledger = dp_kip_displacement(
-            kip_key, centres, centre_labels, records, config,
-            noise_multiplier=z["kip"], public_size=float(np.maximum(sizes, 0.0).sum()),
-        )  # fmt: skip
+        with phase("Adapt: DP-KIP"):
+            shift, kip_ledger = dp_kip_displacement(
+                kip_key, centres, centre_labels, records, config,
+                noise_multiplier=z["kip"], public_size=float(np.maximum(sizes, 0.0).sum()),
+            )  # fmt: skip
         ledger = ledger + kip_ledger
 
     # 5. Anonymise: per-record groups, one Gaussian release of all centred group sums.

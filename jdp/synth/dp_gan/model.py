@@ -41,7 +41,6 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pandas as pd
-from tqdm.auto import tqdm
 
 from accounting import PrivacyBudget, PrivacyLedger
 from accounting import events as ev
@@ -65,7 +64,6 @@ from jdp.synth.dp_gan.losses import (
     make_critic_loss,
     make_generator_step,
 )
-from jdp.verbosity import progress_on_terminal
 
 __all__ = [
     "GANCodec",
@@ -252,15 +250,14 @@ def alternate(
     (:meth:`jdp.dpsgd.run.Run.step`); after critic step ``t`` with ``t % n_critic == 0`` the
     generator step ``generator_step(fold_in(key, t), critic params, generator)`` replaces the
     state's ``model_state``. ``on_step(t, critic params, generator)`` after every step (curves
-    over training; it must not stop or steer the run). A terminal shows a progress bar
-    (:func:`jdp.verbosity.progress_on_terminal`).
+    over training; it must not stop or steer the run). A terminal shows the phase
+    ``DP-SGD critic step i/T`` with the epsilon spent so far (:mod:`jdp.progress`).
 
     Privacy:
         The run's steps are its ledger entry (:meth:`~jdp.dpsgd.run.Run.ledger`); the
         generator step reads released critic iterates, public noise and its own past only.
     """
-    bar = tqdm(run.batches(), total=run.steps, disable=not progress_on_terminal(), desc="dp-gan")
-    for t, chunks in enumerate(bar, start=1):
+    for t, chunks in enumerate(run.shown_batches("DP-SGD critic step"), start=1):
         state = run.step(state, chunks)
         if t % n_critic == 0:
             generator = generator_step(jax.random.fold_in(key, t), state.params, state.model_state)

@@ -42,7 +42,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from tqdm.auto import tqdm
 
 from accounting.ledger import PrivacyLedger
 from jdp.data.transforms import TableEncoder
@@ -51,7 +50,6 @@ from jdp.nn import rbm as rbm_lib
 from jdp.nn.heads import HeadLayout, activate, layout_width, log_likelihood
 from jdp.nn.vae import Decoder, Encoder, kl_to_standard_normal
 from jdp.synth.dpgm.config import DPGMConfig
-from jdp.verbosity import progress_on_terminal
 
 __all__ = ["GENERATORS", "Generator", "RBMGenerator", "VAEGenerator", "generator_for"]
 
@@ -147,7 +145,7 @@ class VAEGenerator:
         performance: Performance,
         label: str,
     ) -> tuple[Any, PrivacyLedger]:
-        """DP-SGD on the negative ELBO (:func:`jdp.dpsgd.train`, its progress bar)."""
+        """DP-SGD on the negative ELBO (:func:`jdp.dpsgd.train`, its progress phase)."""
         result = train(
             key,
             self.example_loss(layout),
@@ -234,8 +232,7 @@ class RBMGenerator:
         optimizer = optax.adam(self.learning_rate)
         run = start(k_run, loss, params, optimizer, data, dp, performance, model_state=chains)
         state = run.init(params, chains)
-        bar = tqdm(run.batches(), total=run.steps, disable=not progress_on_terminal(), desc=label)
-        for chunks in bar:
+        for chunks in run.shown_batches():
             state = run.step(state, chunks)
             key_t = jax.random.fold_in(k_gibbs, state.count)
             state = state._replace(model_state=self.advance(key_t, state.params, state.model_state))

@@ -65,6 +65,7 @@ from jdp.encoding.rff import dim_for_noise, draw_rff
 from jdp.mechanisms.noise import gaussian_event, gaussian_mechanism
 from jdp.mechanisms.release import record_release
 from jdp.nn.heads import HeadLayout, layout_width
+from jdp.progress import track
 from jdp.random import numpy_rng
 from jdp.synth import states
 from jdp.synth.base import Params
@@ -430,7 +431,8 @@ def fit_arrays(
         )
     dp = cluster_dpsgd(config, z["sgd"], sizes.sum() / k)
     clusters, events = {}, []
-    for j, cluster_key in enumerate(jax.random.split(k_train, k)):
+    cluster_keys = list(enumerate(jax.random.split(k_train, k)))
+    for j, cluster_key in track(cluster_keys, "cluster", current=True):
         clusters[f"c{j}"], event = train_cluster(
             cluster_key,
             generator,

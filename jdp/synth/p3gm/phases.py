@@ -48,8 +48,13 @@ from jdp.nn.heads import (
     uniform_binned_heads,
 )
 from jdp.nn.vae import Decoder, Encoder, kl_to_mixture, kl_to_standard_normal
+from jdp.progress import phase
 from jdp.synth.p3gm.config import P3GMConfig
 from jdp.synth.p3gm.variants import Variant, get_variant
+
+#: The decoder's initial fit (:func:`initial_decoder`) runs as at most this many equal scans,
+#: so that a terminal sees it advance.
+_INIT_CHUNKS = 20
 
 # -- the encoding phase: the fixed encoder mean and the prior --------------------------------------
 
@@ -140,24 +145,26 @@ def encoding_phase(
     inputs = scaled[:, keep]
     ledger = PrivacyLedger()
     if config.latent_dim is None:  # no reduction: the fixed mean is the DP-centred row
-        release = pca.dp_mean_gaussian(
-            rng,
-            inputs,
-            noise_multiplier=0.0 if noise is None else noise["pca"],
-            l2_clip_norm=config.pca_clip_norm,
-        )
+        with phase("DP mean"):
+            release = pca.dp_mean_gaussian(
+                rng,
+                inputs,
+                noise_multiplier=0.0 if noise is None else noise["pca"],
+                l2_clip_norm=config.pca_clip_norm,
+            )
         centre, ledger = record_release(ledger, "dp-mean", release)
         components = np.eye(inputs.shape[1])
     else:
         z = 0.0 if noise is None else noise["pca"]
-        result, pca_ledger = pca.dp_pca_gaussian(
-            rng,
-            inputs,
-            config.latent_dim,
-            noise_multiplier=z,
-            centre="dp",
-            l2_clip_norm=config.pca_clip_norm,
-        )
+        with phase("DP-PCA"):
+            result, pca_ledger = pca.dp_pca_gaussian(
+                rng,
+                inputs,
+                config.latent_dim,
+                noise_multiplier=z,
+                centre="dp",
+                l2_clip_norm=config.pca_clip_norm,
+            )
         centre, components = result.centre, result.components
         ledger = ledger + pca_ledger
     # embedded in the full row: zero centre and zero loadings on the coordinates left out
@@ -329,11 +336,18 @@ def initial_decoder(
         updates, state = optimizer.update(grads, state, params)
         return (optax.apply_updates(params, updates), state), None
 
-    keys = jax.random.split(key, config.decoder_init_steps)
-    (params, _), _ = jax.jit(lambda p, ks: jax.lax.scan(step, (p, optimizer.init(p)), ks))(
-        decoder_params, keys
-    )
-    return params
+    steps = config.decoder_init_steps
+    keys = jax.random.split(key, steps)
+    # the scan in equal chunks (the same steps, so the same result) to show its progress
+    chunks = max(c for c in range(1, _INIT_CHUNKS + 1) if steps % c == 0)
+    size = steps // chunks
+    run = jax.jit(lambda carry, ks: jax.lax.scan(step, carry, ks)[0])
+    carry = (decoder_params, optimizer.init(decoder_params))
+    with phase("decoder init step", total=steps) as shown:
+        for i in range(chunks):
+            carry = run(carry, keys[i * size : (i + 1) * size])
+            shown.update(size)
+    return carry[0]
 
 
 def decoding_phase(
