@@ -11,8 +11,9 @@ of the batch mean of the same loss. Cases (batch ``--batch``, Adam on the critic
 * ``lstm_series``: the LSTM critic (width 32) over a 48-step univariate series.
 
 Paths: ``nonprivate``; ``dp`` (the path DP-SGD's automatic clipping picks for this loss: the
-ghost path is not exact for the gradient penalty's double backward, so it is the general
-``vmap`` path); ``dp_chunked`` (the same in micro-batches of ``--chunk``, bounded memory).
+exact gradient-penalty ghost path for the leaky-ReLU MLP critic, the general ``vmap`` path for
+the LSTM critic); ``dp_chunked`` (the same in micro-batches of ``--chunk``, bounded memory;
+the ghost path ignores it). ``scripts/bench_critic.py`` compares the paths side by side.
 All paths of a case are built in one process and timed round-robin
 (``time_round_robin`` of ``scripts/_harness.py``), so load spikes hit every path alike.
 

@@ -11,6 +11,7 @@ The public face::
 Modules (each imports only those above it): :mod:`~jdp.dpsgd.batch_selection` (Poisson and
 fixed-size strategies, their relation and event), :mod:`~jdp.dpsgd.clipping` (per-example
 gradients, clip factors, the general path), :mod:`~jdp.dpsgd.ghost_clipping` (the ghost path),
+:mod:`~jdp.dpsgd.ghost_penalty` (the ghost path of WGAN-GP's critic loss),
 :mod:`~jdp.dpsgd.noise` (every noise draw; the optax privatizer :func:`dp_aggregate`),
 :mod:`~jdp.dpsgd.clip_schedules`, :mod:`~jdp.dpsgd.parallel`, :mod:`~jdp.dpsgd.step` (path
 choice, :func:`make_dp_step`, :func:`dp_sgd`), :mod:`~jdp.dpsgd.settings` (the privacy
@@ -26,6 +27,7 @@ from jdp.dpsgd.batch_selection import (
 )
 from jdp.dpsgd.clip_schedules import AdaptiveClip, clipping_decay
 from jdp.dpsgd.clipping import ClippedSum, StepInfo, per_example_grads, per_layer_clip_norms
+from jdp.dpsgd.ghost_penalty import GradientPenaltyLoss
 from jdp.dpsgd.noise import dp_aggregate, gaussian_noise
 from jdp.dpsgd.parallel import data_mesh
 from jdp.dpsgd.run import Run, start
@@ -35,6 +37,7 @@ from jdp.dpsgd.settings import (
     DPSGDConfig,
     GeneralClipping,
     GhostClipping,
+    GhostPenaltyClipping,
     Performance,
     check_template,
     clipping_path,
@@ -62,6 +65,8 @@ __all__ = [
     "FixedSizeSampling",
     "GeneralClipping",
     "GhostClipping",
+    "GhostPenaltyClipping",
+    "GradientPenaltyLoss",
     "Performance",
     "PoissonSampling",
     "Run",

@@ -16,20 +16,23 @@ pass with a flax method interceptor. The clipped sum ``sum_i w_i G_i`` is then
 ``sum_i w_i a_i^T g_i`` per layer, a weighted re-use of the captured tensors (the
 "re-weighted backward" restricted to the weight-gradient products).
 
-Exactness needs every parameter to enter the loss only through the outputs of supported
-layers (``flax.linen`` ``Dense``, ``Embed``, ``Conv`` with ``feature_group_count=1`` and no
-mask). A leaf may be used by several calls (a layer applied twice, one kernel shared by calls
-with different biases): its per-example gradient is the sum over all those calls, and its
-norm is computed jointly over all their tokens. A loss that also differentiates the network
-(WGAN-GP's gradient penalty), regularises parameters directly, or uses other parameterised
-layers is not covered. Every ghost entry point (:func:`clipped_sum_ghost`, hence
-``clipped_grad_sum``, ``make_dp_step`` and ``make_clipped_sum_fn`` of :mod:`jdp.dpsgd.step`,
-with or without a mesh, and ``method="ghost"``) runs the structural check :func:`discover` when
-it is traced and raises :class:`GhostUnsupported` for such a loss; :func:`ghost_support`
-additionally compares both paths on synthetic, data-independent inputs, and the path choice
-(:func:`jdp.dpsgd.step.choose_method`) sends anything that fails to the general ``vmap``
-path. This module imports :mod:`jdp.dpsgd.clipping` only. Embedding ids outside ``[0, num_embeddings)`` raise at run time on the ghost
-path (a negative id reads row ``id + num_embeddings``, which the id-equality Gram would miss).
+Exactness needs every parameter to enter the loss only through the outputs of supported layers
+(``flax.linen`` ``Dense``, ``Embed``, ``Conv`` with ``feature_group_count=1`` and no mask). A
+leaf may be used by several calls (a layer applied twice, one kernel shared by calls with
+different biases): its per-example gradient is the sum over all those calls, and its norm is
+computed jointly over all their tokens. A loss that also differentiates the network (WGAN-GP's
+gradient penalty: :mod:`jdp.dpsgd.ghost_penalty` covers it for a piecewise-linear Dense critic,
+re-using :func:`discover` and :func:`clipped_sum_from_tokens`), regularises parameters
+directly, or uses other parameterised layers is not covered. Every ghost entry point
+(:func:`clipped_sum_ghost`, hence ``clipped_grad_sum``, ``make_dp_step`` and
+``make_clipped_sum_fn`` of :mod:`jdp.dpsgd.step`, with or without a mesh, and
+``method="ghost"``) runs the structural check :func:`discover` when it is traced and raises
+:class:`GhostUnsupported` for such a loss; :func:`ghost_support` additionally compares both
+paths on synthetic, data-independent inputs, and the path choice
+(:func:`jdp.dpsgd.step.choose_method`) sends anything that fails to the general ``vmap`` path.
+This module imports :mod:`jdp.dpsgd.clipping` only. Embedding ids outside
+``[0, num_embeddings)`` raise at run time on the ghost path (a negative id reads row
+``id + num_embeddings``, which the id-equality Gram would miss).
 """
 
 from __future__ import annotations
@@ -375,13 +378,34 @@ def clipped_sum_ghost(
         GhostUnsupported: when traced, if the structural check :func:`discover` fails.
         ValueError: at run time, for embedding ids outside the table.
     """
-    leaves, treedef = jax.tree_util.tree_flatten(params)
     example = jax.tree_util.tree_map(lambda x: x[0], batch)
     calls, outputs = discover(loss_fn, params, example, keys[0], has_aux)
     inputs, grads, aux = _ghost_forward_backward(
         loss_fn, params, batch, mask, keys, has_aux, calls, outputs
     )
     _check_embedding_ids(calls, inputs, mask)
+    return clipped_sum_from_tokens(
+        calls, inputs, grads, params, mask, l2_clip_norm=l2_clip_norm, aux=aux
+    )
+
+
+def clipped_sum_from_tokens(
+    calls: list[_Call],
+    inputs: list[jax.Array],
+    grads: list[jax.Array],
+    params: Any,
+    mask: jax.Array,
+    *,
+    l2_clip_norm: Any,
+    aux: Any = None,
+) -> tuple[ClippedSum, StepInfo]:
+    """The clipped sum from every call's per-example tokens: layer inputs ``inputs[c]`` and
+    output gradients ``grads[c]`` (leading axis: the batch), for layer calls ``calls`` that
+    cover every leaf of ``params``. The per-example norms are :func:`ghost_sq_norms`; the
+    sum is ``sum_i w_i a_i^T g_i`` per call (the weighted re-use of the captured tensors).
+    Shared by :func:`clipped_sum_ghost` and :mod:`jdp.dpsgd.ghost_penalty` (whose penalty
+    tokens are extra calls of a kernel without its bias)."""
+    leaves, treedef = jax.tree_util.tree_flatten(params)
     sq = ghost_sq_norms(calls, inputs, grads, len(leaves), mask.shape[0])
     finite = finite_examples(sq)
     keep = mask & finite

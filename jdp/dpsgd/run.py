@@ -67,7 +67,8 @@ class Run:
         config: the privacy parameters (noise resolved: :attr:`noise_multiplier`).
         noise_multiplier: ``z``, given or calibrated.
         steps: the planned number of logical steps.
-        clipping: the clipping path that runs (``"general"`` or ``"ghost"``).
+        clipping: the clipping path that runs (``"general"``, ``"ghost"`` or
+            ``"ghost_penalty"``).
         noise_cut: the sampler's cut per step (:func:`jdp.dpsgd.noise.noise_cut`).
         dataset_size: ``n``, read by the batch selection only (and, for fixed-size batches,
             public under their replace-one analysis).

@@ -7,8 +7,8 @@ accountant. A method keeps one as a *template* in its config (``P3GMConfig.dpsgd
 noise left unset: the method calibrates it jointly with its other phases and fills it in
 (:meth:`DPSGDConfig.with_noise`). :class:`Performance` is everything that changes compute
 only: the clipping path (an object: :class:`AutoClipping`, :class:`GeneralClipping`,
-:class:`GhostClipping`), the padded chunk cap, the overflow policy and the device mesh. Neither
-changes the other.
+:class:`GhostClipping`, :class:`GhostPenaltyClipping`), the padded chunk cap, the overflow
+policy and the device mesh. Neither changes the other.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ __all__ = [
     "DPSGDConfig",
     "GeneralClipping",
     "GhostClipping",
+    "GhostPenaltyClipping",
     "Performance",
     "check_template",
     "clipping_path",
@@ -268,11 +269,13 @@ class DPSGDConfig:
 
 @dataclass(frozen=True)
 class AutoClipping:
-    """Ghost clipping where its structural check finds it exact
-    (:func:`jdp.dpsgd.ghost_clipping.ghost_support`), the general path otherwise (then with
-    ``microbatch_size`` per-example gradients at a time)."""
+    """An exact ghost path where its structural check accepts the loss (WGAN-GP's critic loss
+    of a piecewise-linear Dense critic: :func:`jdp.dpsgd.ghost_penalty.penalty_support`; any
+    other loss: :func:`jdp.dpsgd.ghost_clipping.ghost_support`), the general path otherwise
+    (then with ``microbatch_size`` per-example gradients at a time: ``"auto"``, the default,
+    :func:`jdp.dpsgd.clipping.auto_microbatch_size`; ``None`` the whole padded chunk)."""
 
-    microbatch_size: int | None = None
+    microbatch_size: int | Literal["auto"] | None = "auto"
     name: ClassVar[str] = "auto"
 
     def __post_init__(self) -> None:
@@ -281,10 +284,12 @@ class AutoClipping:
 
 @dataclass(frozen=True)
 class GeneralClipping:
-    """Per-example gradients by ``vmap``, ``microbatch_size`` at a time (``None``: the whole
-    padded chunk): any loss."""
+    """Per-example gradients by ``vmap``, ``microbatch_size`` at a time: any loss.
+    ``"auto"`` (the default) is :func:`jdp.dpsgd.clipping.auto_microbatch_size`, the largest
+    power of two whose per-example gradients fit 4 MiB (a function of the parameter count and
+    the padded chunk length only: public); ``None`` the whole padded chunk at once."""
 
-    microbatch_size: int | None = None
+    microbatch_size: int | Literal["auto"] | None = "auto"
     name: ClassVar[str] = "general"
 
     def __post_init__(self) -> None:
@@ -303,18 +308,41 @@ class GhostClipping:
         return None
 
 
-ClippingPath = AutoClipping | GeneralClipping | GhostClipping
-_PATHS: dict[str, type] = {"auto": AutoClipping, "general": GeneralClipping, "ghost": GhostClipping}
+@dataclass(frozen=True)
+class GhostPenaltyClipping:
+    """Exact per-example norms for WGAN-GP's critic loss (gradient penalty included) of a
+    piecewise-linear Dense critic, without per-example gradients
+    (:mod:`jdp.dpsgd.ghost_penalty`); refused for any other loss."""
+
+    name: ClassVar[str] = "ghost_penalty"
+
+    @property
+    def microbatch_size(self) -> None:
+        return None
 
 
-def _check_microbatch(microbatch_size: int | None) -> None:
-    if microbatch_size is not None:
+ClippingPath = AutoClipping | GeneralClipping | GhostClipping | GhostPenaltyClipping
+_PATHS: dict[str, type] = {
+    "auto": AutoClipping,
+    "general": GeneralClipping,
+    "ghost": GhostClipping,
+    "ghost_penalty": GhostPenaltyClipping,
+}
+
+
+def _check_microbatch(microbatch_size: int | str | None) -> None:
+    if microbatch_size is not None and microbatch_size != "auto":
+        if isinstance(microbatch_size, str):
+            raise ValueError(
+                f"expected microbatch_size to be a count, 'auto' or None, got {microbatch_size!r}"
+            )
         check_count("microbatch_size", microbatch_size, minimum=1)
 
 
 def clipping_path(value: ClippingPath | str) -> ClippingPath:
-    """A clipping path object, or one named ``"auto"``, ``"general"`` or ``"ghost"``."""
-    if isinstance(value, AutoClipping | GeneralClipping | GhostClipping):
+    """A clipping path object, or one named ``"auto"``, ``"general"``, ``"ghost"`` or
+    ``"ghost_penalty"``."""
+    if isinstance(value, AutoClipping | GeneralClipping | GhostClipping | GhostPenaltyClipping):
         return value
     if value not in _PATHS:
         raise ValueError(f"expected a clipping path in {tuple(_PATHS)}, got {value!r}")
@@ -358,9 +386,10 @@ class Performance:
 
     @property
     def chunk_multiple(self) -> int:
-        """What every padded chunk length must be a multiple of: the micro-batch size and
-        the device count."""
-        m = self.clipping.microbatch_size or 1
+        """What every padded chunk length must be a multiple of: a fixed micro-batch size and
+        the device count (an ``"auto"`` micro-batch pads the chunk itself)."""
+        m = self.clipping.microbatch_size
+        m = m if isinstance(m, int) else 1
         return m if self.mesh is None else math.lcm(m, self.mesh.size)
 
 

@@ -1,11 +1,13 @@
 """One DP-SGD step: the path choice, the clipped sum, and the optax-style ``init``/``step``.
 
-**Path choice.** The clipped sum ``S = sum_i m_i clip(g_i)`` has two implementations that give
-the same result: the general ``vmap`` path (:func:`jdp.dpsgd.clipping.clipped_sum_general`)
-and the ghost path (:func:`jdp.dpsgd.ghost_clipping.clipped_sum_ghost`). This module is the one
-place that dispatches between them (:func:`clipped_grad_sum`) and decides which one a loss
-gets (:func:`choose_method`: ghost only where it is exact), so neither path imports the other's
-caller. A ``mesh`` shards either path over devices (:mod:`jdp.dpsgd.parallel`).
+**Path choice.** The clipped sum ``S = sum_i m_i clip(g_i)`` has three implementations that
+give the same result: the general ``vmap`` path (:func:`jdp.dpsgd.clipping.clipped_sum_general`),
+the ghost path (:func:`jdp.dpsgd.ghost_clipping.clipped_sum_ghost`) and, for WGAN-GP's critic
+loss, the gradient-penalty ghost path (:func:`jdp.dpsgd.ghost_penalty.clipped_sum_penalty`).
+This module is the one place that dispatches between them (:func:`clipped_grad_sum`) and
+decides which one a loss gets (:func:`choose_method`: a ghost path only where it is exact), so
+no path imports its caller. A ``mesh`` shards any path over devices
+(:mod:`jdp.dpsgd.parallel`).
 
 **Steps.** :func:`make_dp_step` is one jitted step on one padded batch
 (``step(params, opt_state, batch, mask, key) -> (params, opt_state, info)``).
@@ -58,6 +60,7 @@ from jdp.dpsgd.clipping import (
     clipped_sum_general,
 )
 from jdp.dpsgd.ghost_clipping import clipped_sum_ghost, ghost_support
+from jdp.dpsgd.ghost_penalty import GradientPenaltyLoss, clipped_sum_penalty, penalty_support
 from jdp.dpsgd.parallel import shard_clipped_sum
 
 ClipSchedule = Callable[[int], Any]
@@ -76,19 +79,34 @@ def choose_method(
 ) -> str:
     """The clipping path for this loss: ``"general"`` as asked; ``"ghost"`` only where
     :func:`jdp.dpsgd.ghost_clipping.ghost_support` finds it exact (a wrong ghost norm would
-    void the sensitivity bound); ``"auto"`` picks ghost where it is exact.
+    void the sensitivity bound); ``"ghost_penalty"`` only for a
+    :class:`~jdp.dpsgd.ghost_penalty.GradientPenaltyLoss` that
+    :func:`jdp.dpsgd.ghost_penalty.penalty_support` accepts (a piecewise-linear Dense critic);
+    ``"auto"`` picks ``"ghost_penalty"`` for an accepted gradient-penalty loss (never
+    ``"ghost"``, which cannot be exact for one), ``"ghost"`` where it is exact, else
+    ``"general"``.
 
-    ``example`` is a batch of at least one example (the leading axis is kept); the check runs
-    on synthetic inputs of its shapes, so the choice reveals nothing about the data.
+    ``example`` is a batch of at least one example (the leading axis is kept); the checks run
+    on its shapes and on synthetic inputs, so the choice reveals nothing about the data.
 
     Raises:
-        ValueError: an unknown ``method``, or ``method="ghost"`` for a loss it cannot handle.
+        ValueError: an unknown ``method``, or ``method="ghost"`` / ``"ghost_penalty"`` for a
+            loss it cannot handle.
     """
     if method == "general":
         return method
-    if method not in ("auto", "ghost"):
-        raise ValueError(f"expected method in ('auto', 'general', 'ghost'), got {method!r}")
-    reason = ghost_support(bind_model_state(loss_fn, model_state), params, example, has_aux=has_aux)
+    if method not in ("auto", "ghost", "ghost_penalty"):
+        raise ValueError(
+            f"expected method in ('auto', 'general', 'ghost', 'ghost_penalty'), got {method!r}"
+        )
+    bound = bind_model_state(loss_fn, model_state)
+    if method == "ghost_penalty" or (method == "auto" and isinstance(bound, GradientPenaltyLoss)):
+        one = jax.tree_util.tree_map(lambda x: x[0], example)
+        reason = penalty_support(bound, params, one, has_aux=has_aux)
+        if reason is not None and method == "ghost_penalty":
+            raise ValueError(f"method='ghost_penalty' is not exact for this loss: {reason}")
+        return "general" if reason is not None else "ghost_penalty"
+    reason = ghost_support(bound, params, example, has_aux=has_aux)
     if reason is not None and method == "ghost":
         raise ValueError(f"method='ghost' is not exact for this loss: {reason}")
     return "general" if reason is not None else "ghost"
@@ -107,21 +125,31 @@ def clipped_grad_sum(
     """Sum of per-example clipped gradients over the unmasked rows, by the path ``method``.
 
     ``options`` are the path's keywords: ``l2_clip_norm`` (required), ``has_aux`` and, on the
-    general path, ``microbatch_size`` (the ghost path holds no per-example gradients and
-    ignores it). ``method="ghost"`` requires a loss accepted by
-    :func:`jdp.dpsgd.ghost_clipping.discover`; resolve ``"auto"`` with :func:`choose_method`
-    beforehand (it needs example shapes).
+    general path, ``microbatch_size`` (the ghost paths hold no per-example gradients and
+    ignore it). ``method="ghost"`` requires a loss accepted by
+    :func:`jdp.dpsgd.ghost_clipping.discover`, ``"ghost_penalty"`` one accepted by
+    :func:`jdp.dpsgd.ghost_penalty.check_penalty_loss`; resolve ``"auto"`` with
+    :func:`choose_method` beforehand (it needs example shapes).
     """
     if method == "ghost":
         options.pop("microbatch_size", None)
         return clipped_sum_ghost(loss_fn, params, batch, mask, keys, **options)
+    if method == "ghost_penalty":
+        options.pop("microbatch_size", None)
+        return clipped_sum_penalty(loss_fn, params, batch, mask, keys, **options)
     if method != "general":
-        raise ValueError(f"expected method in ('general', 'ghost') here, got {method!r}")
+        raise ValueError(
+            f"expected method in ('general', 'ghost', 'ghost_penalty') here, got {method!r}"
+        )
     return clipped_sum_general(loss_fn, params, batch, mask, keys, **options)
 
 
 def _keyed_sum_fn(
-    loss_fn: LossFn, has_aux: bool, microbatch_size: int | None, method: Method, mesh: Mesh | None
+    loss_fn: LossFn,
+    has_aux: bool,
+    microbatch_size: int | str | None,
+    method: Method,
+    mesh: Mesh | None,
 ) -> Callable:
     """``f(params, batch, mask, key, l2_clip_norm, model_state=None) -> (ClippedSum, StepInfo)``:
     per-example keys split from ``key`` (before any sharding, so a mesh sees the same keys),
@@ -153,7 +181,7 @@ def make_clipped_sum_fn(
     loss_fn: LossFn,
     *,
     has_aux: bool = False,
-    microbatch_size: int | None = None,
+    microbatch_size: int | str | None = None,
     method: Method = "general",
     mesh: Mesh | None = None,
 ) -> Callable:
@@ -180,7 +208,7 @@ def make_dp_step(
     *,
     l2_clip_norm: Any,
     has_aux: bool = False,
-    microbatch_size: int | None = None,
+    microbatch_size: int | str | None = None,
     method: Method = "general",
     with_model_state: bool = False,
     mesh: Mesh | None = None,
@@ -188,10 +216,11 @@ def make_dp_step(
     """A jitted DP-SGD step ``step(params, opt_state, batch, mask, key[, model_state])``.
 
     ``optimizer`` must start with :func:`jdp.dpsgd.noise.dp_aggregate` (it receives a
-    :class:`ClippedSum`). Returns ``(params, opt_state, info)``. ``method`` is ``"general"``
-    or ``"ghost"`` (resolve ``"auto"`` with :func:`choose_method`). ``l2_clip_norm`` is static
-    here; for schedules pass it per call through :func:`make_clipped_sum_fn`. With ``mesh``
-    the batch is sharded over its devices and the noise still drawn once.
+    :class:`ClippedSum`). Returns ``(params, opt_state, info)``. ``method`` is ``"general"``,
+    ``"ghost"`` or ``"ghost_penalty"`` (resolve ``"auto"`` with :func:`choose_method`).
+    ``l2_clip_norm`` is static here; for schedules pass it per call through
+    :func:`make_clipped_sum_fn`. With ``mesh`` the batch is sharded over its devices and the
+    noise still drawn once.
     """
     check_clip_norm(l2_clip_norm)
     sum_fn = _keyed_sum_fn(loss_fn, has_aux, microbatch_size, method, mesh)
@@ -269,7 +298,7 @@ def dp_sgd(
     l2_clip_norm: ClipRule,
     has_aux: bool = False,
     method: Method = "general",
-    microbatch_size: int | None = None,
+    microbatch_size: int | str | None = None,
     mesh: Mesh | None = None,
 ) -> DPSGD:
     """DP-SGD's logical step as ``init(params, model_state=None)`` and

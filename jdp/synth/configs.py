@@ -2,7 +2,7 @@
 
 A method's config is a frozen dataclass of JSON values that may nest other config dataclasses
 (``P3GMConfig.dpsgd`` is a :class:`jdp.dpsgd.DPSGDConfig`, ``.performance`` a
-:class:`jdp.dpsgd.Performance` whose ``clipping`` is one of three path classes). Everything
+:class:`jdp.dpsgd.Performance` whose ``clipping`` is one of four path classes). Everything
 that saves, loads, overrides or lists a config goes through this one module:
 
 * :func:`config_to_dict` / :func:`config_from_dict` -- ``model.json``'s ``config``

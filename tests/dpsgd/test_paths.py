@@ -389,3 +389,53 @@ def test_embedding_ids_outside_the_table_raise_on_the_ghost_path(bad_id):
     )
     with pytest.raises(Exception, match=r"expected embedding ids in \[0, 7\)"):
         jax.block_until_ready(f(ids))
+
+
+# -- the general path's micro-batch -----------------------------------------------------------
+
+
+def test_auto_microbatch_size_is_a_power_of_two_within_the_memory_bound():
+    rule = clipping.auto_microbatch_size
+    assert rule(256, 24_449) == 32  # dp-GAN's critic: 32 x 24,449 x 4 B <= 4 MiB < 64 x ...
+    assert rule(256, 4_385) == 128
+    assert rule(256, 795_010) == 1  # one example's gradients already fill the bound
+    assert rule(256, 10**9) == 1
+    assert rule(20, 100) == 20  # capped at the batch
+    assert rule(256, 24_449, itemsize=8) == 16
+    for n in (1, 10, 1000, 10**5):
+        m = rule(10**9, n)
+        assert m & (m - 1) == 0 and m * n * 4 <= clipping.AUTO_MICROBATCH_BYTES
+        assert 2 * m * n * 4 > clipping.AUTO_MICROBATCH_BYTES
+
+
+@pytest.mark.parametrize("micro", ["auto", 4, 5, None])
+def test_general_path_any_microbatch_equals_the_whole_batch(micro):
+    """A micro-batch that does not divide the batch pads it with masked rows: same result."""
+    loss_fn, params, batch = _dense_problem(True)
+    mask = jnp.arange(B) < B - 1
+    got = jax.jit(
+        lambda p: clipping.clipped_sum_general(
+            loss_fn, p, batch, mask, KEYS, l2_clip_norm=0.05, microbatch_size=micro
+        )
+    )(params)
+    want = jax.jit(
+        lambda p: clipping.clipped_sum_general(loss_fn, p, batch, mask, KEYS, l2_clip_norm=0.05)
+    )(params)
+    assert got[1].norms.shape == (B,)
+    np.testing.assert_allclose(got[1].norms, want[1].norms, rtol=1e-6)
+    for a, b in zip(
+        jax.tree_util.tree_leaves(got[0].grads), jax.tree_util.tree_leaves(want[0].grads)
+    ):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
+
+
+def test_performance_defaults_to_the_automatic_microbatch():
+    from jdp.dpsgd import AutoClipping, GeneralClipping, Performance
+
+    assert Performance().clipping.microbatch_size == "auto"
+    assert Performance(clipping="general").clipping.microbatch_size == "auto"
+    assert Performance().chunk_multiple == 1  # the general path pads an "auto" chunk itself
+    assert Performance(clipping=GeneralClipping(microbatch_size=8)).chunk_multiple == 8
+    assert AutoClipping(microbatch_size=None).microbatch_size is None
+    with pytest.raises(ValueError, match="microbatch_size to be a count, 'auto' or None"):
+        GeneralClipping(microbatch_size="fast")

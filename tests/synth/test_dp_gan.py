@@ -258,6 +258,27 @@ def test_fit_meets_the_budget_and_names_the_path(fitted):
     assert list(rows.columns) == ["x", "c", "y"] and set(rows["c"]) <= {"a", "b", "c"}
 
 
+def test_auto_clipping_takes_the_gradient_penalty_path_and_the_ledger_is_unchanged(fitted):
+    """The default (automatic) clipping path takes the exact gradient-penalty ghost path for
+    the leaky-ReLU MLP critic; the ledger's event is the general path's (the path changes
+    compute only), and the critics agree to float32 rounding."""
+    config = dataclasses.replace(CONFIG, clipping_decay=0.9, performance=Performance())
+    budget = PrivacyBudget(epsilon=2.0, delta=1e-5)
+    auto = fit_model(
+        jax.random.key(0), "dp-gan", SCHEMA.conform(_frame(40)), budget, config, rows=DECLARED_ROWS
+    )
+    (entry,) = auto.ledger.entries
+    (general,) = fitted.ledger.entries
+    assert "method=ghost_penalty" in entry.note and "method=general" in general.note
+    assert entry.note.replace("ghost_penalty", "general") == general.note
+    assert (entry.label, entry.event, entry.neighboring_relation, entry.mode) == (
+        general.label, general.event, general.neighboring_relation, general.mode
+    )  # fmt: skip
+    assert auto.ledger.epsilon(1e-5) == fitted.ledger.epsilon(1e-5)
+    for a, b in zip(_leaves(auto.params["critic"]), _leaves(fitted.params["critic"]), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-3, atol=1e-4)
+
+
 # -- time series: the LSTM generator -----------------------------------------------------------
 SERIES = Schema(
     columns=tuple(

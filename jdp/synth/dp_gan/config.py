@@ -88,9 +88,9 @@ class DPGANConfig:
 
     Performance:
       performance: the critic's DP-SGD compute flags (:class:`jdp.dpsgd.Performance`). The
-        default automatic clipping path probes the ghost path and falls back to the general
-        one (the gradient penalty's double backward is not exact on the ghost path); the
-        ledger note names the path that ran.
+        default automatic clipping path takes the exact gradient-penalty ghost path
+        (:mod:`jdp.dpsgd.ghost_penalty`: the MLP critic is leaky-ReLU, piecewise linear) and
+        the general one for the LSTM critic; the ledger note names the path that ran.
       scale: how numeric columns map to the generator's [0, 1] outputs
         (:class:`jdp.data.quantile_scale.NumericScale`); default knots released by DP
         quantiles (10% of epsilon), through which sampling maps each generated value by the

@@ -18,6 +18,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from jdp.dpsgd import GradientPenaltyLoss
 from jdp.nn.gan import Critic, Generator, SequenceCritic, SequenceGenerator
 
 
@@ -53,26 +54,27 @@ def make_critic_loss(
     *,
     latent_dim: int,
     gp_weight: float,
-):
+) -> GradientPenaltyLoss:
     """``loss_fn(critic_params, real_x, key, gen_state)`` for ONE real record:
     ``D(G(z)) - D(x) + lambda (||grad_x D(u x + (1 - u) G(z))||_2 - 1)^2``,
-    with ``z`` and ``u ~ U(0, 1)`` drawn from ``key`` (the generator is held fixed)."""
+    with ``z`` and ``u ~ U(0, 1)`` drawn from ``key`` (the generator is held fixed).
 
-    def loss_fn(critic_params: Any, real_x: jax.Array, key: jax.Array, gen_state: Any):
+    Returned as a :class:`jdp.dpsgd.GradientPenaltyLoss` (the critic ``D``, the points
+    ``(x, G(z), u x + (1 - u) G(z))`` and ``lambda``), which computes exactly that loss and lets
+    DP-SGD's automatic clipping path take the exact gradient-penalty ghost path for a
+    piecewise-linear critic (:mod:`jdp.dpsgd.ghost_penalty`)."""
+
+    def points(real_x: jax.Array, key: jax.Array, gen_state: Any):
         z_key, u_key = jax.random.split(key)
         fake = generator.apply(gen_state.params, draw_latent(z_key, (latent_dim,)), method="output")
         fake = jax.lax.stop_gradient(fake).astype(real_x.dtype)
         u = jax.random.uniform(u_key, (), real_x.dtype)
-        interp = u * real_x + (1.0 - u) * fake
+        return real_x, fake, u * real_x + (1.0 - u) * fake
 
-        def score(x):
-            return critic.apply(critic_params, x)
+    def score(critic_params: Any, x: jax.Array) -> jax.Array:
+        return critic.apply(critic_params, x)
 
-        g = jax.grad(score)(interp)
-        norm = jnp.sqrt(jnp.sum(g**2) + 1e-12)
-        return score(fake) - score(real_x) + gp_weight * (norm - 1.0) ** 2
-
-    return loss_fn
+    return GradientPenaltyLoss(score, points, gp_weight, 1e-12)
 
 
 def make_generator_step(
