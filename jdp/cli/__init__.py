@@ -12,6 +12,15 @@ on stderr (one JSON object under ``--json``); Ctrl-C exits 130, a closed pipe 14
 (:func:`main`). Warnings and errors show no private counts (row count, clipped values,
 ``1/n``) unless the command was given ``--verbose`` (:mod:`jdp.verbosity`). Long work shows
 its progress on a terminal only, and nothing under ``--quiet`` (:mod:`jdp.progress`).
+
+Compiled programs are kept between runs in JAX's persistent compilation cache, in the user's
+cache directory (:func:`compile_cache_dir`: ``$XDG_CACHE_HOME/jdp/jax``, else
+``~/.cache/jdp/jax``, created readable by its owner only), so a second fit of the same shapes
+skips most of its compilation. ``JDP_COMPILE_CACHE=off`` turns it off; a
+``JAX_COMPILATION_CACHE_DIR`` already set is left as it is. An entry is an XLA executable,
+keyed by the program and the JAX version; a program that closes over an array holds it as a
+constant, so entries of a fit may hold values of the data it read: the directory is as private
+as the data (delete it, or turn the cache off, on a shared account).
 """
 
 from __future__ import annotations
@@ -100,6 +109,41 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+#: Set to ``off`` (or ``0``, ``false``, ``no``) to keep no compiled programs between runs.
+COMPILE_CACHE_SWITCH = "JDP_COMPILE_CACHE"
+
+
+def compile_cache_dir(environ: dict[str, str] | os._Environ[str]) -> str | None:
+    """Where the CLI keeps compiled programs (module docstring), or ``None`` when the user
+    turned the cache off or set JAX's own ``JAX_COMPILATION_CACHE_DIR`` (then JAX uses it)."""
+    if environ.get(COMPILE_CACHE_SWITCH, "").strip().lower() in ("off", "0", "false", "no"):
+        return None
+    if environ.get("JAX_COMPILATION_CACHE_DIR"):
+        return None
+    base = environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "jdp", "jax")
+
+
+def _use_compile_cache() -> None:
+    """Point JAX at :func:`compile_cache_dir` (before JAX is imported, through its environment
+    variables; after, through its config), keeping programs that took 0.2 s or more to
+    compile. A directory that cannot be made leaves the cache off, silently: it only saves
+    time."""
+    path = compile_cache_dir(os.environ)
+    if path is None:
+        return
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+    except OSError:
+        return
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = path
+    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.2")
+    if "jax" in sys.modules:  # an in-process caller imported it already
+        import jax
+
+        jax.config.update("jax_compilation_cache_dir", path)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run ``jdp`` on ``argv``; return the exit status.
 
@@ -122,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
         # one warning style for every command: "jdp CMD: warning: message" on stderr; one
         # progress rule: a terminal only, never under --quiet (jdp.progress)
         quiet = getattr(args, "quiet", False)
+        _use_compile_cache()
         with (
             show_private_details(getattr(args, "verbose", False)),
             no_progress(quiet),
