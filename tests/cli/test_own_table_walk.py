@@ -1,11 +1,13 @@
-"""A data holder's own table, walked as they would from a shell: one ``jdp`` process per
-step (draft a schema, release it with DP, fit, sample), each reading only what the step
-before wrote; the ledger covers the schema, and the sample holds the table's kinds back."""
+"""A data holder's own table, walked as the user guide (``docs/guide.md``, section 2) writes
+it: one ``jdp`` process per line of the guide's walk (draft a schema, release it with DP, fit,
+sample), each reading only what the step before wrote; the ledger covers the schema, and the
+sample holds the table's kinds back. The commands are read from the guide, so it cannot rot."""
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -14,11 +16,19 @@ import pandas as pd
 from _own_table import ROWS, write_own_csv
 
 ROOT = Path(__file__).resolve().parents[2]
-#: The kinds and coarse public ranges the data holder states (a date as two ISO dates).
-COLUMNS = (
-    "visit_date:date:2000-01-01:2030-12-31,region:categorical,"
-    "income:continuous:0:1e9,visits:integer:0:1000,age:integer:0:150,y:categorical"
-)
+GUIDE = ROOT / "docs" / "guide.md"
+#: The marker of the guide's block that this test runs.
+MARKER = "<!-- own-table walk"
+#: What the test adds to the guide's lines: fixed seeds, and JSON to read the results.
+EXTRA = {"schema --dp": ["--seed", "0", "--json"], "fit": ["--seed", "0", "--json"],
+         "sample": ["--seed", "0"]}  # fmt: skip
+
+
+def guide_walk() -> list[list[str]]:
+    """The ``jdp`` lines of the guide's own-table block, as argument lists (``jdp`` dropped)."""
+    text = GUIDE.read_text()
+    block = text[text.index(MARKER) :].split("```", 2)[1]
+    return [shlex.split(line)[1:] for line in block.splitlines() if line.startswith("jdp ")]
 
 
 def jdp(*argv: object, cwd: Path) -> str:
@@ -34,20 +44,19 @@ def jdp(*argv: object, cwd: Path) -> str:
 
 
 def test_csv_to_dp_schema_to_fit_to_sample(tmp_path):
-    csv = write_own_csv(tmp_path / "own.csv")
+    write_own_csv(tmp_path / "own.csv")
+    steps = guide_walk()
+    assert [a[0] for a in steps] == ["schema", "schema", "fit", "sample"]
+    outs = []
+    for argv in steps:
+        kind = "schema --dp" if argv[0] == "schema" and "--dp" in argv else argv[0]
+        outs.append(jdp(*argv, *EXTRA.get(kind, []), cwd=tmp_path))
     # 1. a draft from names and dtypes: the ID and the free text are set aside with a reason
-    jdp("schema", "--data", csv, "--target", "y", "--out", "draft.json", cwd=tmp_path)
     draft = json.loads((tmp_path / "draft.json").read_text())
     assert {"id", "comment"} <= set(draft["ignore"])
-    # 2. the DP release, with the columns the draft set aside left out and a date range; the
-    # 800-level city has no value frequent enough to pass at this budget (about 2 records
-    # each): the release would refuse it, so it is left out too
-    out = jdp(
-        "schema", "--data", csv, "--dp", "--epsilon", 0.3, "--columns", COLUMNS,
-        "--ignore", "id,comment,city", "--nullable", "income", "--target", "y",
-        "--out", "release.json", "--seed", 0, "--json", cwd=tmp_path,
-    )  # fmt: skip
-    summary = json.loads(out)
+    # 2. the DP release: the date range, the columns set aside left out (the 800-level city
+    # has no value frequent enough to pass at this budget: about 2 records each)
+    summary = json.loads(outs[1])
     assert summary["epsilon"] <= 0.3 * (1 + 1e-9) and set(summary["clipped"]) == {
         "visit_date", "income", "visits", "age",
     }  # fmt: skip
@@ -56,19 +65,13 @@ def test_csv_to_dp_schema_to_fit_to_sample(tmp_path):
     dates = {c["name"]: c for c in release["schema"]["columns"]}["visit_date"]
     assert dates["kind"] == "date" and dates["lower"] <= "2021-03-01" <= dates["upper"]
     # 3. the fit is charged the release and meets the whole budget
-    out = jdp(
-        "fit", "--data", csv, "--schema", "release.json", "--epsilon", 1.0, "--delta", 1e-5,
-        "--out", "model", "--seed", 0, "--json", cwd=tmp_path,
-    )  # fmt: skip
-    fit = json.loads(out)
+    fit = json.loads(outs[2])
     labels = [e["label"] for e in fit["ledger"]["entries"]]
     assert labels[: len(release["ledger"]["entries"])] == [
         e["label"] for e in release["ledger"]["entries"]
     ]
     assert 0.99 <= fit["epsilon"] <= 1.0
     # 4. the sample: the released kinds come back, nothing set aside is copied
-    jdp("sample", "--model", "model", "-n", 500, "--out", "synthetic.csv", "--seed", 0,
-        cwd=tmp_path)  # fmt: skip
     synthetic = pd.read_csv(tmp_path / "synthetic.csv", keep_default_na=False, na_values=[""])
     assert list(synthetic.columns) == [
         "visit_date", "region", "income", "visits", "age", "y",
@@ -77,4 +80,22 @@ def test_csv_to_dp_schema_to_fit_to_sample(tmp_path):
     assert days.between(dates["lower"], dates["upper"]).all()
     assert synthetic["income"].isna().any() and synthetic["income"].dropna().ge(0).all()
     assert set(synthetic["region"]) <= {"North", "South", "NA", "other"}
-    assert len(pd.read_csv(tmp_path / "own.csv")) == ROWS
+    assert len(synthetic) == 500 and len(pd.read_csv(tmp_path / "own.csv")) == ROWS
+
+
+def test_the_guides_python_example_runs_on_the_walks_release(tmp_path, monkeypatch):
+    """Section 6 of the guide, executed on the release the walk writes (``frame``: the CSV
+    as ``jdp fit`` reads it under the release)."""
+    from jdp.data.dp_schema import load_schema
+    from jdp.data.read import read_csv
+
+    write_own_csv(tmp_path / "own.csv")
+    schema_argv = guide_walk()[1]
+    jdp(*schema_argv, "--seed", "0", cwd=tmp_path)
+    monkeypatch.chdir(tmp_path)
+    frame = read_csv("own.csv", load_schema("release.json").schema)
+    text = GUIDE.read_text()
+    code = text[text.index("## 6. In Python") :].split("```python", 1)[1].split("```", 1)[0]
+    namespace = {"frame": frame}
+    exec(compile(code, str(GUIDE), "exec"), namespace)  # noqa: S102 (the guide is ours)
+    assert len(namespace["rows"]) == 500 and (namespace["rows"]["age"] >= 60).all()
