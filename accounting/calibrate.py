@@ -21,9 +21,9 @@ from collections.abc import Callable, Iterator, Mapping
 from accounting import events as ev
 from accounting.accountants.base import UnsupportedEventError
 from accounting.builders import dpsgd_event
-from accounting.compose import BEST, EXACT, RIGOROUS, compute_epsilon
+from accounting.compose import BEST, EXACT, RIGOROUS, best_epsilon, compute_epsilon, pure_split
 from accounting.ledger import event_from_dict, event_to_dict
-from accounting.relations import ADD_OR_REMOVE_ONE, dpsgd_neighboring_relation
+from accounting.relations import ADD_OR_REMOVE_ONE, check_relation, dpsgd_neighboring_relation
 from accounting.validation import check_count, check_open_unit, check_positive, check_probability
 
 _MAX_UPPER = 1e6
@@ -184,7 +184,11 @@ def _calibrate(
         raise ValueError(f"expected rtol in (0, 0.01], got {rtol}")
 
     def event_at(s: float) -> ev.DpEvent:
-        return event_fn(s) if prior is None else ev.ComposedDpEvent([prior, event_fn(s)])
+        if prior is None:
+            return event_fn(s)
+        # the prior's releases side by side with the plan, as a ledger lists its entries
+        head = list(prior.events) if isinstance(prior, ev.ComposedDpEvent) else [prior]
+        return ev.ComposedDpEvent([*head, event_fn(s)])
 
     def eps_of(name: str) -> Callable[[float], float]:
         def eps(s: float) -> float:
@@ -200,6 +204,7 @@ def _calibrate(
         return _bisect(eps_of(accountant), target, delta, lower_bound, hi, rtol)
     scale: float | None = None
     failure: BudgetTooSmallError | None = None
+    exact = False
     for name in RIGOROUS:
         eps = eps_of(name)
         try:
@@ -213,7 +218,31 @@ def _calibrate(
         except BudgetTooSmallError as err:  # this accountant cannot; another may
             failure = err
         if name in EXACT:  # its scale is the exact one: no accountant can go lower
+            exact = True
             break
+    if not exact:
+        # the ledger's last candidate (accounting.compose.best_epsilon): basic composition of
+        # the pure parts (a prior's quantile knots, which PLD declines) with the best answer
+        # on the rest
+        relation = check_relation(neighboring_relation)
+
+        def eps_split(s: float) -> float:
+            eps_pure, rest = pure_split(event_at(s), relation)
+            if rest is None:
+                raise UnsupportedEventError("nothing pure to split off")
+            value = eps_pure + best_epsilon(rest, delta, neighboring_relation=relation).value
+            _tell("step")
+            return value
+
+        try:
+            if scale is None:
+                scale = _bisect(eps_split, target, delta, lower_bound, hi, rtol)
+            elif scale > lower_bound and eps_split(scale) <= target:
+                scale = _bisect(eps_split, target, delta, lower_bound, scale, rtol, shrink=0.8)
+        except UnsupportedEventError:
+            pass
+        except BudgetTooSmallError as err:
+            failure = err
     if scale is not None:
         return scale
     if failure is not None:

@@ -163,7 +163,9 @@ def test_the_tails_scale_logs_only_zero_inflated_columns():
 def test_released_knots_beside_dp_sgd_keep_the_ledger_within_the_budget(tiny_config):
     """Knots of seven columns are too many parallel cases for the PLD accountant; the ledger
     once fell back to RDP for the whole and reported dp-GAN's fit over its budget (the fit
-    raised). Basic composition of the knots with the PLD answer on the rest meets it."""
+    raised). Basic composition of the knots with the PLD answer on the rest meets it, and the
+    calibration after the knots (a prior) uses that rule too, so the fit spends the whole
+    budget (it reported 0.95 when the calibration fell back to RDP)."""
     schema = Schema(
         columns=tuple(
             Column(name=f"x{j}", kind="continuous", lower=0.0, upper=100.0) for j in range(7)
@@ -178,7 +180,7 @@ def test_released_knots_beside_dp_sgd_keep_the_ledger_within_the_budget(tiny_con
     config = dataclasses.replace(tiny_config("dp-gan"), scale=QUANTILES)
     model = fit_model(jax.random.key(0), "dp-gan", frame, budget, config, schema=schema)
     assert sum(label.startswith("dp-quantiles") for label in model.ledger.labels) == 7
-    assert model.epsilon() <= budget.epsilon * (1 + 1e-9)
+    assert 0.99 * budget.epsilon <= model.epsilon() <= budget.epsilon * (1 + 1e-9)
 
 
 def test_drawn_values_are_mapped_onto_the_knots_by_the_models_own_cdf():
