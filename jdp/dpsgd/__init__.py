@@ -16,18 +16,22 @@ gradients, clip factors, the general path), :mod:`~jdp.dpsgd.ghost_clipping` (th
 :mod:`~jdp.dpsgd.clip_schedules`, :mod:`~jdp.dpsgd.parallel`, :mod:`~jdp.dpsgd.step` (path
 choice, :func:`make_dp_step`, :func:`dp_sgd`), :mod:`~jdp.dpsgd.settings` (the privacy
 parameters and the performance flags), :mod:`~jdp.dpsgd.run` (a planned run and the pieces of
-a loop), :mod:`~jdp.dpsgd.train`.
+a loop), :mod:`~jdp.dpsgd.train`, :mod:`~jdp.dpsgd.loop` (the pieces of a researcher's own loop:
+:func:`poisson_batches`, :func:`clipped_grad`, :class:`Accountant`; see
+``docs/examples/custom_loop.py``).
 """
 
 from jdp.dpsgd.batch_selection import (
     BatchSelection,
     FixedSizeSampling,
+    PaddedBatch,
     PoissonSampling,
     as_batch_selection,
 )
 from jdp.dpsgd.clip_schedules import AdaptiveClip, clipping_decay
 from jdp.dpsgd.clipping import ClippedSum, StepInfo, per_example_grads, per_layer_clip_norms
 from jdp.dpsgd.ghost_penalty import GradientPenaltyLoss
+from jdp.dpsgd.loop import Accountant, ClippedGrad, accumulate, clipped_grad, poisson_batches
 from jdp.dpsgd.noise import dp_aggregate, gaussian_noise
 from jdp.dpsgd.parallel import data_mesh
 from jdp.dpsgd.run import Run, start
@@ -55,9 +59,11 @@ from jdp.dpsgd.step import (
 from jdp.dpsgd.train import TrainResult, train
 
 __all__ = [
+    "Accountant",
     "AdaptiveClip",
     "AutoClipping",
     "BatchSelection",
+    "ClippedGrad",
     "ClippedSum",
     "ClippingPath",
     "DPSGDConfig",
@@ -67,15 +73,18 @@ __all__ = [
     "GhostClipping",
     "GhostPenaltyClipping",
     "GradientPenaltyLoss",
+    "PaddedBatch",
     "Performance",
     "PoissonSampling",
     "Run",
     "StepInfo",
     "StepKeys",
     "TrainResult",
+    "accumulate",
     "as_batch_selection",
     "check_template",
     "choose_method",
+    "clipped_grad",
     "clipped_grad_sum",
     "clipping_decay",
     "clipping_path",
@@ -88,6 +97,7 @@ __all__ = [
     "per_example_grads",
     "per_layer_clip_norms",
     "planned_steps",
+    "poisson_batches",
     "start",
     "train",
 ]

@@ -242,6 +242,19 @@ def noisy_sum(
     return jax.tree_util.tree_map(jnp.add, clipped.grads, noise)
 
 
+def not_a_clipped_sum(updates: Any) -> str:
+    """:func:`dp_aggregate`'s message for an update that is not a :class:`ClippedSum` (plain
+    gradients, most often): what it got and what to use instead."""
+    return (
+        f"expected a ClippedSum, got {type(updates).__name__}: dp_aggregate adds noise to the "
+        "sum of per-example CLIPPED gradients; plain gradients (jax.grad of a batch loss) "
+        "have no bounded sensitivity, so noising them protects nothing. Compute the update "
+        "with jdp.dpsgd.clipped_grad(loss_fn, l2_clip_norm)(params, batch, mask) (loss_fn "
+        "for ONE example), or build the whole step with jdp.dpsgd.make_dp_step / "
+        "jdp.dpsgd.train"
+    )
+
+
 class DPAggregateState(NamedTuple):
     """State of :func:`dp_aggregate`: the noise key (split on every update) and a step count."""
 
@@ -291,7 +304,7 @@ def dp_aggregate(
     def update(updates: ClippedSum, state: DPAggregateState, params: Params = None) -> tuple:
         del params
         if not isinstance(updates, ClippedSum):
-            raise TypeError(f"expected a ClippedSum, got {type(updates).__name__}")
+            raise TypeError(not_a_clipped_sum(updates))
         next_key, noise_key = jax.random.split(state.key)
         noisy = noisy_sum(noise_key, updates, z, secure_noise=secure_noise)
         out = jax.tree_util.tree_map(lambda s: s / n, noisy)

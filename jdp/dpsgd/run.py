@@ -47,7 +47,7 @@ from jdp.progress import current_delta, track
 from jdp.random import numpy_rng
 from jdp.verbosity import warn_private
 
-__all__ = ["Run", "start"]
+__all__ = ["Run", "run_ledger", "start"]
 
 Chunks = Sequence[tuple[Any, Any]]
 
@@ -133,15 +133,14 @@ class Run:
         return self.config.event(self.noise_multiplier, self.dataset_size, noise_cut=self.noise_cut)
 
     def ledger(self, label: str = "dp-sgd") -> PrivacyLedger:
-        """The run's one ledger entry, noted with its plan."""
-        c = self.config
-        note = (
-            f"z={self.noise_multiplier:.6g}, q={c.sampling_prob:.6g}, steps={self.steps}, "
-            f"sampling={c.sampling.name}, method={self.clipping}"
-        )
-        relation = c.neighboring_relation
-        return PrivacyLedger(neighboring_relation=relation).record(
-            label, self.event(), neighboring_relation=relation, note=note
+        """The run's one ledger entry, noted with its plan (:func:`run_ledger`)."""
+        return run_ledger(
+            self.config,
+            self.noise_multiplier,
+            self.dataset_size,
+            noise_cut=self.noise_cut,
+            method=self.clipping,
+            label=label,
         )
 
     def epsilon_after(self, steps: int, accountant: str, delta: float | None = None) -> float:
@@ -183,6 +182,34 @@ class Run:
                 RuntimeWarning,
                 stacklevel=3,
             )
+
+
+def run_ledger(
+    config: DPSGDConfig,
+    noise_multiplier: float,
+    dataset_size: int,
+    *,
+    noise_cut: float,
+    method: str | None,
+    label: str = "dp-sgd",
+    note: str = "",
+) -> PrivacyLedger:
+    """The one ledger entry of a DP-SGD run of ``config`` (its :meth:`DPSGDConfig.event`,
+    under its relation), noted with its plan: what :meth:`Run.ledger` and a custom loop's
+    :meth:`jdp.dpsgd.loop.Accountant.ledger` record. ``method``: the clipping path, where
+    known; ``note``: appended to the plan's."""
+    c = config
+    text = (
+        f"z={noise_multiplier:.6g}, q={c.sampling_prob:.6g}, steps={c.num_steps}, "
+        f"sampling={c.sampling.name}"
+    )
+    text += "" if method is None else f", method={method}"
+    text += f", {note}" if note else ""
+    relation = c.neighboring_relation
+    event = c.event(noise_multiplier, dataset_size, noise_cut=noise_cut)
+    return PrivacyLedger(neighboring_relation=relation).record(
+        label, event, neighboring_relation=relation, note=text
+    )
 
 
 def take(data: Any, indices: np.ndarray) -> Any:

@@ -212,6 +212,12 @@ class DPSGDConfig:
             )
         )
 
+    def first_steps(self, steps: int) -> DPSGDConfig:
+        """This run cut to its first ``steps`` steps (``steps`` given, ``epochs`` dropped): the
+        config whose :meth:`event` is what those steps spent (:meth:`epsilon_after`, and the
+        ledger of a custom loop stopped early, :class:`jdp.dpsgd.loop.Accountant`)."""
+        return dataclasses.replace(self, steps=steps, epochs=None)
+
     def epsilon_after(
         self,
         steps: int,
@@ -226,7 +232,7 @@ class DPSGDConfig:
         steps of this run (what the progress line shows; the ledger holds the whole run's
         event). By default the ledger's own rule (:data:`accounting.compose.BEST`), so after
         the last step it is the epsilon the run's ledger entry reports."""
-        partial = dataclasses.replace(self, steps=steps, epochs=None)
+        partial = self.first_steps(steps)
         delta = self.target_delta if delta is None else delta
         if delta is None:
             raise ValueError("expected a delta: the config has no target_delta")
