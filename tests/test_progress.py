@@ -146,8 +146,7 @@ def test_dpsgd_training_shows_its_steps_and_epsilon_on_a_terminal():
     code, err = run_on(child)
     assert code == 0, err
     assert "DP-SGD step 5/5 | eps=" in err and "spent | done in" in err
-    code, err = run_on(child, terminal=False)
-    assert code == 0 and "DP-SGD" not in err and "\r" not in err
+    # (a pipe gets nothing: the rule is one, tested on a pipe above)
 
 
 @pytest.mark.slow

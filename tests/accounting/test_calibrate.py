@@ -235,7 +235,7 @@ def test_a_prior_is_composed_before_the_plan_and_leaves_it_more_than_basic_compo
     from accounting.calibrate import BudgetTooSmallError
 
     prior = ev.ComposedDpEvent([ev.LaplaceDpEvent(1 / 0.1)] * 3)  # 0.3-DP
-    target, delta, q, steps = 1.0, 1e-5, 0.01, 1000
+    target, delta, q, steps = 1.0, 1e-5, 0.05, 100
 
     def plan(z):
         return dpsgd_event(z, sampling_prob=q, steps=steps)

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from _own_table import ROWS, write_own_csv
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,7 +44,7 @@ def jdp(*argv: object, cwd: Path) -> str:
     return proc.stdout
 
 
-def test_csv_to_dp_schema_to_fit_to_sample(tmp_path):
+def test_csv_to_dp_schema_to_fit_to_sample(tmp_path, monkeypatch):
     write_own_csv(tmp_path / "own.csv")
     steps = guide_walk()
     assert [a[0] for a in steps] == ["schema", "schema", "fit", "sample"]
@@ -81,17 +82,16 @@ def test_csv_to_dp_schema_to_fit_to_sample(tmp_path):
     assert synthetic["income"].isna().any() and synthetic["income"].dropna().ge(0).all()
     assert set(synthetic["region"]) <= {"North", "South", "NA", "other"}
     assert len(synthetic) == 500 and len(pd.read_csv(tmp_path / "own.csv")) == ROWS
+    # 5. the guide's Python example (section 6), on the walk's release
+    guide_python(tmp_path, monkeypatch)
 
 
-def test_the_guides_python_example_runs_on_the_walks_release(tmp_path, monkeypatch):
-    """Section 6 of the guide, executed on the release the walk writes (``frame``: the CSV
-    as ``jdp fit`` reads it under the release)."""
+def guide_python(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Section 6 of the guide, executed in ``tmp_path`` (``frame``: the CSV as ``jdp fit``
+    reads it under the release there)."""
     from jdp.data.dp_schema import load_schema
     from jdp.data.read import read_csv
 
-    write_own_csv(tmp_path / "own.csv")
-    schema_argv = guide_walk()[1]
-    jdp(*schema_argv, "--seed", "0", cwd=tmp_path)
     monkeypatch.chdir(tmp_path)
     frame = read_csv("own.csv", load_schema("release.json").schema)
     text = GUIDE.read_text()
