@@ -381,6 +381,17 @@ def current_delta() -> float | None:
     return _DELTA.get()
 
 
+def say(text: str) -> None:
+    """Print ``text`` as its own line on stderr now (a warning while work runs): on a
+    terminal the status line is kept above it and redrawn below it."""
+    _LINE.end_line()
+    try:
+        print(text, file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        return
+    _LINE.draw(force=True)
+
+
 # -- the privacy ledger ---------------------------------------------------------------------------
 
 

@@ -303,3 +303,18 @@ def test_evaluate_writes_no_carriage_return_into_a_log(capsys, tmp_path, adult):
     )  # fmt: skip
     _, err = capsys.readouterr()
     assert code == 0 and "\r" not in err and "TSTR" not in err
+
+
+def test_a_warning_is_shown_when_raised_not_after_the_work(capsys):
+    """``jdp``'s one warning style prints each warning as it is raised (a method that cannot
+    work here says so before its fit starts), and still returns every warning caught."""
+    import warnings
+
+    from jdp.cli._args import one_line_warnings
+
+    with one_line_warnings("fit") as caught:
+        warnings.warn("cannot work here", UserWarning)
+        print("the fit runs", file=sys.stderr)
+    err = capsys.readouterr().err.splitlines()
+    assert err == ["jdp fit: warning: cannot work here", "the fit runs"]
+    assert [str(w.message) for w in caught] == ["cannot work here"]

@@ -12,7 +12,6 @@ import argparse
 import contextlib
 import os
 import secrets
-import sys
 import warnings
 import zlib
 from collections.abc import Iterator, Mapping
@@ -187,12 +186,17 @@ def model_summary(model: FittedModel, **details: Any) -> dict[str, Any]:
 
 @contextlib.contextmanager
 def one_line_warnings(command: str) -> Iterator[list[warnings.WarningMessage]]:
-    """Collect warnings and print each as one ``jdp COMMAND: warning: message`` line on
-    stderr (clipped values, a large delta, ...); yields the list of caught warnings."""
+    """Print each warning as one ``jdp COMMAND: warning: message`` line on stderr when it is
+    raised (clipped values, a large delta, a method that cannot work here, said before its
+    fit starts: :func:`jdp.progress.say`); yields the list of caught warnings."""
+    from jdp.progress import say
+
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("default")
-        try:
-            yield caught
-        finally:
-            for w in caught:
-                print(f"jdp {command}: warning: {w.message}", file=sys.stderr)
+
+        def show_now(message, category, filename, lineno, file=None, line=None):
+            caught.append(warnings.WarningMessage(message, category, filename, lineno, file, line))
+            say(f"jdp {command}: warning: {message}")
+
+        warnings.showwarning = show_now  # restored by catch_warnings
+        yield caught
