@@ -202,17 +202,22 @@ def _calibrate(
 
     if accountant != BEST:
         return _bisect(eps_of(accountant), target, delta, lower_bound, hi, rtol)
+
+    def narrowed(eps: Callable[[float], float], scale: float | None) -> float | None:
+        """The smallest scale meeting the target by ``eps``: searched in the whole bracket,
+        or a little below ``scale`` where ``eps`` (a tighter rule) meets it there already."""
+        if scale is None:
+            return _bisect(eps, target, delta, lower_bound, hi, rtol)
+        if scale > lower_bound and eps(scale) <= target:
+            return _bisect(eps, target, delta, lower_bound, scale, rtol, shrink=0.8)
+        return scale
+
     scale: float | None = None
     failure: BudgetTooSmallError | None = None
     exact = False
     for name in RIGOROUS:
-        eps = eps_of(name)
         try:
-            if scale is None:
-                scale = _bisect(eps, target, delta, lower_bound, hi, rtol)
-            elif scale > lower_bound and eps(scale) <= target:
-                # a tighter accountant: its answer lies a little below the last one
-                scale = _bisect(eps, target, delta, lower_bound, scale, rtol, shrink=0.8)
+            scale = narrowed(eps_of(name), scale)
         except UnsupportedEventError:
             continue
         except BudgetTooSmallError as err:  # this accountant cannot; another may
@@ -235,10 +240,7 @@ def _calibrate(
             return value
 
         try:
-            if scale is None:
-                scale = _bisect(eps_split, target, delta, lower_bound, hi, rtol)
-            elif scale > lower_bound and eps_split(scale) <= target:
-                scale = _bisect(eps_split, target, delta, lower_bound, scale, rtol, shrink=0.8)
+            scale = narrowed(eps_split, scale)
         except UnsupportedEventError:
             pass
         except BudgetTooSmallError as err:

@@ -38,6 +38,7 @@ import statistics
 import time
 
 import _harness as H
+from bench_dpgan import critic_bench
 
 CASES = ("mlp60", "adult")
 PATHS = ("nonprivate", "general", "general_micro", "general_auto", "ghost_penalty")
@@ -63,48 +64,19 @@ def build(case: str, batch: int, chunk: int) -> tuple[dict, str, dict]:
     """Zero-argument runners of one jitted critic step per path, the automatic path's choice,
     and the micro-batch sizes of ``general_micro`` and ``general_auto``."""
     import jax
-    import jax.numpy as jnp
-    import numpy as np
-    import optax
 
-    from jdp.dpsgd import choose_method, dp_aggregate, make_dp_step
+    from jdp.dpsgd import make_dp_step
     from jdp.dpsgd.clipping import auto_microbatch_size
-    from jdp.nn.heads import layout_width
     from jdp.synth.dp_gan import DPGANConfig
-    from jdp.synth.dp_gan.losses import make_critic_loss
-    from jdp.synth.dp_gan.model import init_state, networks
 
-    config = DPGANConfig()
-    layout = _layout(case)
-    generator, critic = networks(config, layout)
-    params, gen_state = init_state(jax.random.key(0), config, layout)
-    loss = make_critic_loss(generator, critic, latent_dim=config.latent_dim, gp_weight=10.0)
-    rng = np.random.default_rng(0)
-    x = jnp.asarray(rng.uniform(-1, 1, (batch, layout_width(layout))), jnp.float32)
-    mask, key = jnp.ones(batch, bool), jax.random.key(1)
-    adam = optax.adam(1e-3, b1=0.5, b2=0.9)
-    auto = choose_method(loss, params, x[:1], model_state=gen_state)
-    opt_state = adam.init(params)
-
-    @jax.jit
-    def nonprivate(p, o, b, k, s):
-        keys = jax.random.split(k, b.shape[0])
-        grads = jax.grad(lambda q: jnp.mean(jax.vmap(lambda e, kk: loss(q, e, kk, s))(b, keys)))(p)
-        updates, o = adam.update(grads, o, p)
-        return optax.apply_updates(p, updates), o
-
-    runs = {
-        "nonprivate": lambda: jax.block_until_ready(
-            nonprivate(params, opt_state, x, key, gen_state)
-        )
-    }
-    chain = optax.chain(dp_aggregate(key, noise_multiplier=1.0, expected_batch_size=batch), adam)
-    dp_state = chain.init(params)
-    count = sum(a.size for a in jax.tree_util.tree_leaves(params))
+    b = critic_bench(DPGANConfig(), _layout(case), batch)
+    runs = {"nonprivate": b.nonprivate}
+    count = sum(a.size for a in jax.tree_util.tree_leaves(b.params))
     micro = {
         "general_micro": _micro(batch, chunk),
         "general_auto": auto_microbatch_size(batch, count),
     }
+    args = (b.params, b.dp_state, b.x, b.mask, b.key, b.gen_state)
     for path, method, m in (
         ("general", "general", None),
         ("general_micro", "general", micro["general_micro"]),
@@ -112,14 +84,13 @@ def build(case: str, batch: int, chunk: int) -> tuple[dict, str, dict]:
         ("ghost_penalty", "ghost_penalty", None),
     ):
         step = make_dp_step(
-            loss, chain, l2_clip_norm=1.0, method=method, microbatch_size=m, with_model_state=True
-        )
-        runs[path] = lambda step=step: jax.block_until_ready(
-            step(params, dp_state, x, mask, key, gen_state)
-        )
+            b.loss, b.chain, l2_clip_norm=1.0, method=method, microbatch_size=m,
+            with_model_state=True,
+        )  # fmt: skip
+        runs[path] = lambda step=step: jax.block_until_ready(step(*args))
     for run in runs.values():
         run()  # compile
-    return runs, auto, micro
+    return runs, b.auto, micro
 
 
 def time_blocks(runs: dict, reps: int, block_s: float = 0.1) -> dict[str, float]:

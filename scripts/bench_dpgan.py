@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import argparse
 import functools
+from types import SimpleNamespace
+from typing import Any
 
 import _harness as H
 
@@ -52,19 +54,21 @@ def _case(case: str):
     return config, codec(series_schema(48, lower=-1.0, upper=1.0), config).layout
 
 
-def build(case: str, batch: int, chunk: int) -> tuple[dict, str]:
-    """Zero-argument runners of one jitted critic step per path, and the auto path."""
+def critic_bench(config: Any, layout: Any, batch: int) -> SimpleNamespace:
+    """The pieces every critic-step benchmark shares: the WGAN-GP critic ``loss``, its
+    ``params`` and generator state ``gen_state``, a uniform batch ``x`` with its ``mask`` and
+    ``key``, the DP ``chain`` (Adam after ``dp_aggregate``) and its ``dp_state``, the
+    automatic path ``auto``, and ``nonprivate``: a runner of one jitted non-private step."""
     import jax
     import jax.numpy as jnp
     import numpy as np
     import optax
 
-    from jdp.dpsgd import choose_method, dp_aggregate, make_dp_step
+    from jdp.dpsgd import choose_method, dp_aggregate
     from jdp.nn.heads import layout_width
     from jdp.synth.dp_gan.losses import make_critic_loss
     from jdp.synth.dp_gan.model import init_state, networks
 
-    config, layout = _case(case)
     generator, critic = networks(config, layout)
     params, gen_state = init_state(jax.random.key(0), config, layout)
     loss = make_critic_loss(generator, critic, latent_dim=config.latent_dim, gp_weight=10.0)
@@ -73,9 +77,6 @@ def build(case: str, batch: int, chunk: int) -> tuple[dict, str]:
     )
     mask, key = jnp.ones(batch, bool), jax.random.key(1)
     adam = optax.adam(1e-3, b1=0.5, b2=0.9)
-    method = choose_method(loss, params, x[:1], model_state=gen_state)
-    runs = {}
-
     opt_state = adam.init(params)
 
     @jax.jit
@@ -85,24 +86,37 @@ def build(case: str, batch: int, chunk: int) -> tuple[dict, str]:
         updates, o = adam.update(grads, o, p)
         return optax.apply_updates(p, updates), o
 
-    runs["nonprivate"] = lambda: jax.block_until_ready(
-        nonprivate(params, opt_state, x, key, gen_state)
-    )
     chain = optax.chain(dp_aggregate(key, noise_multiplier=1.0, expected_batch_size=batch), adam)
-    dp_state = chain.init(params)
+    return SimpleNamespace(
+        loss=loss, params=params, gen_state=gen_state, x=x, mask=mask, key=key, chain=chain,
+        dp_state=chain.init(params), auto=choose_method(loss, params, x[:1], model_state=gen_state),
+        nonprivate=lambda: jax.block_until_ready(
+            nonprivate(params, opt_state, x, key, gen_state)
+        ),
+    )  # fmt: skip
+
+
+def build(case: str, batch: int, chunk: int) -> tuple[dict, str]:
+    """Zero-argument runners of one jitted critic step per path, and the auto path."""
+    from jdp.dpsgd import make_dp_step
+
+    config, layout = _case(case)
+    b = critic_bench(config, layout, batch)
+    runs = {"nonprivate": b.nonprivate}
     for path, micro in (("dp", None), ("dp_chunked", chunk)):
         step = make_dp_step(
-            loss,
-            chain,
+            b.loss,
+            b.chain,
             l2_clip_norm=1.0,
-            method=method,
+            method=b.auto,
             microbatch_size=micro,
             with_model_state=True,
         )
-        runs[path] = functools.partial(_run_dp, step, (params, dp_state, x, mask, key, gen_state))
+        args = (b.params, b.dp_state, b.x, b.mask, b.key, b.gen_state)
+        runs[path] = functools.partial(_run_dp, step, args)
     for run in runs.values():
         run()  # compile
-    return runs, method
+    return runs, b.auto
 
 
 def _run_dp(step, args: tuple) -> None:

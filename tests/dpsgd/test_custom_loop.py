@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
+from dpsgd_problems import classification_problem
 
 from jdp import dpsgd
 from jdp.dpsgd import (
@@ -26,7 +27,6 @@ from jdp.dpsgd import (
 )
 from jdp.dpsgd.noise import noise_cut
 from jdp.dpsgd.step import clipped_grad_sum
-from jdp.nn.mlp import MLP
 from jdp.random import numpy_rng
 
 N = 128
@@ -35,18 +35,7 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "custom_lo
 
 
 def _problem():
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal((N, 4)).astype(np.float32)
-    y = (x[:, 0] + 0.5 * x[:, 1] > 0).astype(np.int32)
-    model = MLP((8, 2))
-    params = model.init(jax.random.key(0), jnp.zeros(4))
-
-    def loss_fn(p, ex, key):
-        del key
-        return optax.softmax_cross_entropy_with_integer_labels(model.apply(p, ex["x"]), ex["y"])
-
-    # "i": each row's own index, so a gathered batch shows which rows train() drew
-    return loss_fn, params, {"x": x, "y": y, "i": np.arange(N)}
+    return classification_problem(N)[:3]
 
 
 def _config(**overrides) -> DPSGDConfig:

@@ -7,6 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
+from dpsgd_problems import classification_problem
 from scipy import stats
 
 from accounting import events as ev
@@ -29,19 +30,7 @@ N = 128
 
 
 def _problem():
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal((N, 4)).astype(np.float32)
-    y = (x[:, 0] + 0.5 * x[:, 1] > 0).astype(np.int32)
-    model = MLP((8, 2))
-    params = model.init(jax.random.key(0), jnp.zeros(4))
-
-    def loss_fn(p, ex, key):
-        del key
-        logits = model.apply(p, ex["x"])
-        return optax.softmax_cross_entropy_with_integer_labels(logits, ex["y"]), jnp.argmax(logits)
-
-    accuracy = lambda p: float(np.mean(np.argmax(model.apply(p, x), -1) == y))
-    return loss_fn, params, {"x": x, "y": y}, accuracy
+    return classification_problem(N, aux=True)
 
 
 def _config(**overrides) -> DPSGDConfig:
@@ -173,9 +162,7 @@ def test_without_replacement_is_recorded_under_replace_one():
     # replace-one: the clipped sum moves by up to 2C; dpsgd_event takes z = std / C and
     # records the Gaussian z / 2 itself
     cut = noise_cut(_problem()[1])
-    wor = dpsgd_event(
-        1.0, 0.25, 2, sampling="without_replacement", dataset_size=N, noise_cut=cut
-    )
+    wor = dpsgd_event(1.0, 0.25, 2, sampling="without_replacement", dataset_size=N, noise_cut=cut)
     assert out.ledger.entries[0].event == wor
     assert wor.events[0].event.event == ev.GaussianDpEvent(0.5)
 
