@@ -41,8 +41,6 @@ from jdp.cli._args import add_command, add_flags
 
 #: The coarse public range of a numeric column when ``--columns`` gives none.
 DEFAULT_RANGE = (-1e9, 1e9)
-#: Total delta of a release's category thresholds by default (split over the columns).
-DEFAULT_DELTA = 1e-7
 #: What a template asks the user to fill in (its ``description``; the fields hold null).
 TEMPLATE_NOTE = (
     "template written by `jdp schema` without --dp, drafted from the column names and dtypes "
@@ -66,9 +64,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         data={"help": "the private CSV (column kinds from --columns)"},
         epsilon={"help": "budget of the DP release (with --dp; > 0)"},
         delta={
-            "default": DEFAULT_DELTA,
-            "help": f"total delta of the category thresholds (default {DEFAULT_DELTA:g}), "
-            "split over the categorical columns",
+            "default": 1e-7,
+            "help": "delta of the whole DP release (default 1e-7)",
         },
         out={"required": True, "metavar": "FILE", "help": "schema JSON file to write"},
     )
@@ -101,6 +98,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--dp", action="store_true", help="release bounds and categories with DP (needs --epsilon)"
+    )
+    parser.add_argument(
+        "--noise",
+        choices=("gaussian", "laplace"),
+        default="gaussian",
+        help="one joint Gaussian release of all histograms (default: lower thresholds), or "
+        "one Laplace release per column (pure epsilon-DP bounds)",
     )
     parser.add_argument(
         "--suppressed",
@@ -478,12 +482,12 @@ def _release(args: argparse.Namespace, frame: Any, public: dict[str, Any]) -> An
     from jdp.data.dp_schema import infer_schema_dp
 
     entropy = None if args.seed is None else [args.seed, zlib.crc32(b"schema")]
-    n_categorical = sum(k == "categorical" for k in public["kinds"].values())
     return infer_schema_dp(
         np.random.default_rng(entropy),
         frame,
         epsilon=args.epsilon,
-        category_delta=args.delta / max(n_categorical, 1),
+        delta=args.delta,
+        noise=args.noise,
         suppressed=args.suppressed,
         **public,
     )

@@ -5,7 +5,7 @@ When a user cannot declare bounds or domains, they can spend part of their budge
 
 * numeric column (:func:`dp_bounds`): a coarse public range ``[a, b]`` per numeric column is
   still required -- no DP mechanism can find the scale of an unbounded line -- but it may be
-  very loose (e.g. ``[0, 10**9]`` for an age or an income). A Laplace histogram over signed
+  very loose (e.g. ``[0, 10**9]`` for an age or an income). A noisy histogram over signed
   geometric buckets ``2^k`` of the range (snapped, so its counts may be shown) finds the
   buckets that hold data; the bounds run from the lowest passing bucket to the highest, so
   they cover the bulk of the data rather than sit at noisy quantiles. A column too sparse
@@ -14,12 +14,16 @@ When a user cannot declare bounds or domains, they can spend part of their budge
   given as two dates, e.g. ``("1900-01-01", "2100-12-31")``); the buckets double away from
   1970-01-01 (or from the range's end nearest to it), so released dates far from it are
   coarse -- declare a date column's bounds (``declared=``) when they are known;
-* categorical column: the categories whose Laplace-noised count exceeds a threshold
+* categorical column: the categories whose noisy count exceeds a threshold
   (:func:`dp_categories`); a category held by few records is suppressed.
 
-Columns the user can declare in full (``declared=``) are copied at no cost; the budget
-``epsilon`` is split equally over the others, and each release is one ledger entry
-(``dp-bounds:<name>`` or ``dp-categories:<name>``). The result is a :class:`SchemaRelease`
+By default all these histograms are released together by one Gaussian mechanism
+(:func:`dp_joint_histograms`, one ledger entry ``dp-schema-histograms``): one record adds 1 to
+one cell of each, so the noise grows with the square root of the number of columns; with
+``noise="laplace"`` each column is its own snapped Laplace release (entries
+``dp-bounds:<name>`` or ``dp-categories:<name>``), pure epsilon-DP for the bounds. Columns the
+user can declare in full (``declared=``) are copied at no cost; the budget ``epsilon`` is
+split equally over the others. The result is a :class:`SchemaRelease`
 holding the schema, the ledger of its release and the noisy clipped share of each numeric
 column. Category discovery is (epsilon, delta)-DP (a category present in only one of two
 neighbouring datasets can be released, with probability at most delta), recorded as an
@@ -53,6 +57,7 @@ import warnings
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from statistics import NormalDist
 from typing import Any, Literal, NamedTuple
 
 import numpy as np
@@ -62,7 +67,7 @@ from accounting import PrivacyLedger
 from accounting import events as ev
 from accounting.builders import with_noise_cut
 from accounting.compose import pure_spend
-from accounting.validation import check_open_unit, check_positive
+from accounting.validation import check_count, check_open_unit, check_positive
 from jdp.data.schema import (
     INTEGER_VALUED_KINDS,
     Column,
@@ -78,10 +83,13 @@ from jdp.data.schema import (
 from jdp.mechanisms.noise import (
     LAPLACE_RELEASE_CUT,
     Snapping,
+    gaussian_event,
+    gaussian_mechanism,
     laplace_mechanism,
+    power_of_two_at_least,
     snapping_laplace_parameters,
 )
-from jdp.mechanisms.tape import released
+from jdp.mechanisms.tape import public, released
 from jdp.verbosity import warn_private
 
 RELEASE_FORMAT = "jdp-schema-release"
@@ -98,10 +106,23 @@ SUPPRESSED = ("drop", "other")
 #: A released column whose noisy share of values outside its bounds exceeds this is named in
 #: a :class:`DpSchemaWarning`.
 CLIPPED_WARNING = 0.01
+#: A released column whose 95% upper bound on that share (:class:`DpBounds`) exceeds this is
+#: named too: the noise cannot rule out that a thin tail was cut.
+CLIPPED_BOUND_WARNING = 0.05
+#: The one-sided 95% normal quantile of :attr:`DpBounds.clipped_bound`.
+Z_95 = 1.645
+#: The side of a column's bounds that faces the anchor (:func:`log_bucket_edges`) is widened
+#: to the anchor when the 95% upper bound on the share of values between them exceeds this.
+TAIL_TOLERANCE = 0.02
 #: The suppressed shares' epsilon as a fraction of one column's (:func:`infer_schema_dp`): a
 #: share of three noisy counts over ``n`` is accurate to about ``2.5 / (epsilon n)``, a
 #: percent or so on a few thousand rows at a schema's usual budget, which a report needs.
 SHARES_WEIGHT = 0.5
+#: The default delta of a whole schema release (:func:`infer_schema_dp`).
+DEFAULT_DELTA = 1e-7
+#: How :func:`infer_schema_dp` noises its histograms: one joint Gaussian release of all of
+#: them (:func:`dp_joint_histograms`), or one snapped Laplace release per column.
+NOISES = ("gaussian", "laplace")
 
 
 class DpSchemaWarning(UserWarning):
@@ -151,13 +172,17 @@ def pass_threshold(params: Snapping, buckets: int, failure: float) -> float:
 
 class DpBounds(NamedTuple):
     """Bounds released by :func:`dp_bounds`: whether any bucket passed (``signal``; without
-    it the bounds are the coarse public range), and the noisy share of the column's values
-    outside the bounds (``clipped``: post-processing of the released counts)."""
+    it the bounds are the coarse public range), the noisy share of the column's values
+    outside the bounds (``clipped``) and a one-sided 95% upper bound on that share
+    (``clipped_bound``: the noisy count outside plus 1.645 standard deviations of the noise
+    of the sum of the buckets outside, over the noisy total; a normal approximation, used to
+    warn, never to release more). Both are post-processing of the released counts."""
 
     lower: float
     upper: float
     signal: bool
     clipped: float
+    clipped_bound: float = 0.0
 
 
 def dp_bounds(
@@ -188,13 +213,19 @@ def dp_bounds(
        reaches ``pass_threshold(params, 1, p)`` with ``p`` = :data:`EXTEND_CHANCE` (an empty
        bucket extends it with probability at most ``p``, so empty tails add at most
        ``p / (1 - p)`` buckets on average; a tail holding data keeps extending);
-    3. *margin*: :data:`MARGIN` more buckets on each side, inside the coarse range.
+    3. *margin*: :data:`MARGIN` more buckets on each side, inside the coarse range;
+    4. *toward the anchor*: the side that faces the anchor ``c`` (values between ``c`` and
+       the bounds: a long lower tail of a positive column, spread thinly over many doubling
+       buckets, as crx's A2) moves to ``c`` when the 95% upper bound on the share of values
+       between them (below) exceeds :data:`TAIL_TOLERANCE`: the noise cannot rule out a tail
+       there, and widening towards the anchor costs at most the bounds' own extent.
 
     Each bucket doubles the distance from the anchor, so the bounds stay within a small
     factor of the data they cover rather than at the coarse range, and what is clipped is
     only tails too thin to show through the noise. Integer columns are rounded outwards,
     inside ``[ceil(lower), floor(upper)]``. ``clipped`` is the noisy share outside the bounds
-    (sum of the snapped counts outside over the sum of all, clamped to ``[0, 1]``).
+    (sum of the snapped counts outside over the sum of all, clamped to ``[0, 1]``), and
+    ``clipped_bound`` a 95% upper bound on it (:class:`DpBounds`).
 
     Why not quantiles: an epsilon-DP quantile is off by about ``2 ln(range / resolution) /
     epsilon`` ranks, which at a schema's per-column budget (0.3 over 15-21 columns) exceeds a
@@ -221,25 +252,67 @@ def dp_bounds(
     counts = np.bincount(bucket_index(edges, values), minlength=m).astype(np.float64)
     noisy, event = laplace_mechanism(rng, counts, l1_sensitivity=1.0, epsilon=epsilon)
     params = snapping_laplace_parameters(l1_sensitivity=1.0, epsilon=epsilon, size=m)
-    passed = np.flatnonzero(noisy >= pass_threshold(params, m, failure))
+    passing, extending = (
+        pass_threshold(params, m, failure),
+        pass_threshold(params, 1, EXTEND_CHANCE),
+    )
+    count_sd = math.sqrt(2 * params.scale**2 + params.grid**2 / 12)  # Laplace, then rounding
+    bounds = bounds_from_counts(
+        noisy, edges, passing, extending, integer=integer, count_sd=count_sd
+    )
+    return bounds, event
+
+
+def bounds_from_counts(
+    noisy: np.ndarray,
+    edges: np.ndarray,
+    passing: float,
+    extending: float,
+    *,
+    integer: bool,
+    count_sd: float,
+) -> DpBounds:
+    """Steps 1-4 of :func:`dp_bounds` on released bucket counts (post-processing): the core
+    from the lowest to the highest bucket reaching ``passing`` (and the noisy mode), grown
+    while the next bucket reaches ``extending``, plus :data:`MARGIN`, and widened to the
+    anchor on the side facing it unless the noise rules out a tail there; the coarse range
+    ``[edges[0], edges[-1]]`` and ``signal=False`` when none passes. Shared by the Laplace
+    histogram of one column and the joint Gaussian release (:func:`dp_joint_histograms`),
+    which differ only in the two levels and in ``count_sd``, the standard deviation of one
+    noisy count (noise and rounding to the snapping grid), which gives ``clipped_bound``."""
+    lower, upper, m = float(edges[0]), float(edges[-1]), len(edges) - 1
+    passed = np.flatnonzero(noisy >= passing)
     if len(passed) == 0:
-        return DpBounds(float(lower), float(upper), False, 0.0), event
+        return DpBounds(lower, upper, False, 0.0)
     top = int(np.argmax(noisy))  # the mode's bucket: a lone spurious pass only widens
     first, last = min(int(passed[0]), top), max(int(passed[-1]), top)
-    extend = pass_threshold(params, 1, EXTEND_CHANCE)
-    while first > 0 and noisy[first - 1] >= extend:
+    while first > 0 and noisy[first - 1] >= extending:
         first -= 1
-    while last < m - 1 and noisy[last + 1] >= extend:
+    while last < m - 1 and noisy[last + 1] >= extending:
         last += 1
     first, last = max(first - MARGIN, 0), min(last + MARGIN, m - 1)
     lo, hi = float(edges[first]), float(edges[last + 1])
+    total = max(noisy.sum(), 1.0)
+
+    def share_bound(outside: np.ndarray) -> float:
+        """A 95% upper bound on the share of values in the buckets ``outside``."""
+        spread = Z_95 * count_sd * math.sqrt(len(outside))
+        return min(max((noisy[outside].sum() + spread) / total, 0.0), 1.0)
+
+    # 4. the side facing the anchor reaches it unless the noise rules out a tail there
+    c = min(max(0.0, lower), upper)
+    a = int(bucket_index(edges, np.array([c]))[0])
+    if c < lo and share_bound(np.arange(first)) > TAIL_TOLERANCE:
+        first, lo = a, c
+    if hi < c and share_bound(np.arange(last + 1, m)) > TAIL_TOLERANCE:
+        last, hi = a, c
     if integer:
         lo = float(max(math.floor(lo), math.ceil(lower)))
         hi = float(min(math.ceil(hi), math.floor(upper)))
         hi = max(hi, lo + 1)
-    outside = noisy[:first].sum() + noisy[last + 1 :].sum()
-    clipped = min(max(outside / max(noisy.sum(), 1.0), 0.0), 1.0)
-    return DpBounds(lo, hi, True, float(clipped)), event
+    outside = np.concatenate([np.arange(first), np.arange(last + 1, m)])
+    clipped = min(max(noisy[outside].sum() / total, 0.0), 1.0)
+    return DpBounds(lo, hi, True, float(clipped), share_bound(outside))
 
 
 def threshold_for(epsilon: float, delta: float) -> float:
@@ -280,10 +353,16 @@ def dp_categories(
         rng, counts.to_numpy(dtype=np.float64), l1_sensitivity=1.0, epsilon=epsilon,
         secure_noise=False,
     )  # fmt: skip
-    keep = [v for v, c in zip(counts.index, noisy) if c > threshold_for(epsilon, delta)]
-    cats = tuple(sorted(keep, key=lambda v: (str(type(v)), v)))
+    cats = categories_from_counts(counts.index, noisy, threshold_for(epsilon, delta))
     event = ev.EpsilonDeltaDpEvent(epsilon=float(epsilon), delta=float(delta))
     return cats, with_noise_cut(event, LAPLACE_RELEASE_CUT)
+
+
+def categories_from_counts(values: Sequence[Any], noisy: np.ndarray, threshold: float) -> tuple:
+    """The values whose noisy count exceeds ``threshold``, sorted (post-processing; shared
+    by :func:`dp_categories` and :func:`dp_joint_histograms`)."""
+    keep = [v for v, c in zip(values, noisy) if c > threshold]
+    return tuple(sorted(keep, key=lambda v: (str(type(v)), v)))
 
 
 class SuppressedShares(NamedTuple):
@@ -325,14 +404,199 @@ def dp_suppressed_shares(
     return SuppressedShares(mapped=share[1], dropped=share[0]), event
 
 
+class Histogram(NamedTuple):
+    """One released column's histogram in a schema release (:func:`infer_schema_dp`):
+    ``edges`` the public buckets of a numeric column (:func:`log_bucket_edges` of its coarse
+    range) or ``None`` for a categorical column (whose cells are its distinct values);
+    ``values`` what is counted (a numeric column's values without missing values and point
+    masses; a categorical column's values, missing ones not counted); ``integer`` for an
+    integer-valued kind; ``masses`` its declared point masses (public)."""
+
+    edges: np.ndarray | None
+    values: Any
+    integer: bool = False
+    masses: tuple[float, ...] = ()
+
+
+def _histogram(
+    series: pd.Series, name: str, kind: str, ranges: Mapping[str, Any], masses: Sequence[Any]
+) -> Histogram:
+    """The :class:`Histogram` of one released column (its values checked before)."""
+    if kind == "categorical":
+        return Histogram(None, series)
+    a, b = (_number(kind, v) for v in ranges[name])
+    x = _numbers(kind, series, name)
+    points = tuple(_number(kind, m) for m in masses)
+    return Histogram(
+        log_bucket_edges(a, b), x[~np.isnan(x) & ~np.isin(x, points)],
+        kind in INTEGER_VALUED_KINDS, points,
+    )  # fmt: skip
+
+
+class JointGaussian(NamedTuple):
+    """The plan of a joint Gaussian schema release (:func:`plan_joint_gaussian`), public.
+
+    Attributes:
+      noise_multiplier: ``z``: every count gets ``N(0, sigma^2)`` with ``sigma = z sqrt(k)``.
+      histograms: ``k``, the released columns (one histogram each).
+      categorical: how many of them are categorical (cells = private distinct values).
+      new_key_tail: ``tau``, the bound on the probability that a value present in one
+        neighbour only passes its threshold in some column.
+      epsilon, delta: what the release is: :meth:`event` meets ``(epsilon, delta)`` under the
+        ledger's rule (``epsilon`` as found, at most the target).
+    """
+
+    noise_multiplier: float
+    histograms: int
+    categorical: int
+    new_key_tail: float
+    epsilon: float = math.inf
+    delta: float = 0.0
+
+    @property
+    def sigma(self) -> float:
+        """The noise standard deviation of every count."""
+        return self.noise_multiplier * math.sqrt(self.histograms)
+
+    @property
+    def count_sd(self) -> float:
+        """The standard deviation of one released count: the noise and the rounding to the
+        snapping grid ``g`` (``sqrt(sigma^2 + g^2 / 12)``)."""
+        return math.sqrt(self.sigma**2 + power_of_two_at_least(self.sigma) ** 2 / 12)
+
+    def level(self, probability: float) -> float:
+        """``g / 2 + sigma Phi^-1(1 - p)`` (``g`` the snapping grid, the smallest power of two
+        ``>= sigma``): a count of 0 plus ``N(0, sigma^2)``, rounded to the grid, reaches it
+        with probability at most ``p`` (rounding moves a value by at most ``g / 2``)."""
+        grid = power_of_two_at_least(self.sigma)
+        return grid / 2 + self.sigma * -NormalDist().inv_cdf(probability)
+
+    @property
+    def category_threshold(self) -> float:
+        """``1 + level(tau / c)``: a value of count 1 passes with probability at most ``tau /
+        c``, so one record's at most ``c`` new values (one per categorical column) pass with
+        probability at most ``tau`` (union bound); infinite without categorical columns."""
+        if not self.categorical:
+            return math.inf
+        return 1.0 + self.level(self.new_key_tail / self.categorical)
+
+    def event(self) -> ev.DpEvent:
+        """The release's exact event: ``gaussian_event(z)`` (:mod:`jdp.mechanisms.noise`)
+        with the new-value tail as a cut, ``NoiseCutDpEvent(tau)``."""
+        return with_noise_cut(gaussian_event(self.noise_multiplier), self.new_key_tail)
+
+
+def plan_joint_gaussian(
+    *, epsilon: float, delta: float, histograms: int, categorical: int
+) -> JointGaussian:
+    """The joint Gaussian release of ``histograms`` columns meeting ``(epsilon, delta)``.
+
+    Half of ``delta`` is the new-value tail's cost: a cut costs ``(1 + e^epsilon)`` times
+    its mass (:mod:`accounting.compose`), so ``tau = delta / (2 (1 + e^epsilon))`` (0 without
+    categorical columns); the noise multiplier is the smallest that meets the target with
+    the ledger's own rule (:func:`accounting.calibrate.calibrate`), and the plan's
+    ``epsilon`` is what that rule gives it (:func:`accounting.compose.best_epsilon`).
+    """
+    from accounting.calibrate import calibrate
+    from accounting.compose import best_epsilon
+
+    check_count("histograms", histograms, minimum=1)
+    tau = delta / (2 * (1 + math.exp(epsilon))) if categorical else 0.0
+
+    def event(z: float) -> ev.DpEvent:
+        return JointGaussian(z, histograms, categorical, tau).event()
+
+    z = calibrate(event, target_epsilon=epsilon, target_delta=delta)
+    spent = best_epsilon(event(z), delta).value
+    return JointGaussian(z, histograms, categorical, tau, spent, delta)
+
+
+def _joint_fingerprint(
+    rng: np.random.Generator, histograms: Sequence[Histogram], plan: JointGaussian
+) -> Any:
+    """The joint release's public fingerprint (:mod:`jdp.mechanisms.tape`): the buckets and
+    kinds of its histograms and the plan; the values are private."""
+    del rng
+    return public(([h.edges for h in histograms], [h.integer for h in histograms], plan))
+
+
+def histogram_counts(h: Histogram) -> tuple[Any, np.ndarray]:
+    """``(cells, counts)`` of one :class:`Histogram`: the distinct values and their counts
+    (categorical, ``cells`` private), or ``None`` and the count of each bucket (numeric)."""
+    if h.edges is None:
+        c = pd.Series(np.asarray(h.values, dtype=object)).value_counts(sort=False)
+        return c.index, c.to_numpy(dtype=np.float64)
+    m = len(h.edges) - 1
+    return None, np.bincount(bucket_index(h.edges, h.values), minlength=m).astype(np.float64)
+
+
+@released(_joint_fingerprint)
+def dp_joint_histograms(
+    rng: np.random.Generator, histograms: Sequence[Histogram], plan: JointGaussian
+) -> tuple[tuple[DpBounds | tuple, ...], ev.DpEvent]:
+    """A schema's histograms released together by one Gaussian mechanism, read off as
+    bounds (numeric) and categories (categorical).
+
+    Every histogram's counts are concatenated and released with ``N(0, sigma^2)`` noise
+    (:func:`jdp.mechanisms.noise.gaussian_mechanism`, snapped to the grid ``g``). A numeric
+    column's bounds are :func:`bounds_from_counts` with an empty bucket passing with
+    probability ``RANGE_FAILURE / M`` and extending with probability
+    :data:`EXTEND_CHANCE` (:meth:`JointGaussian.level`); a categorical column's released
+    values are those whose noisy count exceeds :attr:`JointGaussian.category_threshold`.
+
+    Returns:
+      ``(results, event)``: per histogram, in order, a :class:`DpBounds` or a tuple of
+      categories; ``EpsilonDeltaDpEvent(plan.epsilon, plan.delta)``, the guarantee that the
+      exact event (:meth:`JointGaussian.event`) meets, so that budgets and fits compose the
+      release by the basic theorem as they do every DP category list.
+
+    Privacy (``docs/privacy.md``, "Joint Gaussian schema release"):
+      Add/remove one record ``x``. Each histogram gets 1 from ``x`` in at most one cell.
+      On the cells present in both neighbours (every bucket; the values held by other
+      records too) the count vectors differ by at most 1 in at most ``k`` cells: L2
+      sensitivity ``sqrt(k)``, the Gaussian mechanism with multiplier ``z``, and all that
+      is read off them is post-processing. A value only ``x`` holds is a cell of count 1 in
+      one neighbour and absent in the other: it passes its threshold with probability at
+      most ``tau / c``, and ``x`` has at most ``c`` such values, so the release is within
+      total variation ``tau`` of one that never shows them (a function of the common cells
+      alone). The exact event is ``gaussian_event(z)`` with that cut
+      (``NoiseCutDpEvent(tau)``, charged ``(1 + e^epsilon) tau`` by every accountant).
+
+    References:
+      The Gaussian thresholding of DP set union and partition selection (Gopi et al. 2020,
+      "Differentially private set union"; Wilson et al. 2020); the stability-based histogram
+      (Korolova et al. 2009).
+    """
+    cells, counts = zip(*(histogram_counts(h) for h in histograms), strict=True)
+    noisy, _ = gaussian_mechanism(  # its event is plan.event()'s Gaussian part
+        rng, np.concatenate(counts), secure_noise=True,
+        l2_sensitivity=math.sqrt(plan.histograms), noise_multiplier=plan.noise_multiplier,
+    )  # fmt: skip
+    parts = np.split(noisy, np.cumsum([len(c) for c in counts])[:-1])
+    results: list[DpBounds | tuple] = []
+    for h, part, keys in zip(histograms, parts, cells, strict=True):
+        if h.edges is None:
+            results.append(categories_from_counts(keys, part, plan.category_threshold))
+        else:
+            passing = plan.level(RANGE_FAILURE / len(part))
+            extending = plan.level(EXTEND_CHANCE)
+            results.append(
+                bounds_from_counts(
+                    part, h.edges, passing, extending, integer=h.integer, count_sd=plan.count_sd
+                )
+            )
+    return tuple(results), ev.EpsilonDeltaDpEvent(epsilon=plan.epsilon, delta=plan.delta)
+
+
 @dataclass(frozen=True)
 class SchemaRelease:
     """A DP schema and the ledger of its release.
 
-    The ledger holds pure events (one snapped Laplace histogram per numeric column) and one
-    ``EpsilonDeltaDpEvent`` per categorical column, so the release is
-    ``(epsilon, delta)``-DP with ``delta`` the sum of the category thresholds' deltas and
-    ``epsilon`` the ledger's epsilon at that delta (here: the sum of the column budgets).
+    The ledger holds the joint Gaussian release's ``EpsilonDeltaDpEvent`` (or, with Laplace
+    noise, pure events for the numeric columns and one ``EpsilonDeltaDpEvent`` per
+    categorical column) and the suppressed shares' pure event, so the release is
+    ``(epsilon, delta)``-DP by basic composition of its entries (:attr:`epsilon`,
+    :attr:`delta`).
     Its schema is marked ``from_release`` (see :mod:`jdp.data.schema`). ``other`` is the
     label of the category that holds suppressed values (``infer_schema_dp(...,
     suppressed="other")``), ``None`` when their records are dropped.
@@ -346,7 +610,8 @@ class SchemaRelease:
 
     ``clipped`` holds, per numeric column whose bounds were released, the noisy share of its
     values outside them (post-processing of the release, :func:`dp_bounds`), or ``None`` when
-    the release had no signal and the coarse public range was kept. ``suppressed`` holds the
+    the release had no signal and the coarse public range was kept; ``clipped_bound`` the 95%
+    upper bound on that share (:class:`DpBounds`), saved as ``"clipped_bound": {name: b}``. ``suppressed`` holds the
     noisy shares of records whose categories the release changes (:func:`dp_suppressed_shares`;
     ``None`` when not released), saved as ``"suppressed": {"mapped": m, "dropped": d}``.
     """
@@ -356,6 +621,7 @@ class SchemaRelease:
     other: str | None = None
     clipped: tuple[tuple[str, float | None], ...] = ()
     suppressed: SuppressedShares | None = None
+    clipped_bound: tuple[tuple[str, float], ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.schema, Schema):
@@ -388,13 +654,16 @@ class SchemaRelease:
         """One line per numeric column whose bounds were released: the noisy share of its
         values outside them, or that the release had no signal (coarse range kept); then the
         noisy shares of records whose categories it changes (:attr:`suppressed`)."""
-        lines = []
+        lines, bound = [], dict(self.clipped_bound)
         for name, share in self.clipped:
             column = self.schema[name]
             if share is None:
                 what = "no signal at this budget: kept the coarse public range"
             else:
-                what = f"about {100 * share:.1f}% of its values outside them (noisy)"
+                what = f"about {100 * share:.1f}% of its values outside them (noisy"
+                if name in bound:
+                    what += f"; at most {100 * bound[name]:.1f}% at 95%"
+                what += ")"
             lines.append(f"{name}: bounds {column.bounds_text}, {what}")
         if self.suppressed is not None:
             lines.append(f"categories: {self.suppressed_text()}")
@@ -460,6 +729,8 @@ class SchemaRelease:
             out["other"] = self.other
         if self.clipped:
             out["clipped"] = dict(self.clipped)
+        if self.clipped_bound:
+            out["clipped_bound"] = dict(self.clipped_bound)
         if self.suppressed is not None:
             out["suppressed"] = self.suppressed._asdict()
         return out
@@ -477,6 +748,7 @@ class SchemaRelease:
             data.get("other"),
             tuple(data.get("clipped", {}).items()),
             SuppressedShares(**data["suppressed"]) if "suppressed" in data else None,
+            tuple(data.get("clipped_bound", {}).items()),
         )
 
     def save(self, path: str | Path) -> None:
@@ -568,7 +840,8 @@ def infer_schema_dp(
     ranges: Mapping[str, tuple[float, float]],
     target: str | None = None,
     declared: Collection[Column] = (),
-    category_delta: float = 1e-7,
+    delta: float = DEFAULT_DELTA,
+    noise: Literal["gaussian", "laplace"] = "gaussian",
     suppressed: Literal["drop", "other"] = "other",
     other_label: str = "other",
     point_masses: Mapping[str, Sequence[float]] | None = None,
@@ -591,7 +864,14 @@ def infer_schema_dp(
       target: the target column (categorical).
       declared: columns the data holder declares in full (public: a codebook's categories,
         documented bounds): copied into the schema as they are, at no cost.
-      category_delta: the additive delta of each categorical column's threshold.
+      delta: the release's delta (default :data:`DEFAULT_DELTA`): with ``noise="gaussian"``
+        the joint release's (half of it the new-category tail); with ``"laplace"`` split
+        equally over the categorical columns' thresholds.
+      noise: ``"gaussian"`` (default): every histogram in one Gaussian release
+        (:func:`dp_joint_histograms`: the noise grows with the square root of the number of
+        released columns, not with the number, so categories and buckets need about 2.5x
+        fewer records on a 15-column table); ``"laplace"``: one snapped Laplace release per
+        column (:func:`dp_bounds`, :func:`dp_categories`), pure epsilon-DP bounds.
       suppressed: what happens to records holding a category the release suppressed: map
         them to ``other_label`` (``"other"``, default), which is then added to the categories
         of every string-valued categorical column except the target, or ``"drop"`` them.
@@ -616,12 +896,15 @@ def infer_schema_dp(
     by record (neighbours stay neighbours), so it costs nothing.
 
     Budget rule (public): ``epsilon / k`` for each of the ``k`` released columns (with the
-    suppressed shares, ``k`` counts them as :data:`SHARES_WEIGHT` of a column). A numeric
-    column's bounds (:func:`dp_bounds`, entry ``dp-bounds:<name>``) and a categorical
-    column's categories (:func:`dp_categories`, entry ``dp-categories:<name>``) are both
-    thresholded Laplace histograms, which need a bucket or category of about ``c /
-    epsilon_k`` records to pass (``c`` = 6-10 for bounds, 15-16 for categories at the default
-    deltas), so one share serves both; declaring what is known is what frees budget. A
+    suppressed shares, ``k`` counts them as :data:`SHARES_WEIGHT` of a column). With the
+    Laplace noise, a numeric column's bounds (:func:`dp_bounds`, entry ``dp-bounds:<name>``)
+    and a categorical column's categories (:func:`dp_categories`, entry
+    ``dp-categories:<name>``) each take one share; with the Gaussian noise, all the
+    histograms take their shares together (``(k - w) epsilon / k`` at ``delta``, one entry
+    ``dp-schema-histograms``). Both are thresholded histograms that need a bucket or category
+    of about ``c / epsilon_k`` records to pass (Laplace: ``c`` = 6-10 for bounds, 15-16 for
+    categories at the default deltas; Gaussian: ``c`` shrinks as ``1 / sqrt(k)``), so one
+    share serves both; declaring what is known is what frees budget. A
     :class:`DpSchemaWarning` names the numeric columns released without signal (coarse range
     kept) or with a noisy clipped share above 1%; :attr:`SchemaRelease.clipped` holds the
     shares. Categorical columns with no category above the threshold raise, all in one
@@ -630,6 +913,9 @@ def infer_schema_dp(
     reported in one exception (:class:`~jdp.data.schema.Problems`) before any noise is drawn.
     """
     check_positive("epsilon", epsilon)
+    check_open_unit("delta", delta)
+    if noise not in NOISES:
+        raise ValueError(f"expected noise in {NOISES}, got {noise!r}")
     if suppressed not in SUPPRESSED:
         raise ValueError(f"expected suppressed in {SUPPRESSED}, got {suppressed!r}")
     if not isinstance(other_label, str) or not other_label:
@@ -666,8 +952,36 @@ def infer_schema_dp(
                 problems.add(exc)
     problems.raise_if_any()
     shares = report_suppressed and any(kinds[n] == "categorical" for n in released_names)
+    histograms = {
+        name: _histogram(data[name], name, kinds[name], ranges, point_masses.get(name, ()))
+        for name in released_names
+    }
+    ledger, found = PrivacyLedger(), {}
     eps_col = epsilon / max(len(released_names) + shares * SHARES_WEIGHT, 1)
-    ledger, columns, clipped, empty = PrivacyLedger(), [], [], []
+    if noise == "laplace":
+        n_cat = sum(h.edges is None for h in histograms.values())
+        tau = threshold_for(eps_col, delta / max(n_cat, 1))
+        for name, h in histograms.items():
+            if h.edges is None:
+                found[name], event = dp_categories(rng, h.values, epsilon=eps_col,
+                                                   delta=delta / n_cat)  # fmt: skip
+                ledger = ledger.record(f"dp-categories:{name}", event)
+            else:
+                found[name], event = dp_bounds(
+                    rng, h.values, lower=h.edges[0], upper=h.edges[-1], epsilon=eps_col,
+                    integer=h.integer,
+                )  # fmt: skip
+                ledger = ledger.record(f"dp-bounds:{name}", event)
+    elif histograms:
+        plan = plan_joint_gaussian(
+            epsilon=eps_col * len(histograms), delta=delta, histograms=len(histograms),
+            categorical=sum(h.edges is None for h in histograms.values()),
+        )  # fmt: skip
+        results, event = dp_joint_histograms(rng, list(histograms.values()), plan)
+        found = dict(zip(histograms, results, strict=True))
+        ledger = ledger.record("dp-schema-histograms", event)
+        tau = plan.category_threshold
+    columns, clipped, clipped_bound, empty = [], [], [], []
     mapped, dropped = np.zeros(len(data), bool), np.zeros(len(data), bool)
     for name in data.columns:
         if name in ignore:
@@ -675,14 +989,12 @@ def infer_schema_dp(
         if name in given:
             columns.append(given[name])
             continue
-        kind = kinds[name]
+        kind, result = kinds[name], found[name]
         if kind == "categorical":
-            cats, event = dp_categories(rng, data[name], epsilon=eps_col, delta=category_delta)
-            ledger = ledger.record(f"dp-categories:{name}", event)
-            if not cats:
+            if not result:
                 empty.append(name)
                 continue
-            outside = _outside(data[name], cats)
+            cats, outside = result, _outside(data[name], result)
             if suppressed == "other" and name != target and isinstance(cats[0], str):
                 if other_label in cats:
                     raise ValueError(
@@ -695,27 +1007,23 @@ def infer_schema_dp(
                 dropped |= outside
             columns.append(Column(name=name, kind=kind, categories=cats, nullable=name in nullable))
             continue
-        a, b = (_number(kind, v) for v in ranges[name])
-        x = _numbers(kind, data[name], name)  # checked
-        missing = np.isnan(x)
-        masses = tuple(_number(kind, m) for m in point_masses.get(name, ()))
-        bounds, event = dp_bounds(
-            rng, x[~missing & ~np.isin(x, masses)], lower=a, upper=b, epsilon=eps_col,
-            integer=kind in INTEGER_VALUED_KINDS,
-        )  # fmt: skip
-        ledger = ledger.record(f"dp-bounds:{name}", event)
-        clipped.append((name, bounds.clipped if bounds.signal else None))
-        lo, hi = min((bounds.lower, *masses)), max((bounds.upper, *masses))  # lo < hi already
+        masses = histograms[name].masses
+        clipped.append((name, result.clipped if result.signal else None))
+        if result.signal:
+            clipped_bound.append((name, result.clipped_bound))
+        lo, hi = min((result.lower, *masses)), max((result.upper, *masses))  # lo < hi already
         columns.append(
             Column(name=name, kind=kind, lower=lo, upper=hi, point_masses=masses,
                    nullable=name in nullable)
         )  # fmt: skip
     if empty:
-        names, tau = ", ".join(repr(n) for n in empty), threshold_for(eps_col, category_delta)
+        per = f"epsilon {eps_col:.3g} per column" + (
+            " (one joint release)" if noise != "laplace" else ""
+        )
         raise ValueError(
-            f"column(s) {names}: no category passed the DP threshold at epsilon {eps_col:.3g} "
-            f"per column (a category needs about {tau:.0f} records to pass; none here has "
-            "as many); spend more epsilon, declare "
+            f"column(s) {', '.join(repr(n) for n in empty)}: no category passed the DP "
+            f"threshold at {per} (a category needs about {tau:.0f} records to pass; none here "
+            "has as many); spend more epsilon, declare "
             "their domains (declared=) or leave them out (ignore=, jdp schema --ignore)"
         )
     lost = None
@@ -728,15 +1036,21 @@ def infer_schema_dp(
         other_label if suppressed == "other" else None,
         tuple(clipped),
         lost,
+        tuple(clipped_bound),
     )
-    weak = [(n, s) for n, s in clipped if s is None or s > CLIPPED_WARNING]
+    bound = dict(clipped_bound)
+    weak = [
+        (n, s)
+        for n, s in clipped
+        if s is None or s > CLIPPED_WARNING or bound[n] > CLIPPED_BOUND_WARNING
+    ]
     if weak:
         warnings.warn(
             "DP schema bounds: "
             + "; ".join(
                 f"{n}: no signal, coarse range kept"
                 if s is None
-                else f"{n}: ~{100 * s:.1f}% outside (noisy)"
+                else f"{n}: ~{100 * s:.1f}% outside (noisy; up to {100 * bound[n]:.0f}% at 95%)"
                 for n, s in weak
             )
             + ". More epsilon, or declared bounds for these columns, help",

@@ -43,7 +43,7 @@ def test_dp_release_file_carries_its_ledger_and_fit_charges_it(capsys, tmp_path,
     code, stdout, err = run(
         capsys, "schema", "--data", csv, "--columns", COLUMNS, "--target", "y", "--dp",
         "--epsilon", 1.0, "--delta", 1e-7, "--out", out, "--seed", 0, "--json",
-        "--suppressed", "other",
+        "--suppressed", "other", "--noise", "laplace",
     )  # fmt: skip
     assert code == 0, err
     summary = json.loads(stdout)
@@ -86,8 +86,9 @@ def test_dataset_release_and_declared_template(capsys, tmp_path):
     )  # fmt: skip
     assert code == 0, err
     release = SchemaRelease.load(tmp_path / "adult.json")
-    # 15 columns and the suppressed shares
-    assert len(release.ledger.entries) == 16 and release.epsilon == pytest.approx(1.0)
+    # 15 columns in one joint release, and the suppressed shares
+    assert release.ledger.labels == ["dp-schema-histograms", "dp-suppressed-shares"]
+    assert 0.999 <= release.epsilon <= 1.0 and release.delta == pytest.approx(1e-7)
     assert 90 <= release.schema["age"].upper < 2**4 * 90  # a few buckets: not 1e9
     gain = release.schema["capital-gain"]  # declared point mass 0 kept, bounds around it
     assert gain.point_masses == (0.0,) and gain.lower == 0 and 99_999 <= gain.upper < 2**4 * 99_999

@@ -76,10 +76,7 @@ def test_dp_release_takes_ignore_and_nullable_and_fit_reads_it(capsys, tmp_path,
     assert schema.names == ["region", "income", "visits", "age", "y"]
     assert schema["income"].nullable and not schema["age"].nullable
     assert "NA" in schema["region"].categories  # read as fit reads: "NA" is a value
-    assert release.ledger.labels == [
-        "dp-categories:region", "dp-bounds:income", "dp-bounds:visits", "dp-bounds:age",
-        "dp-categories:y", "dp-suppressed-shares",
-    ]  # fmt: skip
+    assert release.ledger.labels == ["dp-schema-histograms", "dp-suppressed-shares"]
     assert "private remark" not in out.read_text()
     # jdp fit reads the CSV under the released schema: ignored columns dropped, missing
     # incomes modelled

@@ -197,7 +197,7 @@ def test_infer_schema_dp_releases_date_bounds_on_day_counts():
         ranges={"hired": ("1900-01-01", "2100-12-31")},
     )  # fmt: skip
     col = release.schema["hired"]
-    assert col.kind == "date" and "dp-bounds:hired" in release.ledger.labels
+    assert col.kind == "date" and "dp-schema-histograms" in release.ledger.labels
     assert col.lower == int(col.lower) and col.upper == int(col.upper)  # whole days
     days = np.array([date_to_days(v) for v in hired])
     inside = (days >= col.lower) & (days <= col.upper)

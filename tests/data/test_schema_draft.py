@@ -152,7 +152,7 @@ def test_infer_schema_dp_ignores_columns_and_reports_every_problem_at_once():
     assert release.schema.names == ["city", "income", "age", "member", "label"]
     assert not any("ID" in label or "comment" in label for label in release.ledger.labels)
     assert release.schema["income"].nullable
-    assert release.epsilon == pytest.approx(5.0)
+    assert 0.999 * 5.0 <= release.epsilon <= 5.0
     bad = frame.assign(age=frame["age"].astype(object))
     bad.loc[7, "age"] = "ninety-one"  # a private value: never in the message
     with pytest.raises(ValueError) as info:

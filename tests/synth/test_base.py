@@ -345,7 +345,7 @@ def test_fit_model_charges_a_dp_schema_release_to_the_budget():
         kinds={"x": "continuous", "c": "categorical"},
         ranges={"x": (0, 100)},
         target="c",
-        category_delta=1e-7,
+        delta=1e-7,
     )
     budget = PrivacyBudget(epsilon=1.0, delta=1e-5)
     model = base.fit_model(jax.random.key(0), "pca-gauss", df, budget, schema=release)
@@ -382,7 +382,7 @@ def test_a_method_that_calibrates_against_the_release_spends_the_whole_budget(
     df = pd.DataFrame({"x": rng.uniform(0, 10, n), "c": rng.choice(["a", "b"], n)})
     release = infer_schema_dp(
         rng, df, epsilon=0.4, kinds={"x": "continuous", "c": "categorical"},
-        ranges={"x": (0, 100)}, target="c", category_delta=1e-7,
+        ranges={"x": (0, 100)}, target="c", delta=1e-7,
     )  # fmt: skip
     assert base.get_method(method).calibrates_prior
     assert not base.get_method("pca-gauss").calibrates_prior

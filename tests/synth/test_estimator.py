@@ -55,8 +55,8 @@ def test_release_is_charged_and_saved_with_the_model(tmp_path):
     assert loaded.ledger_.to_dict() == synth.ledger_.to_dict()
     assert loaded.ledger_.labels[:m] == release.ledger.labels
     assert loaded.model_.epsilon() == pytest.approx(synth.model_.epsilon())
-    with pytest.raises(ValueError, match="leave part of the budget"):
-        Marginals(epsilon=0.3, delta=1e-5, schema=release, seed=0).fit(df)
+    with pytest.raises(ValueError, match="leave part of the budget"):  # the release spent ~0.3
+        Marginals(epsilon=0.25, delta=1e-5, schema=release, seed=0).fit(df)
 
 
 def test_load_gives_a_fitted_sampler_of_the_saved_method(tmp_path):
