@@ -226,17 +226,13 @@ class Phase:
         return f"{text} ({self.note_text})" if self.note_text else text
 
     def timing(self) -> str:
-        """``elapsed, ETA t`` (the ETA once a step is done and the total is known; from the
-        second update on, at the pace of the steps after the first, which often includes
-        compiling)."""
-        elapsed = self.elapsed
-        text = _clock(elapsed)
-        if self.total is not None and 0 < self.done < self.total:
-            at, first = self._first
-            if self.done > first:
-                pace = (time.monotonic() - at) / (self.done - first)
-            else:
-                pace = elapsed / self.done
+        """``elapsed, ETA t``: the ETA from the second update on, when the total is known, at
+        the pace of the steps after the first (the first often includes compiling: an ETA at
+        its pace read "43:43" for a seven-second fit)."""
+        text = _clock(self.elapsed)
+        at, first = self._first
+        if self.total is not None and first < self.done < self.total:
+            pace = (time.monotonic() - at) / (self.done - first)
             text += f", ETA {_clock(pace * (self.total - self.done))}"
         return text
 

@@ -318,3 +318,18 @@ def test_a_warning_is_shown_when_raised_not_after_the_work(capsys):
     err = capsys.readouterr().err.splitlines()
     assert err == ["jdp fit: warning: cannot work here", "the fit runs"]
     assert [str(w.message) for w in caught] == ["cannot work here"]
+
+
+def test_the_eta_waits_for_the_steps_after_the_first(monkeypatch):
+    """The first step often includes compiling: no ETA until a second update, and then the
+    pace of the steps after the first (a capture showed "ETA 43:43" after step 1 of a
+    seven-second fit)."""
+    from jdp import progress
+
+    clock = iter([0.0, 30.0, 30.0, 31.0, 31.0])  # open; compile + step 1; steps 2-3 at 0.5 s
+    monkeypatch.setattr(progress.time, "monotonic", lambda: next(clock))
+    p = progress.Phase("DP-SGD step", total=103)
+    p.update()  # at 30 s
+    assert "ETA" not in p.timing()  # at 30 s: one update, nothing to pace
+    p.update(2)  # at 31 s
+    assert p.timing() == "0:31, ETA 0:50"  # 100 steps left at 0.5 s each
