@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import secrets
 import warnings
 import zlib
 from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -184,19 +186,39 @@ def model_summary(model: FittedModel, **details: Any) -> dict[str, Any]:
     }
 
 
+#: The messages of the warnings the running command has raised (:func:`one_line_warnings`).
+_RAISED: ContextVar[list[str] | None] = ContextVar("jdp_cli_warnings", default=None)
+
+
 @contextlib.contextmanager
 def one_line_warnings(command: str) -> Iterator[list[warnings.WarningMessage]]:
     """Print each warning as one ``jdp COMMAND: warning: message`` line on stderr when it is
     raised (clipped values, a large delta, a method that cannot work here, said before its
-    fit starts: :func:`jdp.progress.say`); yields the list of caught warnings."""
+    fit starts: :func:`jdp.progress.say`), and keep its message for :func:`json_line`;
+    yields the list of caught warnings."""
     from jdp.progress import say
 
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("default")
+    raised: list[str] = []
+    token = _RAISED.set(raised)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("default")
 
-        def show_now(message, category, filename, lineno, file=None, line=None):
-            caught.append(warnings.WarningMessage(message, category, filename, lineno, file, line))
-            say(f"jdp {command}: warning: {message}")
+            def show_now(message, category, filename, lineno, file=None, line=None):
+                caught.append(
+                    warnings.WarningMessage(message, category, filename, lineno, file, line)
+                )
+                raised.append(str(message))
+                say(f"jdp {command}: warning: {message}")
 
-        warnings.showwarning = show_now  # restored by catch_warnings
-        yield caught
+            warnings.showwarning = show_now  # restored by catch_warnings
+            yield caught
+    finally:
+        _RAISED.reset(token)
+
+
+def json_line(result: Mapping[str, Any]) -> str:
+    """``result`` as the one JSON object a ``--json`` command prints, with ``"warnings"``: the
+    messages of the warnings the command raised so far (the lines stderr showed, without
+    their prefix), so that a program reading the JSON sees them too."""
+    return json.dumps({**result, "warnings": list(_RAISED.get() or [])})

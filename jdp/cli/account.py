@@ -7,11 +7,10 @@ jdp account dpsgd --target-epsilon 3 --sampling-prob 0.01 --steps 10000 --delta 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import warnings
 
-from jdp.cli._args import add_flags
+from jdp.cli._args import add_flags, json_line
 
 # The accounting package (dp_accounting, scipy: about a second) is imported by the functions
 # that account, not here: ``jdp account --help`` and argument parsing stay fast.
@@ -213,5 +212,5 @@ def run_dpsgd(args: argparse.Namespace) -> int:
         dataset_size=args.dataset_size,
         params=args.params,
     )
-    print(json.dumps(result) if args.json else statement(result))
+    print(json_line(result) if args.json else statement(result))
     return 0

@@ -15,9 +15,8 @@ nothing; DCR is an attack, not a privacy guarantee.
 from __future__ import annotations
 
 import argparse
-import json
 
-from jdp.cli._args import add_command, add_flags
+from jdp.cli._args import add_command, add_flags, json_line
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -75,7 +74,7 @@ def run_mechanisms(args: argparse.Namespace, name: str) -> int:
         for n in names
     ]
     if args.json:
-        print(json.dumps({"mechanisms": [r.as_dict() for r in results]}))
+        print(json_line({"mechanisms": [r.as_dict() for r in results]}))
         return 0
     print(
         f"{'mechanism':17s} {'claimed eps':>11s} {'lower bound':>11s} {'ratio':>6s} "
@@ -112,7 +111,7 @@ def run_model(args: argparse.Namespace) -> int:
     )
     section, lines = mia_section(results, method=model.method, epsilon=model.epsilon())
     if args.json:
-        print(json.dumps({"mia": section}))
+        print(json_line({"mia": section}))
     else:
         print("\n".join(lines))
     return 0

@@ -8,10 +8,9 @@ Adult is embedded; the others are read from their PyPI data packages when instal
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
-from jdp.cli._args import add_command, add_flags, output_path
+from jdp.cli._args import add_command, add_flags, json_line, output_path
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -49,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
             "dir": str(out),
         }
         if args.json:
-            print(json.dumps(summary))
+            print(json_line(summary))
         else:
             print(
                 f"wrote {out}/train.csv ({len(data.train)} rows), test.csv ({len(data.test)} rows), schema.json"
@@ -58,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     status = datasets.available()
     if args.json:
-        print(json.dumps({"datasets": status}))
+        print(json_line({"datasets": status}))
     else:
         width = max(map(len, status))
         for name, where in status.items():

@@ -13,12 +13,12 @@ P3GM paper's full set.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from jdp.cli._args import (
     add_command,
     add_flags,
+    json_line,
     model_summary,
     one_line_warnings,
     output_path,
@@ -129,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
             classifiers=list(classifiers),
             tstr=table,
         )
-        print(json.dumps(summary))
+        print(json_line(summary))
         return 0
     print(model.privacy_statement())
     print(f"synthetic data: {out / 'synthetic.csv'} ({rows} rows); model: {out / 'model'}")

@@ -12,12 +12,11 @@ size (the output states both sizes).
 from __future__ import annotations
 
 import argparse
-import json
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from jdp.cli._args import add_command, add_flags
+from jdp.cli._args import add_command, add_flags, json_line
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -241,7 +240,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         from jdp.eval.report import jsonable
 
-        print(json.dumps(jsonable(evaluation)))
+        print(json_line(jsonable(evaluation)))
         return 0
     print(text_summary(evaluation))
     return 0

@@ -39,6 +39,7 @@ from jdp.cli._args import (
     DATA_FLAGS,
     add_command,
     add_flags,
+    json_line,
     model_summary,
     one_line_warnings,
     output_path,
@@ -324,7 +325,7 @@ def run(args: argparse.Namespace) -> int:
             "delta_ge_1_over_n": delta_flag,
             "nonprivate_schema": model.schema.nonprivate,
         }
-        print(json.dumps(model_summary(model, **details)))
+        print(json_line(model_summary(model, **details)))
     else:
         print(model.privacy_statement())
         print(f"saved {model.method} model to {path}")

@@ -19,13 +19,12 @@ its acceptance rate).
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import sys
 from pathlib import Path
 from typing import IO
 
-from jdp.cli._args import add_command, add_flags, output_path, replaced_file
+from jdp.cli._args import add_command, add_flags, json_line, output_path, replaced_file
 
 NOISY = "noisy"
 
@@ -100,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
             _write(chunks, stream, rows, out=out, quiet=args.quiet)
     path = "stdout" if to_stdout else str(out)
     if args.json:
-        print(json.dumps({"method": model.method, "rows": rows, "path": path}), file=_info(out))
+        print(json_line({"method": model.method, "rows": rows, "path": path}), file=_info(out))
     else:
         print(f"wrote {rows} synthetic rows ({model.method}) to {path}", file=_info(out))
     return 0

@@ -37,7 +37,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-from jdp.cli._args import add_command, add_flags
+from jdp.cli._args import add_command, add_flags, json_line
 
 #: The coarse public range of a numeric column when ``--columns`` gives none.
 DEFAULT_RANGE = (-1e9, 1e9)
@@ -421,7 +421,7 @@ def run(args: argparse.Namespace) -> int:
         ignored = list(doc.get("ignore", []))
         if args.json:
             summary = {"out": str(out), "dp": False, "template": not args.dataset}
-            print(json.dumps({**summary, "ignore": ignored}))
+            print(json_line({**summary, "ignore": ignored}))
         else:
             kind = "declared schema" if args.dataset else "template (fill in the nulls)"
             print(f"wrote the {kind} to {out}")
@@ -466,7 +466,7 @@ def run(args: argparse.Namespace) -> int:
         if release.suppressed is not None:
             summary |= {"suppressed": release.suppressed._asdict()}
         summary |= {"ignore": list(release.schema.ignore)}
-        print(json.dumps({**summary, "ledger": release.ledger.to_dict()}))
+        print(json_line({**summary, "ledger": release.ledger.to_dict()}))
     else:
         print(release.privacy_statement())
         if release.clipped or release.suppressed is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 
 import pytest
 
@@ -87,6 +88,10 @@ def test_every_command_prints_warnings_in_one_style(capsys, tmp_path):
             "--synthetic", str(paths["synthetic"]), "--target", "income", "--classifiers",
             "LogisticRegression", "--queries", "0", "--quiet", "--json"]  # fmt: skip
     assert main(argv) == 0
-    err = capsys.readouterr().err.strip().splitlines()
+    captured = capsys.readouterr()
+    err = captured.err.strip().splitlines()
     assert err and all(line.startswith("jdp evaluate: warning: ") for line in err), err
     assert any("single class" in line for line in err)
+    # --json: the same warnings in the object, for a program that reads only stdout
+    shown = json.loads(captured.out)["warnings"]
+    assert shown == [line.removeprefix("jdp evaluate: warning: ") for line in err]

@@ -43,6 +43,7 @@ def test_datasets_list_schema_and_export(capsys, tmp_path, monkeypatch, adult):
         "train_rows": 3000,
         "test_rows": 2000,
         "dir": str(tmp_path / "a"),
+        "warnings": [],
     }
     assert Schema.load(tmp_path / "a" / "schema.json") == adult.schema
     exported = read_csv(tmp_path / "a" / "test.csv", adult.schema)
