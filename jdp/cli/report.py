@@ -1,8 +1,11 @@
-"""``jdp report``: one Markdown + JSON report for a fitted model and its synthetic data.
+"""``jdp report``: one report for a fitted model and its synthetic data, as ``report.html`` (one
+self-contained page to open in a browser), ``report.md`` and ``report.json``.
 
 The report holds the model's privacy ledger and statement (at the model's budget delta),
-and, when real data is given, the evaluation of ``jdp evaluate`` and a real-vs-synthetic
-marginal plot per column; ``--image-shape 28x28`` adds a grid of synthetic images. The model
+and, when real data is given, the evaluation of ``jdp evaluate`` with an overall fidelity
+score and a verdict (each score beside the real data's own train/test split when a real test
+table is given), pairwise-association heatmaps and a real-vs-synthetic marginal plot per
+column; ``--image-shape 28x28`` adds a grid of synthetic images. The model
 is given as ``--model DIR`` (as for ``jdp sample``) or as the first argument. The report is
 written into a temporary directory beside ``--out`` and renamed into place at the end
 (Ctrl-C leaves the old report or none); an ``--out`` holding a previous report is replaced
@@ -40,7 +43,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         subparsers,
         "report",
         __doc__,
-        help="write a Markdown + JSON report (ledger, utility, plots) for a fitted model",
+        help="write an HTML + Markdown + JSON report (ledger, verdict, plots) for a fitted model",
     )
     parser.add_argument(
         "model_dir", metavar="MODEL_DIR", nargs="?", help="fitted model directory (or --model)"
@@ -83,7 +86,7 @@ def check_report_directory(text: str) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
-    from jdp.eval.report import JSON_FILE, MARKDOWN_FILE, jsonable
+    from jdp.eval.report import HTML_FILE, JSON_FILE, MARKDOWN_FILE, jsonable
     from jdp.synth.io import load, staged_directory
 
     model_dir = model_directory(args)
@@ -98,31 +101,40 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(jsonable(report)))
     else:
         print(report["privacy"]["statement"])
-        print(f"wrote {out / MARKDOWN_FILE} and {out / JSON_FILE} ({len(plots)} plots)")
+        if report["scores"] is not None:
+            print(report["scores"]["verdict"])
+        print(
+            f"wrote {out / HTML_FILE}, {out / MARKDOWN_FILE} and {out / JSON_FILE} "
+            f"({len(plots)} plots)"
+        )
     return 0
 
 
 def _write(args, model, model_dir, synthetic, shape, out: Path):  # type: ignore[no-untyped-def]
     """Write the report's files into ``out``; return the report and its plots."""
-    from jdp.eval.plots import marginal_plots
+    from jdp.eval.plots import marginal_notes, marginal_plots
 
-    evaluation, plots, sections = None, [], {}
+    evaluation, plots, notes, sections = None, [], [], {}
     if args.real_train or args.dataset:
         if args.target is None and (args.real_test or args.dataset):
             args.target = model.schema.target
         train, test, target = real_data(args)
         evaluation = evaluate_args(args, train, synthetic, test, target)
-        plots += marginal_plots(train, synthetic[list(train.columns)], out / "plots")
+        aligned = synthetic[list(train.columns)]
+        plots = marginal_plots(train, aligned, out / "plots")
+        notes = marginal_notes(train, aligned)
         if test is not None:
             sections["mia"] = _mia(model, train, test, args.seed)
     if shape is not None:
         plots.append(_image_grid(synthetic, model.schema.target, shape, out / "plots"))
+        notes.append(f"the first {GRID_IMAGES} synthetic rows drawn as images")
     report = write_report(
         out,
         evaluation=evaluation,
         ledger=model.ledger,
         delta=model.budget.delta,
         plots=plots,
+        plot_notes=notes,
         meta={
             "method": model.method,
             "model_dir": str(model_dir),

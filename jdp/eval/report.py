@@ -1,9 +1,13 @@
-"""One evaluation report, as Markdown and JSON: privacy ledger, utility, fidelity, plots.
+"""One evaluation report, as Markdown, JSON and HTML: privacy ledger, utility, fidelity, plots.
 
 :func:`evaluate_tables` computes every number (train-on-synthetic-test-on-real, 2-way
-marginal TVD, per-column distances, counting-query error); :func:`write_report` writes
-``report.json`` (the same numbers plus the ledger, machine-readable) and ``report.md`` (the
-privacy statement, the tables and the plots, for people).
+marginal TVD, per-column distances, counting-query error, pairwise associations and, given a
+held-out real table, the same measures of the real data's own train/test split);
+:func:`jdp.eval.fidelity.fidelity_scores` condenses them into an overall score in [0, 1], its parts beside the
+real split's own, and a verdict (:data:`jdp.eval.fidelity.VERDICT_RULE`); :func:`write_report` writes
+``report.json`` (the numbers plus the ledger, machine-readable), ``report.md`` (the privacy
+statement, the tables and the plots, for people) and ``report.html`` (the same in one
+self-contained page, :mod:`jdp.eval.html_report`).
 
 The privacy section comes from the model's :class:`accounting.PrivacyLedger` alone: the
 statement ``ledger.report(delta)`` and the full ledger ``ledger.to_dict()`` (the statement
@@ -28,15 +32,18 @@ from sklearn.base import ClassifierMixin
 
 from accounting import PrivacyLedger
 from accounting.validation import check_count
-from jdp.data.schema import NONPRIVATE_SCHEMA_CLAIM
+from jdp.data.schema import NONPRIVATE_SCHEMA_CLAIM, write_atomic
 from jdp.eval._tables import check_tables
+from jdp.eval.fidelity import associations, fidelity_scores
 from jdp.eval.marginals import column_distances, two_way_tvd
 from jdp.eval.queries import query_error_summary
+from jdp.eval.report_rows import column_rows, ledger_rows, plain_value, settings_rows
 from jdp.eval.utility import tstr_table
 from jdp.progress import no_progress, phase
 
 JSON_FILE = "report.json"
 MARKDOWN_FILE = "report.md"
+HTML_FILE = "report.html"
 NOT_A_RELEASE = (
     "Evaluation used the real data directly; its numbers and plots are not differentially "
     "private and describe the real data. Only the synthetic data and the privacy statement "
@@ -81,10 +88,16 @@ def evaluate_tables(
         progress: ``False``: no progress line; otherwise the TSTR fits, then the fidelity
             measures, are shown on a terminal only (:mod:`jdp.progress`).
 
+    With ``real_test``, the same fidelity measures are also computed for the real data's own
+    split (:func:`real_split_reference`): evaluation on real data, not a release; it gives
+    the scores their scale (:func:`fidelity_scores`).
+
     Returns:
-        ``{"tstr": rows or None, "two_way_tvd": float or None (one column), "columns":
-        rows, "queries": summary or None, "rows" and "evaluated_rows": {"real_train",
-        "synthetic", "real_test"}}``.
+        ``{"tstr": rows or None, "two_way_tvd": float or None (one column), "n_bins",
+        "columns": rows, "queries": summary or None, "associations": :func:`associations`
+        or None (one column), "reference": :func:`real_split_reference` or None (no
+        ``real_test``), "rows" and "evaluated_rows": {"real_train", "synthetic",
+        "real_test"}}``.
     """
     if (real_test is None) != (target is None):
         raise ValueError("expected both real_test and target (for TSTR) or neither")
@@ -112,7 +125,7 @@ def evaluate_tables(
             positive=positive,
             progress=progress,
         )
-    fidelity = _stages(progress)
+    fidelity = _stages(progress, reference=real_test is not None)
     two_way = two_way_tvd(real_train, synthetic, n_bins=n_bins) if real_train.shape[1] > 1 else None
     next(fidelity)
     columns = column_distances(real_train, synthetic, n_bins=n_bins)
@@ -122,6 +135,14 @@ def evaluate_tables(
         if n_queries
         else None
     )
+    next(fidelity)
+    pairs = associations(real_train, synthetic, n_bins=n_bins) if real_train.shape[1] > 1 else None
+    next(fidelity)
+    reference = None
+    if real_test is not None:
+        reference = real_split_reference(
+            real_train, real_test, n_bins=n_bins, n_queries=n_queries, seed=seed
+        )
     next(fidelity, None)
     return {
         "tstr": tstr,
@@ -129,11 +150,51 @@ def evaluate_tables(
         "n_bins": n_bins,
         "columns": columns,
         "queries": queries,
+        "associations": pairs,
+        "reference": reference,
         "rows": rows,
         "evaluated_rows": {name: len(tables[name]) if name in tables else None for name in _TABLES},
     }
 
 
+def real_split_reference(
+    real_train: pd.DataFrame,
+    real_test: pd.DataFrame,
+    *,
+    n_bins: int = 10,
+    n_queries: int = 1000,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """The fidelity measures of the held-out real table against the real training table.
+
+    The same functions as for the synthetic table, with ``real_test`` in its place: what a
+    fresh real sample of the same population scores, up to sampling error, so the scale on
+    which the synthetic scores are read (a synthesizer cannot be expected to beat it). The
+    TSTR reference needs no extra fit: it is the ``real`` column of the TSTR table (trained
+    on ``real_train``, tested on ``real_test``). This is evaluation on real data, not a
+    release.
+
+    Returns:
+        ``{"two_way_tvd": float or None (one column), "columns": rows as
+        :func:`~jdp.eval.marginals.column_distances`, "queries": summary or None}``; the
+        queries are the same workload as the synthetic table's (the same ``seed``).
+    """
+    return {
+        "two_way_tvd": (
+            two_way_tvd(real_train, real_test, n_bins=n_bins) if real_train.shape[1] > 1 else None
+        ),
+        "columns": column_distances(real_train, real_test, n_bins=n_bins),
+        "queries": (
+            query_error_summary(
+                np.random.default_rng(seed), real_train, real_test, n_queries=n_queries
+            )
+            if n_queries
+            else None
+        ),
+    }
+
+
+#: the pairwise association measure of :func:`associations`, and what it is
 _TABLES = ("real_train", "synthetic", "real_test")
 
 
@@ -146,10 +207,11 @@ def subsample(rng: np.random.Generator, frame: pd.DataFrame, max_rows: int) -> p
     return frame.iloc[chosen].reset_index(drop=True)
 
 
-def _stages(progress: bool):
-    """The progress phase over the three fidelity measures (:mod:`jdp.progress`: a terminal
-    only); ``next()`` after each one."""
-    names = ("2-way TVD", "column distances", "counting queries")
+def _stages(progress: bool, *, reference: bool):
+    """The progress phase over the fidelity measures (:mod:`jdp.progress`: a terminal only),
+    with the real split's reference when ``reference``; ``next()`` after each one."""
+    names = ("2-way TVD", "column distances", "counting queries", "associations")
+    names += ("real-split reference",) * reference
     with no_progress(not progress), phase("fidelity measure", total=len(names)) as shown:
         for name in names:
             shown.note(name)
@@ -189,31 +251,42 @@ def write_report(
     ledger: PrivacyLedger | None,
     delta: float | None = None,
     plots: Sequence[str | Path] = (),
+    plot_notes: Sequence[str] = (),
     meta: Mapping[str, Any] | None = None,
     title: str = "jdp synthetic data report",
     sections: Mapping[str, tuple[Mapping[str, Any], Sequence[str]]] | None = None,
     nonprivate_schema: bool = False,
 ) -> dict[str, Any]:
-    """Write ``report.json`` and ``report.md`` into ``out_dir``; return the report dict.
+    """Write ``report.json``, ``report.md`` and ``report.html`` into ``out_dir``, each
+    atomically (:func:`jdp.data.schema.write_atomic`); return the report dict.
 
     Args:
         out_dir: output directory (created).
-        evaluation: the output of :func:`evaluate_tables` (or ``None``).
+        evaluation: the output of :func:`evaluate_tables` (or ``None``); the report adds its
+            :func:`fidelity_scores` as ``"scores"``, and the HTML draws its associations.
         ledger: the model's privacy ledger (``None`` when the synthetic data has none: the
             report then says it carries no privacy statement).
         delta: the delta at which to state epsilon (required with a ledger).
-        plots: PNG files to list and embed (inside ``out_dir`` they are linked relatively).
+        plots: PNG files to list and embed (inside ``out_dir`` they are linked relatively
+            from the Markdown; the HTML embeds their bytes).
+        plot_notes: a caption per plot (empty: none), e.g. from
+            :func:`jdp.eval.plots.marginal_notes`.
         meta: extra facts to record (method, config, paths, ...); must be JSON-serialisable.
-        title: the Markdown heading.
+            A mapping value (budget, config) is shown as a table of settings.
+        title: the heading.
         sections: further sections by key (e.g. ``"mia"`` from ``jdp.audit.mia.mia_section``):
             ``key -> (JSON-serialisable dict, Markdown lines)``, appended in order.
         nonprivate_schema: the model's schema was read off the data without DP (see
             :func:`privacy_section`).
     """
+    from jdp.eval.html_report import render_html
+
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     if ledger is not None and delta is None:
         raise ValueError("expected delta with a ledger (the delta at which epsilon is stated)")
+    if plot_notes and len(plot_notes) != len(plots):
+        raise ValueError(f"expected {len(plots)} plot notes (one per plot), got {len(plot_notes)}")
     report = {
         "title": title,
         "meta": dict(meta or {}),
@@ -223,22 +296,26 @@ def write_report(
             else privacy_section(ledger, delta, nonprivate_schema=nonprivate_schema)
         ),
         "evaluation": None if evaluation is None else dict(evaluation),
+        "scores": None if evaluation is None else fidelity_scores(evaluation),
         "plots": [_relative(Path(p), out_dir) for p in plots],
+        "plot_notes": list(plot_notes) or [""] * len(plots),
         "note": NOT_A_RELEASE,
     }
     extra = dict(sections or {})
     report.update({key: section for key, (section, _) in extra.items()})
-    (out_dir / JSON_FILE).write_text(json.dumps(jsonable(report), indent=1) + "\n")
+    write_atomic(out_dir / JSON_FILE, json.dumps(jsonable(report), indent=1) + "\n")
     markdown = [render_markdown(report)] + ["\n".join(lines) + "\n" for _, lines in extra.values()]
-    (out_dir / MARKDOWN_FILE).write_text("\n".join(markdown))
+    write_atomic(out_dir / MARKDOWN_FILE, "\n".join(markdown))
+    figures = [Path(p).read_bytes() for p in plots]
+    page = render_html(report, figures=figures, sections=[lines for _, lines in extra.values()])
+    write_atomic(out_dir / HTML_FILE, page)
     return report
 
 
 def render_markdown(report: Mapping[str, Any]) -> str:
     """The Markdown text of a report dict built by :func:`write_report`."""
     lines = [f"# {report['title']}", ""]
-    for key, value in report["meta"].items():
-        lines.append(f"- **{key}**: {value}")
+    lines += meta_markdown(report["meta"])
     lines += ["", "## Privacy", ""]
     privacy = report["privacy"]
     if privacy is None:
@@ -247,7 +324,13 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         )
     else:
         lines += ["```", privacy["statement"], "```", ""]
+        lines.append(
+            format_table(
+                ledger_rows(privacy["ledger"]), ["step", "mechanism", "mode", "note"], markdown=True
+            )
+        )
         lines += [
+            "",
             "Full ledger (JSON):",
             "",
             "```json",
@@ -260,6 +343,28 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         lines.append(
             "Rows: " + ", ".join(f"{k} {v}" for k, v in evaluation["rows"].items() if v is not None)
         )
+        scores = report["scores"]
+        lines += ["", "### Verdict", "", f"**{scores['verdict']}**", ""]
+        lines += [scores["worst_column_text"], ""]
+        lines.append(
+            format_table(
+                [
+                    *scores["parts"],
+                    {"name": "overall (mean of the parts)", **scores["overall"]},
+                ],
+                ["name", "synthetic", "real_split", "gap", "rating", "measure"],
+                markdown=True,
+            )
+        )
+        lines += ["", f"_{scores['rule']}_"]
+        if evaluation.get("associations") is not None:
+            lines += [
+                "",
+                (
+                    f"Pairwise associations ({evaluation['associations']['measure']}) of the real "
+                    f"and the synthetic data are drawn side by side in {HTML_FILE}."
+                ),
+            ]
         if evaluation["tstr"]:
             lines += ["", "### Train on synthetic, test on real", ""]
             lines.append(
@@ -268,21 +373,37 @@ def render_markdown(report: Mapping[str, Any]) -> str:
                 )
             )
         lines += ["", "### Marginals", ""]
+        reference = evaluation.get("reference")
         if evaluation["two_way_tvd"] is not None:
             lines.append(
                 f"Average total-variation distance of all 2-way marginals: "
                 f"{evaluation['two_way_tvd']:.4f} (numeric columns in {evaluation['n_bins']} quantile bins)"
+                + (
+                    f"; held-out real data: {reference['two_way_tvd']:.4f}"
+                    if reference is not None
+                    else ""
+                )
             )
             lines.append("")
         lines.append(
             format_table(
-                evaluation["columns"],
-                ["column", "kind", "tvd", "wasserstein", "wasserstein_scaled", "ks", "ks_pvalue"],
+                column_rows(evaluation),
+                [
+                    "column",
+                    "kind",
+                    "tvd",
+                    "tvd_real_split",
+                    "ks",
+                    "ks_real_split",
+                    "ks_pvalue",
+                    "wasserstein_scaled",
+                ],
                 markdown=True,
             )
         )
         queries = evaluation["queries"]
         if queries is not None:
+            ref = None if reference is None else reference["queries"]
             lines += [
                 "",
                 "### Counting queries",
@@ -292,12 +413,36 @@ def render_markdown(report: Mapping[str, Any]) -> str:
                     f"relative error with sanity bound {queries['sanity_fraction']:g} x rows: "
                     f"mean {queries['mean']:.4f}, median {queries['median']:.4f}, "
                     f"90th percentile {queries['p90']:.4f}"
+                    + (
+                        f" (held-out real data: mean {ref['mean']:.4f}, median "
+                        f"{ref['median']:.4f}, 90th percentile {ref['p90']:.4f})"
+                        if ref is not None
+                        else ""
+                    )
                 ),
             ]
     if report["plots"]:
         lines += ["", "## Plots", ""]
-        lines += [f"![{Path(p).stem}]({p})" for p in report["plots"]]
+        for path, note in zip(report["plots"], report["plot_notes"]):
+            lines.append(f"![{Path(path).stem}]({path})")
+            if note:
+                lines += ["", f"_{note}_", ""]
     return "\n".join(lines) + "\n"
+
+
+def meta_markdown(meta: Mapping[str, Any]) -> list[str]:
+    """The report's facts as Markdown: plain values as a list, a mapping (budget, config) as
+    a two-column table of its :func:`settings_rows`."""
+    lines = [
+        f"- **{key}**: {plain_value(value)}"
+        for key, value in meta.items()
+        if not isinstance(value, Mapping)
+    ]
+    for key, value in meta.items():
+        if isinstance(value, Mapping):
+            lines += ["", f"**{key}**", "", "| setting | value |", "|---|---|"]
+            lines += [f"| {name} | {text} |" for name, text in settings_rows(value)]
+    return lines
 
 
 def format_table(

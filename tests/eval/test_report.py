@@ -10,7 +10,14 @@ import pytest
 from accounting import PrivacyLedger
 from accounting import events as ev
 from jdp.eval.plots import marginal_plots
-from jdp.eval.report import JSON_FILE, MARKDOWN_FILE, evaluate_tables, format_table, write_report
+from jdp.eval.report import (
+    HTML_FILE,
+    JSON_FILE,
+    MARKDOWN_FILE,
+    evaluate_tables,
+    format_table,
+    write_report,
+)
 from jdp.eval.utility import paper_classifiers
 
 
@@ -84,12 +91,37 @@ def test_report_files_hold_the_ledger_the_table_and_the_plots(tmp_path, tables, 
         assert f"](plots/{p.name})" in markdown
         assert p.stat().st_size > 0
     assert "not differentially private" in markdown
+    assert saved["scores"] == json.loads(json.dumps(report["scores"]))
+    assert report["scores"]["verdict"] in markdown
+    page = (tmp_path / HTML_FILE).read_text()
+    assert page.startswith("<!DOCTYPE html>") and "not differentially private" in page
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]  # atomic writes
 
 
 def test_report_without_ledger_says_so(tmp_path):
     report = write_report(tmp_path, evaluation=None, ledger=None)
-    assert report["privacy"] is None
+    assert report["privacy"] is None and report["scores"] is None
     assert "carries no privacy statement" in (tmp_path / MARKDOWN_FILE).read_text()
+    assert "carries no privacy statement" in (tmp_path / HTML_FILE).read_text()
+
+
+def test_evaluate_tables_adds_the_real_split_reference_only_with_real_test(tables):
+    train, test = tables
+    alone = evaluate_tables(train, test, n_queries=20)
+    assert alone["reference"] is None
+    assert alone["associations"]["columns"] == list(train.columns)
+    split = evaluate_tables(
+        train, test, real_test=test, target="income", classifiers=lr_only(), n_queries=20
+    )
+    # the synthetic table is the test table itself: its scores are the reference's
+    assert split["reference"]["two_way_tvd"] == split["two_way_tvd"]
+    assert split["reference"]["columns"] == split["columns"]
+    assert split["reference"]["queries"] == split["queries"]
+
+
+def test_plot_notes_match_the_plots(tmp_path):
+    with pytest.raises(ValueError, match="expected 0 plot notes"):
+        write_report(tmp_path, evaluation=None, ledger=None, plot_notes=["x"])
 
 
 def test_report_needs_delta_with_a_ledger(tmp_path, ledger):
