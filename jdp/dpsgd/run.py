@@ -15,8 +15,16 @@ iterates), and records :meth:`Run.ledger` at the end::
         state = run.step(state, chunks)
     ledger = run.ledger("dp-sgd")
 
-Every noisy step passes the release tape (:mod:`jdp.mechanisms.tape`), so a method's own
-loop is under the record/replay contract as :func:`jdp.dpsgd.train.train` is.
+:func:`jdp.dpsgd.train.train` runs the compiled loop (:mod:`jdp.dpsgd.scan`) where
+:attr:`Run.steps_per_dispatch` is above 1: :meth:`Run.blocks` draws the same batches from the
+same generator, and :meth:`Run.block` takes ``K`` steps in one dispatch::
+
+    for block in run.blocks():
+        state, _ = run.block(state, block)
+
+Every noisy step passes the release tape (:mod:`jdp.mechanisms.tape`), one step per entry
+(:meth:`Run.step`) or one block per entry (:meth:`Run.block`), so a method's own loop is
+under the record/replay contract as :func:`jdp.dpsgd.train.train` is.
 
 Privacy:
     The batch selection's relation (add/remove-one for Poisson, replace-one for fixed size).
@@ -29,25 +37,31 @@ Privacy:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import itertools
+import math
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import optax
 
 from accounting.events import DpEvent
 from accounting.ledger import PrivacyLedger
+from jdp.dpsgd.batch_selection import PaddedBatch
+from jdp.dpsgd.clip_schedules import AdaptiveClip
 from jdp.dpsgd.clipping import LossFn, check_batch
 from jdp.dpsgd.noise import dp_aggregate, noise_cut
-from jdp.dpsgd.settings import DPSGDConfig, Performance
+from jdp.dpsgd.scan import BlockIndices, make_block_fn, owned_copy, stack_block, take
+from jdp.dpsgd.settings import AUTO_STEPS_PER_DISPATCH, DPSGDConfig, Performance
 from jdp.dpsgd.step import DPSGDState, StepKeys, choose_method, dp_sgd
 from jdp.mechanisms.tape import public, released
-from jdp.progress import current_delta, track
+from jdp.progress import current_delta, phase, track
 from jdp.random import numpy_rng
 from jdp.verbosity import warn_private
 
-__all__ = ["Run", "run_ledger", "start"]
+__all__ = ["Run", "run_ledger", "start", "take"]
 
 Chunks = Sequence[tuple[Any, Any]]
 
@@ -58,6 +72,14 @@ def _step_fingerprint(self: Run, state: DPSGDState, chunks: Chunks) -> Any:
     del chunks
     plan = (self.config, self.noise_multiplier, self.steps, self.clipping, self.noise_cut)
     return public((plan, state))
+
+
+def _block_fingerprint(
+    self: Run, state: DPSGDState, block: BlockIndices, iterates: bool = False
+) -> Any:
+    """A block's public fingerprint: the step's (:func:`_step_fingerprint`) and the block's
+    length and what it returns; the indices and masks are private (who was sampled)."""
+    return (_step_fingerprint(self, state, ()), block.steps, iterates)
 
 
 class Run:
@@ -99,15 +121,34 @@ class Run:
         self._performance = performance
         self._sample_key = sample_key
         self._sgd = sgd
+        self._device_rows: Any = None
+        self._block_fns: dict[bool, Any] = {}
 
     def init(self, params: Any, model_state: Any = None) -> DPSGDState:
         """The state before the first step."""
         return self._sgd.init(params, model_state)
 
-    def batches(self) -> Iterator[Chunks]:
-        """The run's logical batches, exactly :attr:`steps` of them, each a list of padded
-        ``(records, mask)`` chunks (Poisson: each record in with probability ``q``)."""
-        selection = self.config.sampling.batches(
+    @property
+    def steps_per_dispatch(self) -> int:
+        """``K``, the logical steps per dispatch of :func:`jdp.dpsgd.train.train`'s loop:
+        :attr:`Performance.steps_per_dispatch` resolved (at most :attr:`steps`; ``"auto"``:
+        the fewest blocks of at most :data:`AUTO_STEPS_PER_DISPATCH` steps, as equal as the
+        count allows), or 1 (the step-by-step loop) with a mesh or a clip schedule (a host
+        function of the step count), which the compiled loop does not take."""
+        asked = self._performance.steps_per_dispatch
+        if self._performance.mesh is not None or (
+            callable(self.config.l2_clip_norm)
+            and not isinstance(self.config.l2_clip_norm, AdaptiveClip)
+        ):
+            return 1
+        if asked == "auto":  # equal blocks of at most AUTO_STEPS_PER_DISPATCH
+            return math.ceil(self.steps / math.ceil(self.steps / AUTO_STEPS_PER_DISPATCH))
+        return min(self.steps, asked)
+
+    def _selection(self) -> Iterator[list[PaddedBatch]]:
+        """The run's batch selection: :attr:`steps` lists of padded index chunks, drawn from
+        the run's sampling key (the one generator both loops read)."""
+        return self.config.sampling.batches(
             numpy_rng(self._sample_key),
             self.dataset_size,
             sampling_prob=self.config.sampling_prob,
@@ -115,8 +156,21 @@ class Run:
             padded_size=self._padded,
             overflow=self._performance.overflow,
         )
-        for chunks in selection:
+
+    def batches(self) -> Iterator[Chunks]:
+        """The run's logical batches, exactly :attr:`steps` of them, each a list of padded
+        ``(records, mask)`` chunks (Poisson: each record in with probability ``q``)."""
+        for chunks in self._selection():
             yield [(take(self._rows, c.indices), c.mask) for c in chunks]
+
+    def blocks(self, size: int | None = None) -> Iterator[BlockIndices]:
+        """The same batches as :meth:`batches` (the same draws, in order) as index blocks of
+        ``size`` steps (default :attr:`steps_per_dispatch`; the last one shorter where
+        ``size`` does not divide :attr:`steps`), for :meth:`block`."""
+        selection = self._selection()
+        size = self.steps_per_dispatch if size is None else size
+        while batch := list(itertools.islice(selection, size)):
+            yield stack_block(batch)
 
     @released(_step_fingerprint)
     def step(self, state: DPSGDState, chunks: Chunks) -> DPSGDState:
@@ -127,6 +181,33 @@ class Run:
                 f"{state.count + 1} would spend more than its ledger says"
             )
         return self._sgd.step(state, chunks)
+
+    @released(_block_fingerprint)
+    def block(
+        self, state: DPSGDState, block: BlockIndices, iterates: bool = False
+    ) -> tuple[DPSGDState, Any]:
+        """``block.steps`` noisy steps in one dispatch (:mod:`jdp.dpsgd.scan`): the records
+        sent to the device once per run, the step of :meth:`step` scanned over the block, a
+        fresh copy of the state's buffers donated (``state`` itself stays valid: it may be
+        the caller's parameters or a recorded release).
+
+        Returns:
+            ``(state after the block, every step's parameters stacked on a leading axis
+            where ``iterates``, else None)``.
+        """
+        if state.count + block.steps > self.steps:
+            raise RuntimeError(
+                f"the run was planned and accounted for {self.steps} steps; steps "
+                f"{state.count + 1}..{state.count + block.steps} would spend more than its "
+                "ledger says"
+            )
+        if self._device_rows is None:
+            self._device_rows = jax.device_put(self._rows)
+        if iterates not in self._block_fns:
+            self._block_fns[iterates] = make_block_fn(self._sgd.step, iterates=iterates)
+        carry = owned_copy(state._replace(count=jnp.asarray(state.count, jnp.int32)))
+        out, stacked = self._block_fns[iterates](carry, self._device_rows, block)
+        return out._replace(count=state.count + block.steps), stacked
 
     def event(self) -> DpEvent:
         """What the whole run spends (:meth:`DPSGDConfig.event`)."""
@@ -162,14 +243,22 @@ class Run:
         by the ledger's rule (the config's accountant): after the last step it is the figure
         of the run's ledger entry. Public: a function of the plan (``z``, ``q``, the steps)
         only. :mod:`jdp.progress` spaces its evaluations so that they cost little."""
+        return track(self.batches(), name, total=self.steps, epsilon=self._shown_epsilon())
+
+    def shown_blocks(self, name: str = "DP-SGD step") -> Iterator[BlockIndices]:
+        """:meth:`blocks` as the progress phase ``name i/T`` of :meth:`shown_batches`,
+        advanced by a block's steps after each block."""
+        with phase(name, self.steps, epsilon=self._shown_epsilon()) as shown:
+            for block in self.blocks():
+                yield block
+                shown.update(block.steps)
+
+    def _shown_epsilon(self) -> Callable[[int], float] | None:
+        """The progress line's ``epsilon(t)`` (None where no delta is known or ``z = 0``)."""
         delta = self.config.target_delta or current_delta()
-        epsilon = None
-        if delta is not None and self.noise_multiplier > 0:
-
-            def epsilon(t: int) -> float:
-                return self.epsilon_after(t, self.config.accountant, delta)
-
-        return track(self.batches(), name, total=self.steps, epsilon=epsilon)
+        if delta is None or self.noise_multiplier == 0:
+            return None
+        return lambda t: self.epsilon_after(t, self.config.accountant, delta)
 
     def finish(self, state: DPSGDState) -> None:
         """After the last step: whether a sampled record gave a non-finite gradient is
@@ -210,11 +299,6 @@ def run_ledger(
     return PrivacyLedger(neighboring_relation=relation).record(
         label, event, neighboring_relation=relation, note=text
     )
-
-
-def take(data: Any, indices: np.ndarray) -> Any:
-    """Rows ``indices`` of every leaf of a host-side data pytree."""
-    return jax.tree_util.tree_map(lambda x: x[indices], data)
 
 
 def start(

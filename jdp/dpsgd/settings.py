@@ -356,6 +356,8 @@ def clipping_path(value: ClippingPath | str) -> ClippingPath:
 
 
 OverflowPolicy = Literal["accumulate", "raise"]
+#: What ``Performance(steps_per_dispatch="auto")`` resolves to (at most the run's steps).
+AUTO_STEPS_PER_DISPATCH = 32
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -374,12 +376,22 @@ class Performance:
         mesh: a 1-D device mesh (:func:`jdp.dpsgd.parallel.data_mesh`) to shard each batch
             over; the noise is still drawn once per step. A runtime choice: a model saved
             with a mesh is refused (:mod:`jdp.synth.io`).
+        steps_per_dispatch: logical steps per dispatch of :func:`jdp.dpsgd.train.train`'s
+            loop: ``K > 1`` runs the compiled loop (:mod:`jdp.dpsgd.scan`: the records on the
+            device, ``K`` steps scanned in one jitted call, the same batches and the same
+            release as step by step), ``"auto"`` the run in the fewest blocks of at most
+            :data:`AUTO_STEPS_PER_DISPATCH` steps, 1 (the default) the step-by-step loop: on
+            CPU a step's time is the device's (the noise draw and the clipped sum) and the
+            compiled loop measured no faster (``scripts/bench_scan_loop.py``); it removes
+            the host's share of a step, which counts where steps are short (accelerators). A run with a mesh or a clip schedule steps one
+            at a time (:attr:`jdp.dpsgd.run.Run.steps_per_dispatch`).
     """
 
     clipping: ClippingPath = AutoClipping()
     chunk_size: int | None = None
     overflow: OverflowPolicy = "accumulate"
     mesh: Mesh | None = None
+    steps_per_dispatch: int | Literal["auto"] = 1
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "clipping", clipping_path(self.clipping))
@@ -389,6 +401,14 @@ class Performance:
             raise ValueError(f"expected overflow in ('accumulate', 'raise'), got {self.overflow!r}")
         if self.mesh is not None and not isinstance(self.mesh, Mesh):
             raise TypeError(f"expected mesh to be a jax Mesh, got {type(self.mesh).__name__}")
+        if self.steps_per_dispatch != "auto":
+            if isinstance(self.steps_per_dispatch, str):
+                raise ValueError(
+                    "expected steps_per_dispatch to be a count or 'auto', got "
+                    f"{self.steps_per_dispatch!r}"
+                )
+            count = check_count("steps_per_dispatch", self.steps_per_dispatch, minimum=1)
+            object.__setattr__(self, "steps_per_dispatch", count)
 
     @property
     def chunk_multiple(self) -> int:

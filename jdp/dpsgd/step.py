@@ -271,7 +271,9 @@ class DPSGDState(NamedTuple):
         opt_state: the optimiser chain's state (its ``dp_aggregate`` holds the noise key).
         model_state: public model state the loss reads (``None`` when not used); the loop
             that owns it changes it between steps (:mod:`jdp.dpsgd.run`).
-        count: the number of logical steps taken (a host integer: schedules read it).
+        count: the number of logical steps taken (a host integer: schedules read it; a
+            traced one inside the compiled loop, :mod:`jdp.dpsgd.scan`, which takes no
+            schedule).
         num_nonfinite: how many sampled examples had a non-finite gradient and were dropped,
             summed on the device (derived from private data: not released).
     """
@@ -317,7 +319,9 @@ def dp_sgd(
             ``method`` already resolved by :func:`choose_method`).
 
     ``step``'s ``chunks`` are the padded ``(batch, mask)`` chunks of one logical batch; their
-    clipped sums are added before the one noise draw (gradient accumulation).
+    clipped sums are added before the one noise draw (gradient accumulation). With a bound or
+    an :class:`AdaptiveClip` ``step`` is traceable (a traced ``count`` and chunks): the
+    compiled loop scans this same function (:func:`jdp.dpsgd.scan.scan_steps`).
     """
     check_clip_rule(l2_clip_norm)
     sum_fn = make_clipped_sum_fn(
@@ -347,7 +351,7 @@ def dp_sgd(
         for x, m, k in keyed:
             part, info = sum_fn(state.params, x, m, k, clip, state.model_state)
             total = part if total is None else add_clipped_sums(total, part)
-            nonfinite = nonfinite + info.num_nonfinite
+            nonfinite = nonfinite + info.num_nonfinite.astype(nonfinite.dtype)
         params, opt_state = apply_fn(state.params, state.opt_state, total)
         return DPSGDState(params, opt_state, state.model_state, state.count + 1, nonfinite)
 

@@ -11,8 +11,12 @@ Usage (a loss written for ONE example, see :mod:`jdp.dpsgd.clipping`)::
     result.params, result.ledger      # trained parameters, PrivacyLedger with one "dp-sgd" entry
 
 The privacy parameters are a :class:`~jdp.dpsgd.settings.DPSGDConfig`; the performance flags
-(clipping path, chunk cap, overflow, mesh) a :class:`~jdp.dpsgd.settings.Performance`, which
-changes compute, never the output distribution or the ledger. ``data`` is a pytree of arrays
+(clipping path, chunk cap, overflow, mesh, steps per dispatch) a
+:class:`~jdp.dpsgd.settings.Performance`, which changes compute, never the output
+distribution or the ledger. ``Performance(steps_per_dispatch=K)`` (or ``"auto"``) compiles
+the loop (:mod:`jdp.dpsgd.scan`): blocks of ``K`` steps scanned in one dispatch on records
+kept on the device, releasing what the step-by-step loop (the default) releases for the same
+key. ``data`` is a pytree of arrays
 whose leaves share the leading (record) axis. The update is normalised by
 ``expected_batch_size``, a public constant the caller declares; never by ``len(data)``.
 
@@ -73,13 +77,15 @@ def train(
         config: the privacy parameters (:class:`DPSGDConfig`, a noise multiplier or target).
         performance: the compute flags (:class:`Performance`).
         label: the ledger label.
-        on_step: ``on_step(t, params)`` after step ``t = 1 .. steps`` on the host (e.g.
-            per-epoch evaluation curves). DP-SGD's analysis covers releasing every iterate,
-            so what it sees is already accounted; it must not stop or steer the run (the run
-            length is fixed by the plan).
+        on_step: ``on_step(t, params)`` for every step ``t = 1 .. steps`` on the host (e.g.
+            per-epoch evaluation curves); the compiled loop calls it for each step of a block
+            after the block has run (the block then also returns its iterates). DP-SGD's
+            analysis covers releasing every iterate, so what it sees is already accounted; it
+            must not stop or steer the run (the run length is fixed by the plan).
 
     A terminal shows the phase ``DP-SGD step i/T`` with the epsilon spent so far and an ETA
-    (no data-derived values; :mod:`jdp.progress`, silenced by ``jdp.verbosity.no_progress``).
+    (no data-derived values; :mod:`jdp.progress`, silenced by ``jdp.verbosity.no_progress``),
+    advanced after every step, or every block in the compiled loop.
 
     Returns:
         :class:`TrainResult` ``(params, ledger, noise_multiplier, steps)``.
@@ -92,9 +98,17 @@ def train(
     """
     run = start(key, loss_fn, params, optimizer, data, config, performance)
     state = run.init(params)
-    for t, chunks in enumerate(run.shown_batches(), start=1):
-        state = run.step(state, chunks)
-        if on_step is not None:
-            on_step(t, state.params)
+    if run.steps_per_dispatch == 1:
+        for t, chunks in enumerate(run.shown_batches(), start=1):
+            state = run.step(state, chunks)
+            if on_step is not None:
+                on_step(t, state.params)
+    else:
+        for block in run.shown_blocks():
+            first = state.count
+            state, iterates = run.block(state, block, on_step is not None)
+            if on_step is not None:  # every step's iterate, after its block
+                for k in range(block.steps):
+                    on_step(first + k + 1, jax.tree_util.tree_map(lambda x, k=k: x[k], iterates))
     run.finish(state)
     return TrainResult(state.params, run.ledger(label), run.noise_multiplier, run.steps)
