@@ -98,6 +98,7 @@ def run_model(args: argparse.Namespace) -> int:
 
     from jdp.audit.mia import mia_section, mia_split, synthetic_data_mia
     from jdp.data.datasets import load_dataset
+    from jdp.eval.report import format_table
     from jdp.synth.io import load
 
     model = load(args.model)
@@ -109,9 +110,25 @@ def run_model(args: argparse.Namespace) -> int:
     results = synthetic_data_mia(
         jax.random.key(seed), model, members, nonmembers, reference, density=args.density
     )
-    section, lines = mia_section(results, method=model.method, epsilon=model.epsilon())
+    section, _ = mia_section(results, method=model.method, epsilon=model.epsilon())
     if args.json:
         print(json_line({"mia": section}))
-    else:
-        print("\n".join(lines))
+        return 0
+    eps = section["epsilon"]
+    print(
+        f"membership inference against {model.method} "
+        f"({'non-private' if eps is None else f'epsilon {eps:.3g}'}), "
+        f"{results[0].n_members} members and {results[0].n_nonmembers} non-members"
+    )
+    rows = [
+        {
+            "attack": r.name,
+            "AUC": r.auc,
+            "95% CI": f"[{r.auc_ci[0]:.3f}, {r.auc_ci[1]:.3f}]",
+            "held-out accuracy": r.accuracy,
+        }
+        for r in results
+    ]
+    print(format_table(rows, list(rows[0])))
+    print(section["note"])
     return 0

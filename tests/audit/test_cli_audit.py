@@ -46,6 +46,11 @@ def test_model_audit_on_a_saved_model(tmp_path, capsys):
     assert section["method"] == "marginals"
     assert [a["name"] for a in section["attacks"]] == ["black-box dcr", "black-box domias"]
     assert "not a privacy metric" in section["note"]
+    # the text output is an aligned table like the mechanism audit's, not Markdown
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("membership inference against marginals (epsilon ")
+    assert "black-box dcr" in text and "|" not in text and "##" not in text
 
 
 def test_errors_are_one_line(capsys):
