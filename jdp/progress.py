@@ -237,14 +237,18 @@ class Phase:
         return text
 
     def epsilon_text(self) -> str:
-        """``eps=X spent`` after :attr:`done` steps (re-evaluated at the last step, otherwise
-        at most every :data:`EPSILON_INTERVAL` seconds and :data:`EPSILON_COST_FACTOR` times
-        what the last evaluation took)."""
+        """``eps=X spent`` after :attr:`done` steps (re-evaluated at the last step and when a
+        quarter of the steps is passed, otherwise at most every :data:`EPSILON_INTERVAL`
+        seconds and :data:`EPSILON_COST_FACTOR` times what the last evaluation took: a short
+        run whose evaluations are slow showed its first figure until three quarters in)."""
         if self._epsilon_fn is None or self.done == 0:
             return ""
         now = time.monotonic()
         last = self.total is not None and self.done >= self.total
-        if (last and self._epsilon_steps != self.done) or now >= self._epsilon_next:
+        quarter = self.total is not None and (
+            4 * self.done // self.total > 4 * max(self._epsilon_steps, 0) // self.total
+        )
+        if (last and self._epsilon_steps != self.done) or quarter or now >= self._epsilon_next:
             try:
                 self._epsilon = float(self._epsilon_fn(self.done))
             except Exception:  # noqa: BLE001 -- a display must never stop a fit

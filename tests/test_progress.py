@@ -333,3 +333,17 @@ def test_the_eta_waits_for_the_steps_after_the_first(monkeypatch):
     assert "ETA" not in p.timing()  # at 30 s: one update, nothing to pace
     p.update(2)  # at 31 s
     assert p.timing() == "0:31, ETA 0:50"  # 100 steps left at 0.5 s each
+
+
+def test_the_epsilon_is_re_evaluated_at_each_quarter_of_a_run(monkeypatch):
+    """However slow an evaluation, the shown epsilon is at most a quarter of the run behind
+    (a dp-GAN capture read its first figure until step 378 of 500)."""
+    from jdp import progress
+
+    monkeypatch.setattr(progress.time, "monotonic", lambda: 0.0)  # the throttle never expires
+    asked = []
+    p = progress.Phase("DP-SGD step", total=100, epsilon=lambda t: asked.append(t) or t / 100)
+    for _ in range(100):
+        p.update()
+        p.epsilon_text()
+    assert asked == [1, 25, 50, 75, 100]
