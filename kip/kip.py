@@ -32,7 +32,14 @@ representatives KIP is initialised with). What the paper states and where it is 
 
 **Optimisation** (:func:`fit_support`): Adam on ``X_s`` (and ``y_s`` if ``learn_labels``), one
 target batch of ``target_batch_size`` records drawn without replacement per step, KIP's
-reference settings as defaults (Adam 4e-2, batch 5000, ``λ = 1e-6``, float64).
+reference settings as defaults (Adam 4e-2, batch 5000, ``λ = 1e-6``, float64 on CPU).
+
+**Precision** (:attr:`KIPConfig.dtype`, a performance flag): ``"auto"`` computes in float64 on
+CPU (KIP's setting) and in float32 on an accelerator (``jax.default_backend() != "cpu"``, where
+float64 is slow or emulated); ``"float32"`` / ``"float64"`` force one. The computation runs
+under ``jax.enable_x64`` set to match, so a float32 run stays float32 whatever the process's
+``jax_enable_x64``. ``tests/kip/test_kip_dtype.py`` bounds what float32 costs in KRR accuracy;
+``scripts/bench_kip.py`` measures it (its float32 and float64 rows).
 
 This module sees the target data in the clear; it is not private. The private variant is
 ``jdp.synth.clustmix.dp_kip`` (per-target clipping and Gaussian noise through ``jdp.dpsgd``).
@@ -209,6 +216,10 @@ def centred_one_hot(labels: Any, n_classes: int) -> np.ndarray:
     return np.eye(n_classes)[labels] - 1.0 / n_classes
 
 
+#: :attr:`KIPConfig.dtype`'s values.
+DTYPES: tuple[str, ...] = ("auto", "float32", "float64")
+
+
 @dataclass(frozen=True, kw_only=True)
 class KIPConfig:
     """Settings of a KIP run (defaults: KIP's reference FC settings).
@@ -222,7 +233,9 @@ class KIPConfig:
         learn_labels: also optimise the support labels.
         alpha: the 3A trade-off of Eq. 6 in ``[0, 1]``; ``None`` is plain KIP.
         depth, w_std, b_std: the FC ReLU NTK (:func:`kip.ntk.fc_relu_kernels`).
-        float64: compute in float64 (KIP's setting); a performance/precision flag.
+        dtype: ``"auto"`` (float64 on CPU, float32 on an accelerator), ``"float32"`` or
+            ``"float64"``: a performance/precision flag (module docstring, "Precision");
+            :meth:`compute_dtype` resolves it.
     """
 
     steps: int = 1000
@@ -234,7 +247,7 @@ class KIPConfig:
     depth: int = 1
     w_std: float = 2**0.5
     b_std: float = 0.1
-    float64: bool = True
+    dtype: str = "auto"
 
     def __post_init__(self) -> None:
         for name in ("steps", "target_batch_size", "depth"):
@@ -253,9 +266,17 @@ class KIPConfig:
                 raise ValueError(f"expected {name} >= 0, got {value}")
         if self.alpha is not None:
             _check_alpha(self.alpha)
-        for name in ("learn_labels", "float64"):
-            if not isinstance(getattr(self, name), bool):
-                raise TypeError(f"expected {name} to be a bool, got {getattr(self, name)!r}")
+        if not isinstance(self.learn_labels, bool):
+            raise TypeError(f"expected learn_labels to be a bool, got {self.learn_labels!r}")
+        if self.dtype not in DTYPES:
+            raise ValueError(f"expected dtype in {DTYPES}, got {self.dtype!r}")
+
+    def compute_dtype(self) -> str:
+        """``"float32"`` or ``"float64"``: :attr:`dtype` with ``"auto"`` resolved on the
+        default backend (float64 on CPU, float32 elsewhere)."""
+        if self.dtype != "auto":
+            return self.dtype
+        return "float64" if jax.default_backend() == "cpu" else "float32"
 
     def kernel_fn(self) -> KernelFn:
         """The NTK of this config's FC ReLU network."""
@@ -383,8 +404,8 @@ def fit_support(
     kernel_fn = config.kernel_fn() if kernel_fn is None else kernel_fn
     n_t = tx.shape[0]
     learn = config.learn_labels
-    with jax.enable_x64(config.float64):
-        dtype = jnp.float64 if config.float64 else jnp.float32
+    dtype = config.compute_dtype()
+    with jax.enable_x64(dtype == "float64"):
         sx_j, sy_j, tx_j, ty_j = (jnp.asarray(a, dtype=dtype) for a in (sx, sy, tx, ty))
         anchor_j = sx_j if anchor is None else jnp.asarray(anchor, dtype=dtype)
         optimizer, step = _kip_step(

@@ -16,6 +16,13 @@ same block through ``neural_tangents.stax`` in its own pinned environment (see
 ``scripts/ntk_oracle_fixture.py`` for how to build one) in a subprocess; without it the JSON says
 ``"neural_tangents": "not available"``.
 
+**float32 vs float64** (:attr:`kip.KIPConfig.dtype`, a performance flag): one row per dtype,
+whatever ``--float32`` says: the KIP step time above in that dtype, and the accuracy of KIP on
+scikit-learn's digits (8x8 images, no download; 10 support images, one per class, learned
+against 1000 training images for ``DIGITS_STEPS`` steps, scored by KRR on the other 797), the
+KRR run both in the same dtype (what a float32 user gets) and in float64 (the learned support
+alone). ``dtype_rows`` in the JSON.
+
 Usage: ``python scripts/bench_kip.py [--quick] [--json] [--float32] [--nt-python PATH]``
 (``--quick``: a 1000 x 100 block, a 1000-record target batch, 2 repeats). The table also goes
 to ``docs/results/bench_kip.md``.
@@ -28,17 +35,20 @@ import json
 import os
 import subprocess
 import textwrap
+import time
 
 import _harness as H
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from kip import KIPConfig, centred_one_hot, fit_support, make_kernel_fn
+from kip import KIPConfig, centred_one_hot, fit_support, krr_fit_predict, make_kernel_fn
 
 D = 784
 SUPPORT = 100
 DEPTHS = (1, 2, 3)
+#: KIP steps of the digits accuracy row (``--quick``: 100).
+DIGITS_STEPS = 300
 
 
 def bench_kernels(rows: int, repeats: int, dtype: jnp.dtype) -> dict:
@@ -62,7 +72,7 @@ def bench_kernels(rows: int, repeats: int, dtype: jnp.dtype) -> dict:
     return out
 
 
-def bench_kip_step(batch: int, repeats: int, float64: bool) -> dict:
+def bench_kip_step(batch: int, repeats: int, dtype: str) -> dict:
     """Per-step time of fit_support: (T steps - 1 step) / (T - 1), both compiled."""
     rng = np.random.default_rng(1)
     labels = rng.integers(0, 10, size=batch)
@@ -71,7 +81,7 @@ def bench_kip_step(batch: int, repeats: int, float64: bool) -> dict:
     rss0 = H.peak_rss_mb()
 
     def run(steps: int) -> float:
-        config = KIPConfig(steps=steps, target_batch_size=batch, float64=float64)
+        config = KIPConfig(steps=steps, target_batch_size=batch, dtype=dtype)
         return H.timed(fit_support, jax.random.key(0), sx, sy, tx, ty, config)[0]
 
     run(1)  # compile
@@ -84,7 +94,7 @@ def bench_kip_step(batch: int, repeats: int, float64: bool) -> dict:
     }
 
 
-def bench_dp_kip_step(n: int, q: float, float64: bool) -> dict:
+def bench_dp_kip_step(n: int, q: float, dtype: str) -> dict:
     """Per-step time of DP-KIP (jdp.dpsgd.train, general per-example path)."""
     from jdp.dpsgd import DPSGDConfig
     from jdp.synth.clustmix.dp_kip import dp_kip
@@ -94,7 +104,7 @@ def bench_dp_kip_step(n: int, q: float, float64: bool) -> dict:
     sx, sy = rng.uniform(size=(SUPPORT, D)), centred_one_hot(np.arange(SUPPORT) % 10, 10)
 
     def run(steps: int) -> float:
-        config = KIPConfig(steps=steps, float64=float64)
+        config = KIPConfig(steps=steps, dtype=dtype)
         dpsgd = DPSGDConfig(
             l2_clip_norm=1.0, sampling_prob=q, expected_batch_size=q * n, steps=steps,
             noise_multiplier=1.0,
@@ -104,6 +114,57 @@ def bench_dp_kip_step(n: int, q: float, float64: bool) -> dict:
     run(1)
     steps = 4
     return {"dp_kip_step_ms": 1e3 * (run(steps) - run(1)) / (steps - 1), "expected_batch": q * n}
+
+
+def digits_accuracy(dtype: str, steps: int) -> dict:
+    """KIP on scikit-learn's digits in ``dtype``: KRR test accuracy of the learned support
+    (KRR in ``dtype`` and in float64), and of the initial support for reference."""
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    x = digits.data / 16.0
+    x = (x - x.mean(axis=1, keepdims=True)) / x.std(axis=1, keepdims=True)  # per image
+    labels = digits.target
+    rng = np.random.default_rng(0)
+    order = rng.permutation(len(x))
+    train, test = order[:1000], order[1000:]
+    init = np.array([train[labels[train] == c][0] for c in range(10)])
+    sx, sy = x[init], centred_one_hot(labels[init], 10)
+    config = KIPConfig(steps=steps, target_batch_size=500, dtype=dtype)
+    t0 = time.perf_counter()
+    result = fit_support(
+        jax.random.key(0), sx, sy, x[train], centred_one_hot(labels[train], 10), config
+    )
+    seconds = time.perf_counter() - t0
+
+    def accuracy(support: np.ndarray, krr_dtype: str) -> float:
+        with jax.enable_x64(krr_dtype == "float64"):
+            kernel = config.kernel_fn()
+            s, t = (jnp.asarray(a, dtype=krr_dtype) for a in (support, x[test]))
+            scores = krr_fit_predict(
+                kernel(t, s), kernel(s, s), jnp.asarray(sy, krr_dtype), reg=config.reg
+            )
+            return float(np.mean(np.argmax(np.asarray(scores), axis=1) == labels[test]))
+
+    return {
+        "accuracy": accuracy(result.support_x, dtype),
+        "accuracy_float64_krr": accuracy(result.support_x, "float64"),
+        "accuracy_init": accuracy(sx, "float64"),
+        "fit_s": seconds,
+        "steps": steps,
+    }
+
+
+def bench_dtypes(batch: int, repeats: int, steps: int) -> dict:
+    """float32 vs float64: the KIP step time and the digits accuracy, per dtype."""
+    rows = {}
+    for dtype in ("float32", "float64"):
+        rows[dtype] = {
+            "kip_step_ms": bench_kip_step(batch, repeats, dtype)["kip_step_ms"],
+            **digits_accuracy(dtype, steps),
+        }
+        H.log(f"dtype {dtype}: {rows[dtype]}")
+    return rows
 
 
 NT_SNIPPET = textwrap.dedent(
@@ -150,22 +211,24 @@ def bench_neural_tangents(python: str | None, rows: int, repeats: int, x64: bool
 def compute(args: argparse.Namespace) -> dict:
     rows, batch, repeats = (1000, 1000, 2) if args.quick else (5000, 5000, 3)
     x64 = not args.float32
+    dtype = "float64" if x64 else "float32"
     with jax.enable_x64(x64):
-        dtype = jnp.float64 if x64 else jnp.float32
-        kernels = bench_kernels(rows, repeats, dtype)
-        step = bench_kip_step(batch, repeats, x64)
-        dp_step = bench_dp_kip_step(2000 if args.quick else 10000, 0.05, x64)
+        kernels = bench_kernels(rows, repeats, jnp.dtype(dtype))
+    step = bench_kip_step(batch, repeats, dtype)
+    dp_step = bench_dp_kip_step(2000 if args.quick else 10000, 0.05, dtype)
+    dtype_rows = bench_dtypes(batch, repeats, 100 if args.quick else DIGITS_STEPS)
     nt = bench_neural_tangents(args.nt_python, rows, repeats, x64)
     return {
         "device": str(jax.devices()[0]),
         "cpu_count": os.cpu_count(),
-        "dtype": "float64" if x64 else "float32",
+        "dtype": dtype,
         "kernel_block": [rows, SUPPORT, D],
         "kernel_entries_per_s": {d: k["entries_per_s"] for d, k in kernels.items()},
         "kernels": kernels,
         "kip_step_ms": step["kip_step_ms"],
         "kip_step": step,
         "dp_kip_step": dp_step,
+        "dtype_rows": dtype_rows,
         "neural_tangents_entries_per_s": nt,
         "quick": args.quick,
     }
@@ -189,6 +252,21 @@ def render(result: dict) -> str:
         f"KIP step (100 support, {step['target_batch']} targets, depth 1): "
         f"{step['kip_step_ms']:.1f} ms; DP-KIP step (expected batch "
         f"{dp_step['expected_batch']:.0f}): {dp_step['dp_kip_step_ms']:.1f} ms"
+    )
+    lines.append(
+        f"{'dtype':>7} {'KIP step ms':>11} {'digits acc':>10} {'acc, f64 KRR':>12} "
+        f"{'acc at init':>11} {'fit s':>6}"
+    )
+    for name, r in result["dtype_rows"].items():
+        lines.append(
+            f"{name:>7} {r['kip_step_ms']:>11.1f} {r['accuracy']:>10.4f} "
+            f"{r['accuracy_float64_krr']:>12.4f} {r['accuracy_init']:>11.4f} {r['fit_s']:>6.1f}"
+        )
+    f32, f64 = result["dtype_rows"]["float32"], result["dtype_rows"]["float64"]
+    lines.append(
+        f"float32 / float64: step time {f32['kip_step_ms'] / f64['kip_step_ms']:.2f}x, "
+        f"digits accuracy {f32['accuracy'] - f64['accuracy']:+.4f} "
+        f"({f32['steps']} KIP steps, 10 support images)"
     )
     if not isinstance(nt, dict):
         lines.append(f"neural-tangents: {nt}")

@@ -1,7 +1,10 @@
-"""4 CPU devices give the same DP-SGD update as one device for the same key.
+"""4 CPU devices give the same DP-SGD update as one device for the same key, and the
+clipped sum comes back reduce-scattered (sliced over the devices), so that the noise draw after
+it is sliced too (jdp.dpsgd.parallel).
 
 The device count must be set before JAX is imported, so the check runs in a subprocess
-with ``XLA_FLAGS=--xla_force_host_platform_device_count=4``.
+with ``XLA_FLAGS=--xla_force_host_platform_device_count=4``. Repeated 2- and 4-device runs
+and the sharded step's cost: scripts/multi_device_check.py.
 """
 
 from __future__ import annotations
@@ -12,12 +15,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+from jdp.dpsgd.parallel import scatter_axis
+
 SCRIPT = r"""
 import json, sys
 import jax, jax.numpy as jnp, numpy as np, optax
 sys.path.insert(0, sys.argv[1])
 from dpsgd_problems import mlp_problem
-from jdp.dpsgd import DPSGDConfig, Performance, data_mesh, dp_aggregate, make_dp_step, train
+from jdp.dpsgd import DPSGDConfig, Performance, data_mesh, dp_aggregate, make_clipped_sum_fn, make_dp_step, train
 
 assert jax.device_count() == 4, jax.devices()
 loss_fn, params, data = mlp_problem(8)
@@ -46,7 +51,10 @@ r4 = train(jax.random.key(3), loss_fn, params, optax.sgd(0.5), host, config, per
 diff = max(float(jnp.max(jnp.abs(a - b))) for a, b in zip(jax.tree.leaves(r1.params), jax.tree.leaves(r4.params)))
 moved = max(float(jnp.max(jnp.abs(a - b))) for a, b in zip(jax.tree.leaves(r1.params), jax.tree.leaves(params)))
 out["train"] = {"diff": diff, "moved": moved}
-print(json.dumps(out))
+
+clipped, _ = make_clipped_sum_fn(loss_fn, method="ghost", mesh=mesh)(params, data, mask, jax.random.key(9), 0.4)
+specs = jax.tree.map(lambda x: tuple(x.sharding.spec), clipped.grads)
+print(json.dumps({"results": out, "specs": specs}))
 """
 
 
@@ -64,9 +72,22 @@ def test_four_devices_equal_one_device():
         check=False,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    result = json.loads(proc.stdout.strip().splitlines()[-1])
-    for method, r in result.items():
+    printed = json.loads(proc.stdout.strip().splitlines()[-1])
+    for method, r in printed["results"].items():
         assert r["moved"] > 1e-3, (
             method
         )  # the step did something (noise std 0.65 / 8 per coordinate)
         assert r["diff"] < 1e-5, (method, r)
+    # mlp_problem's MLP (6, 3) on 4 input features: the leaves whose first axis splits over 4
+    # devices come back sliced along it, the others (6 and 3 rows) replicated
+    layers = printed["specs"]["params"]
+    assert layers["Dense_0"]["kernel"] == ["data"]
+    assert layers["Dense_0"]["bias"] == [] and layers["Dense_1"]["bias"] == []
+    assert layers["Dense_1"]["kernel"] == []
+
+
+def test_scatter_axis_is_the_first_axis_the_devices_divide():
+    assert scatter_axis((784, 1000), 4) == 0
+    assert scatter_axis((10, 8), 4) == 1
+    assert scatter_axis((6, 3), 4) is None
+    assert scatter_axis((), 2) is None

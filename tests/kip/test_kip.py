@@ -166,7 +166,7 @@ def test_same_key_same_result_different_key_different(problem):
 
 def test_float32_mode(problem):
     xs, ys, xt, yt = problem
-    config = KIPConfig(steps=3, target_batch_size=10, reg=1e-2, float64=False)
+    config = KIPConfig(steps=3, target_batch_size=10, reg=1e-2, dtype="float32")
     result = fit_support(jax.random.key(0), xs, ys, xt, yt, config)
     assert result.support_x.dtype == np.float32
     assert np.all(np.isfinite(result.support_x)) and np.all(np.isfinite(result.losses))

@@ -10,7 +10,7 @@ import numpy as np
 from accounting.validation import check_count, check_positive
 from jdp.data.quantile_scale import LOG, NumericScale
 from jdp.dpsgd import DPSGDConfig, check_template
-from kip.kip import KIPConfig
+from kip.kip import DTYPES, KIPConfig
 
 Mode = Literal["strict", "paper"]
 CLUSTERINGS: tuple[str, ...] = ("kmeans", "em")
@@ -64,6 +64,9 @@ class ClustMixConfig:
       kip_learning_rate, kip_reg, kip_depth: KIP's Adam step size, ridge (relative to
         ``tr(K)/n``) and the depth of the FC ReLU NTK.
       kip_target_batch_size: paper mode: target records per KIP step.
+      kip_dtype: KIP's precision, a performance flag (:attr:`kip.kip.KIPConfig.dtype`):
+        ``"auto"`` (float64 on CPU, float32 on an accelerator), ``"float32"`` or
+        ``"float64"``. It changes no privacy parameter and no ledger entry.
       gmm_steps: paper mode: classification-EM iterations of the constrained GMM.
       gmm_timeout_s: paper mode: fall back to constrained k-means after this many seconds
         (``None``: never).
@@ -95,6 +98,7 @@ class ClustMixConfig:
     kip_reg: float = 1e-6
     kip_depth: int = 1
     kip_target_batch_size: int = 5000
+    kip_dtype: str = "auto"
     gmm_steps: int = 30
     gmm_timeout_s: float | None = None
     clustering: str = "kmeans"
@@ -129,6 +133,8 @@ class ClustMixConfig:
             check_count("mixture_size", self.mixture_size, minimum=1)
         check_count("kip_depth", self.kip_depth, minimum=1)
         check_count("kip_target_batch_size", self.kip_target_batch_size, minimum=1)
+        if self.kip_dtype not in DTYPES:
+            raise ValueError(f"expected kip_dtype in {DTYPES}, got {self.kip_dtype!r}")
         check_count("gmm_steps", self.gmm_steps, minimum=1)
         check_count("cluster_steps", self.cluster_steps, minimum=1)
         if isinstance(self.alpha, bool) or not 0.0 <= float(self.alpha) <= 1.0:
@@ -164,6 +170,7 @@ class ClustMixConfig:
             reg=self.kip_reg,
             alpha=float(self.alpha),
             depth=self.kip_depth,
+            dtype=self.kip_dtype,
         )
 
 

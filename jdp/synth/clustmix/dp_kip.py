@@ -172,8 +172,8 @@ def dp_kip(
     if config.alpha is not None:
         anchor = check_anchor(sx if anchor is None else anchor, sx)
     learn = config.learn_labels
-    with jax.enable_x64(config.float64):
-        dtype = jnp.float64 if config.float64 else jnp.float32
+    dtype = config.compute_dtype()  # precision only: the ledger does not depend on it
+    with jax.enable_x64(dtype == "float64"):
         sx_j, sy_j = jnp.asarray(sx, dtype=dtype), jnp.asarray(sy, dtype=dtype)
         optimizer = optax.adam(config.learning_rate)
         if config.alpha is not None:
