@@ -423,8 +423,19 @@ def calibrate_noise_multiplier(
     """
     return _noise_multiplier(
         target_epsilon, target_delta, sampling_prob, steps, sampling, dataset_size, accountant,
-        noise_cut, None if prior is None else json.dumps(event_to_dict(prior), sort_keys=True),
+        noise_cut, prior_key(prior),
     )  # fmt: skip
+
+
+def prior_key(prior: ev.DpEvent | None) -> str | None:
+    """``prior`` as a hashable cache key (its event's JSON), for a calibration cached by its
+    public inputs; :func:`prior_event` reads it back."""
+    return None if prior is None else json.dumps(event_to_dict(prior), sort_keys=True)
+
+
+def prior_event(key: str | None) -> ev.DpEvent | None:
+    """The event of a :func:`prior_key`."""
+    return None if key is None else event_from_dict(json.loads(key))
 
 
 @functools.lru_cache(maxsize=256)
@@ -457,7 +468,7 @@ def _noise_multiplier(
             target_delta=target_delta,
             accountant=accountant,
             neighboring_relation=relation,
-            prior=None if prior is None else event_from_dict(json.loads(prior)),
+            prior=prior_event(prior),
         )
     except BudgetTooSmallError as err:
         raise BudgetTooSmallError(

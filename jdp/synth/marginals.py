@@ -41,6 +41,7 @@ Privacy:
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 from typing import Literal
 
@@ -49,7 +50,7 @@ import numpy as np
 
 from accounting import PrivacyBudget, PrivacyLedger
 from accounting import events as ev
-from accounting.calibrate import calibrate
+from accounting.calibrate import calibrate, prior_event, prior_key
 from accounting.validation import check_count
 from jdp.data.cells import CellCodec, cell_values, n_bins
 from jdp.data.quantile_scale import LOG, NumericScale
@@ -117,10 +118,19 @@ def noise_multiplier(noise: Literal["gaussian", "laplace"], budget: PrivacyBudge
     (exact for pure spends)."""
     if noise == "laplace" and budget.delta == 0:
         return 1.0 / budget.left.epsilon
+    return _calibrated(noise, budget.epsilon, budget.delta, prior_key(budget.prior))
+
+
+@functools.lru_cache(maxsize=128)
+def _calibrated(
+    noise: Literal["gaussian", "laplace"], epsilon: float, delta: float, prior: str | None
+) -> float:
+    """:func:`noise_multiplier`'s search, cached by its public inputs (a fit asks twice: for
+    its bins and for its noise; a notebook refitting asks again)."""
     event_fn = gaussian_event if noise == "gaussian" else ev.LaplaceDpEvent
     return calibrate(
-        event_fn, target_epsilon=budget.epsilon, target_delta=budget.delta, lower=1e-3,
-        prior=budget.prior,
+        event_fn, target_epsilon=epsilon, target_delta=delta, lower=1e-3,
+        prior=prior_event(prior),
     )  # fmt: skip
 
 
