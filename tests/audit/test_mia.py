@@ -37,14 +37,14 @@ def test_density_ratio_detects_memorisation():
 def test_density_ratio_finds_nothing_against_fresh_samples(density):
     """Synthetic data drawn from the population independently of the members: members and
     non-members are exchangeable, so each 95% interval contains 0.5 with probability 0.95;
-    of 5 seeded runs at least 4 must (P[two or more misses] = 2.3%)."""
+    of 3 seeded runs at least 2 must (P[two or more misses] = 0.7%)."""
     contains = 0
-    for seed in range(5):
+    for seed in range(3):
         rng = np.random.default_rng(seed)
         members, nonmembers, reference, synthetic = (_population(rng, 400) for _ in range(4))
         result = density_ratio_attack(members, nonmembers, synthetic, reference, density=density)
         contains += result.auc_ci[0] < 0.5 < result.auc_ci[1]
-    assert contains >= 4
+    assert contains >= 2
 
 
 def test_density_ratio_scores_by_hand_for_a_kde():
