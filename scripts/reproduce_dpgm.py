@@ -37,7 +37,8 @@ against MWEM and the DP marginals baseline).
 Usage: ``python scripts/reproduce_dpgm.py [--quick] [--json] [--out DIR] [--seed S]
 [--only PARTS]``; the tables also go to ``docs/results/reproduce_dpgm.md``. Needs ``scripts/install_datasets.sh mnist mushroom`` for the full data (otherwise the
 fallbacks above, said so in the JSON). A JAX compilation cache in a temporary directory lets
-the clusters' identical DP-SGD programs compile once.
+repeated fits of the same shapes compile once (a fit's clusters already train as one program:
+``jdp.synth.dpgm.training``).
 """
 
 from __future__ import annotations

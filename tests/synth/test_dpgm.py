@@ -1,11 +1,14 @@
 """DPGM (jdp.synth.dpgm): the partition by released centres and the parallel claim, the plan
 against the ledger, the config's DP-SGD template, bad input (one-line errors, nothing
-written), the RBM path through the common API and the mixture weights of released sizes."""
+written), the RBM path through the common API, the mixture weights of released sizes, and
+the clusters' runs as one batched program with the ledger and results of separate runs."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
+from pathlib import Path
 
 import jax
 import numpy as np
@@ -18,8 +21,9 @@ from jdp.data.schema import Column, Schema
 from jdp.dpsgd import AdaptiveClip
 from jdp.encoding.kmeans import dp_kernel_kmeans
 from jdp.synth.base import fit_model, get_method, sample_model
-from jdp.synth.dpgm import DPGMConfig, codec, fit_arrays, model
+from jdp.synth.dpgm import DPGMConfig, codec, fit_arrays, model, training
 from jdp.synth.dpgm.config import DPSGD_TEMPLATE
+from jdp.synth.dpgm.generators import generator_for
 from jdp.synth.dpgm.model import (
     calibrate_noise,
     cluster_dpsgd,
@@ -53,6 +57,12 @@ FIXED_Z = {"kmeans": 30.0, "sgd": 5.0}
 
 #: A declared public row count: the method alone, without the shape rule's count release.
 DECLARED_ROWS = 10**6
+
+#: TINY fits (key 0, :func:`_binary`) by the per-cluster runs before the batched program
+#: (issue 29): their calibrated multipliers, ledgers and trained parameters, per generator.
+BEFORE_BATCHING = json.loads(
+    (Path(__file__).parent / "data" / "dpgm_tiny_before_batching.json").read_text()
+)
 
 
 def _binary(n: int = 40, seed: int = 0) -> np.ndarray:
@@ -147,6 +157,84 @@ def test_fit_ledger_matches_the_plan_and_meets_the_budget(rbm_fit):
     assert compute_epsilon(sgd, BUDGET.delta) == pytest.approx(one, rel=1e-12)
     assert set(fitted.params["clusters"]) == {"c0", "c1"}
     assert fitted.params["cluster_weights"].sum() == pytest.approx(1.0)
+
+
+def test_fit_ledger_is_the_ledger_of_the_per_cluster_runs(rbm_fit):
+    """Issue 29: calibrating on one cluster's run and training the clusters as one batched
+    program leave the ledger as it was, multipliers and notes included (the saved ledger of
+    the same fit by the per-cluster code)."""
+    fitted, z = rbm_fit
+    assert z == BEFORE_BATCHING["rbm"]["z"]
+    assert fitted.ledger.to_dict() == BEFORE_BATCHING["rbm"]["ledger"]
+
+
+def test_calibration_of_one_cluster_is_the_plans():
+    """The calibration composes ONE cluster's run (:func:`model._calibrated`): under
+    add/remove-one the ``k`` identical parallel runs give the same figure to the bit, by RDP
+    and by PLD."""
+    config = DPGMConfig(**{**TINY, "n_clusters": 5})
+    one = dataclasses.replace(config, n_clusters=1)
+    for accountant in ("rdp", "pld"):
+        figures = [
+            compute_epsilon(
+                ev.ComposedDpEvent([e for _, e in plan_events(c, 8.0, 1.5, noise_cut=1e-30)]),
+                BUDGET.delta,
+                accountant=accountant,
+            )
+            for c in (config, one)
+        ]
+        assert figures[0] == figures[1]
+
+
+@pytest.mark.parametrize("generator", ["vae", "rbm"])
+def test_batched_clusters_train_as_the_per_cluster_runs(generator, monkeypatch):
+    """The batched program runs each cluster's DP-SGD with its own key streams and Poisson
+    batches: the same ledger and, up to float32 rounding, the same parameters as the
+    per-cluster runs (saved), at the same multipliers."""
+    before = BEFORE_BATCHING[generator]
+    monkeypatch.setattr(model, "calibrate_noise", lambda *a, **k: before["z"])
+    config = DPGMConfig(**TINY, generator=generator)
+    params, ledger = fit_arrays(jax.random.key(0), _binary(), codec(BINARY, config), BUDGET, config)
+    assert ledger.to_dict() == before["ledger"]
+    saved = jax.tree_util.tree_leaves(before["clusters"], is_leaf=lambda x: isinstance(x, list))
+    trained = jax.tree_util.tree_leaves(params["clusters"])
+    assert len(saved) == len(trained)
+    for old, new in zip(saved, trained, strict=True):
+        np.testing.assert_allclose(new, np.asarray(old), rtol=0, atol=1e-6)
+
+
+def test_the_clusters_train_in_one_compiled_program(monkeypatch):
+    """Issue 29: the k clusters' runs (here 3 clusters of different sizes, 2 blocks of 2
+    steps) compile ONE program, whatever the clusters' sizes."""
+    programs, build = [], training._program
+
+    def spy(*args, **kwargs):
+        programs.append(build(*args, **kwargs))
+        return programs[-1]
+
+    monkeypatch.setattr(training, "_program", spy)
+    config = DPGMConfig(**{**TINY, "generator": "rbm"})
+    dp = dataclasses.replace(cluster_dpsgd(config, 2.0, 20.0), steps=4)
+    rows = [_binary(n, seed=n) for n in (0, 7, 30)]
+    performance = dataclasses.replace(config.performance, steps_per_dispatch=2)
+    trained = training.train_clusters(
+        jax.random.split(jax.random.key(0), 3),
+        generator_for(config),
+        codec(BINARY, config).layout,
+        dp,
+        performance,
+        rows,
+    )
+    assert len(trained) == 3 and len(programs) == 1
+    assert programs[0]._cache_size() == 1
+
+
+def test_auto_blocks_divide_the_run():
+    """``steps_per_dispatch="auto"``: equal blocks (the largest divisor of T up to 32), so
+    every dispatch runs the same compiled program; an int is honoured."""
+    auto = DPGMConfig().performance
+    assert [training.block_steps(t, auto) for t in (500, 100, 97, 3)] == [25, 25, 1, 3]
+    assert training.block_steps(10, dataclasses.replace(auto, steps_per_dispatch=4)) == 4
 
 
 def test_every_cluster_runs_the_template_with_dpnorm_and_a_released_normaliser():

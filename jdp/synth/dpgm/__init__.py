@@ -7,7 +7,8 @@ indicator (a point mass, missing) to the cluster's noisy state counts.
 
 Modules: :mod:`~jdp.synth.dpgm.config` (:class:`DPGMConfig`),
 :mod:`~jdp.synth.dpgm.generators` (the VAE and RBM as values), :mod:`~jdp.synth.dpgm.codec`
-(the table encoding), :mod:`~jdp.synth.dpgm.model` (the partition and its parallel event,
+(the table encoding), :mod:`~jdp.synth.dpgm.training` (the clusters' DP-SGD runs as one
+batched program), :mod:`~jdp.synth.dpgm.model` (the partition and its parallel event,
 calibration, fitting and sampling on arrays). Privacy: ``docs/privacy.md``, section DPGM;
 DPGM's Hölder accountant (Theorem 3) is ``accounting``'s ``"holder"``.
 """

@@ -18,8 +18,9 @@ GENERATORS: tuple[str, ...] = ("vae", "rbm")
 #: DPGM replaces (see :class:`DPGMConfig`).
 DPSGD_TEMPLATE = DPSGDConfig(sampling_prob=0.01, expected_batch_size=1.0, epochs=5.0)
 #: ``DPGMConfig.performance``'s default: the general clipping path (per-example gradients by
-#: ``vmap``; DPNorm needs every norm of the batch).
-PERFORMANCE = Performance(clipping="general")
+#: ``vmap``; DPNorm needs every norm of the batch), blocks of steps per dispatch
+#: (:func:`jdp.synth.dpgm.training.block_steps`).
+PERFORMANCE = Performance(clipping="general", steps_per_dispatch="auto")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,7 +70,8 @@ class DPGMConfig:
       hist_noise_ratio: the DPNorm histogram's noise multiplier as a multiple of the
         gradient's ``z`` (DPGM Fig. 2: ``sigma_C = 4`` beside ``sigma_G`` in 2..8): the clip
         rule depends on the calibrated ``z``, so these knobs are DPGM's, not the template's.
-      performance: compute flags only (:class:`jdp.dpsgd.Performance`).
+      performance: compute flags only (:class:`jdp.dpsgd.Performance`; no ``mesh``: the
+        clusters train as one batched program, :mod:`jdp.synth.dpgm.training`).
       scale: numeric columns on released quantile knots, or min-max by the declared
         bounds (:class:`jdp.data.quantile_scale.NumericScale`; default: min-max).
     """
@@ -125,6 +127,11 @@ class DPGMConfig:
                     f"expected dpsgd.{name} left at 1.0 (a placeholder: DPGM sets it per "
                     f"cluster from DPNorm and the released sizes), got {getattr(self.dpsgd, name)!r}"
                 )
+        if self.performance.mesh is not None:
+            raise ValueError(
+                "expected performance.mesh=None (DPGM trains its clusters as one batched "
+                "program on one device)"
+            )
         check_positive("clip_max_norm", self.clip_max_norm)
         check_count("clip_bins", self.clip_bins, minimum=1)
         check_positive("hist_noise_ratio", self.hist_noise_ratio)

@@ -3,28 +3,29 @@
 Each cluster of DPGM trains one generator by DP-SGD with DPNorm's adaptive clipping on that
 cluster's rows only (Acs et al., Alg. 1 line 6, Alg. 4). A generator is a small frozen
 dataclass chosen once from ``DPGMConfig.generator`` (:func:`generator_for`) that knows its
-public schema check, its data-free initialisation, its DP-SGD run and its sampler
-(:class:`Generator`):
+public schema check, its data-free initialisation, its per-example loss and optimiser, the
+public model state its loss reads and how that state moves between steps, and its sampler
+(:class:`Generator`); every cluster's DP-SGD run is one slice of the batched program of
+:mod:`jdp.synth.dpgm.training`:
 
 * :class:`VAEGenerator` (Sec. 3.2): encoder ``q(z | x) = N(mu(x), diag sigma^2(x))``, decoder
   heads on ``z ~ N(0, I)``; the per-example loss is the negative ELBO
   ``KL(q(z | x) || N(0, I)) - log p(x | z)`` with one reparametrised draw
-  ``z = mu + sigma * eps`` (Kingma & Welling 2014); trained by :func:`jdp.dpsgd.train`.
+  ``z = mu + sigma * eps`` (Kingma & Welling 2014); no model state.
 * :class:`RBMGenerator` (Sec. 3.1): a Bernoulli RBM (:mod:`jdp.nn.rbm`), per-example loss
   ``F(x) - mean_k F(v'_k)`` (persistent contrastive divergence, Tieleman 2008) against
-  ``K`` persistent Gibbs chains ``v'``. Its own loop (:func:`jdp.dpsgd.run.start`) advances
-  the chains by ``gibbs_steps`` sweeps under each *released* iterate between steps: the
-  chains read a key and the released parameters only, never data, so they are
+  ``K`` persistent Gibbs chains ``v'`` (the model state), advanced by ``gibbs_steps``
+  sweeps under each *released* iterate after every step (:meth:`RBMGenerator.advance`):
+  the chains read a key and the released parameters only, never data, so they are
   post-processing and DP-SGD's analysis covers them.
 
 Every record of the cluster's data is ``{"x": row, "w": 1}``; the extra row of weight 0 that
 every cluster carries (so that an empty cluster trains on noise only) has gradient 0.
 
 Privacy:
-    None here beyond DP-SGD's: both loops record the run's one event
-    (:meth:`jdp.dpsgd.DPSGDConfig.event`: DPNorm's histogram and the gradient on one Poisson
-    batch per step). The schema and row checks are public (schema) or raise before any
-    release (rows).
+    None here: the runs and their events are :mod:`jdp.synth.dpgm.training`'s (DPNorm's
+    histogram and the gradient on one Poisson batch per step). The schema and row checks are
+    public (schema) or raise before any release (rows).
 
 References:
     Acs, Melis, Castelluccia & De Cristofaro, "Differentially Private Mixture of Generative
@@ -43,9 +44,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from accounting.ledger import PrivacyLedger
 from jdp.data.transforms import TableEncoder
-from jdp.dpsgd import DPSGDConfig, Performance, start, train
 from jdp.nn import rbm as rbm_lib
 from jdp.nn.heads import HeadLayout, activate, layout_width, log_likelihood
 from jdp.nn.vae import Decoder, Encoder, kl_to_standard_normal
@@ -71,17 +70,24 @@ class Generator(Protocol):
         """Parameters for ``width`` encoded coordinates, drawn without data."""
         ...
 
-    def train(
-        self,
-        key: jax.Array,
-        params: Any,
-        layout: HeadLayout,
-        data: dict[str, jax.Array],
-        dp: DPSGDConfig,
-        performance: Performance,
-        label: str,
-    ) -> tuple[Any, PrivacyLedger]:
-        """DP-SGD on one cluster's ``data``: the trained parameters and the run's ledger."""
+    def example_loss(self, layout: HeadLayout) -> Callable[..., jax.Array]:
+        """The loss of ONE record ``{"x": row, "w": weight}`` times its weight, as
+        :mod:`jdp.dpsgd.clipping` takes it (with the model state as a fourth argument where
+        the generator has one)."""
+        ...
+
+    def optimizer(self) -> optax.GradientTransformation:
+        """The optimiser chained after DP-SGD's noisy aggregation."""
+        ...
+
+    def start(self, key: jax.Array, width: int) -> tuple[jax.Array, Any, Any]:
+        """``(DP-SGD run key, initial public model state, key of the state's moves)`` from
+        one cluster's training key (no data; ``None`` where there is no model state)."""
+        ...
+
+    def advance(self, key: Any, count: jax.Array, params: Any, model_state: Any) -> Any:
+        """The public model state after step ``count`` (1-based) released ``params``
+        (traceable; post-processing of the released iterate)."""
         ...
 
     def sample(self, key: jax.Array, params: Any, layout: HeadLayout, n: int) -> jax.Array:
@@ -135,28 +141,15 @@ class VAEGenerator:
 
         return loss
 
-    def train(
-        self,
-        key: jax.Array,
-        params: Any,
-        layout: HeadLayout,
-        data: dict[str, jax.Array],
-        dp: DPSGDConfig,
-        performance: Performance,
-        label: str,
-    ) -> tuple[Any, PrivacyLedger]:
-        """DP-SGD on the negative ELBO (:func:`jdp.dpsgd.train`, its progress phase)."""
-        result = train(
-            key,
-            self.example_loss(layout),
-            params,
-            optax.adam(self.learning_rate),
-            data,
-            dp,
-            performance=performance,
-            label=label,
-        )
-        return result.params, result.ledger
+    def optimizer(self) -> optax.GradientTransformation:
+        return optax.adam(self.learning_rate)
+
+    def start(self, key: jax.Array, width: int) -> tuple[jax.Array, None, None]:
+        """The whole key runs DP-SGD; the VAE has no model state."""
+        return key, None, None
+
+    def advance(self, key: None, count: jax.Array, params: Any, model_state: None) -> None:
+        """No model state to move."""
 
     @functools.partial(jax.jit, static_argnames=("self", "layout", "n"))
     def sample(self, key: jax.Array, params: Any, layout: HeadLayout, n: int) -> jax.Array:
@@ -209,41 +202,34 @@ class RBMGenerator:
     def init(self, key: jax.Array, width: int) -> Any:
         return self.module(width).init(key, jnp.zeros((width,)))
 
-    def train(
-        self,
-        key: jax.Array,
-        params: Any,
-        layout: HeadLayout,
-        data: dict[str, jax.Array],
-        dp: DPSGDConfig,
-        performance: Performance,
-        label: str,
-    ) -> tuple[Any, PrivacyLedger]:
-        """Persistent CD under DP-SGD, a loop of its own: the chains are the run's public
-        ``model_state``, advanced after each step under the released iterate."""
-        width = layout_width(layout)
-        rbm = self.module(width)
-        k_chains, k_run, k_gibbs = jax.random.split(key, 3)
-        chains = rbm_lib.init_chains(k_chains, self.n_chains, width)
+    def example_loss(self, layout: HeadLayout) -> Callable[..., jax.Array]:
+        """Persistent CD's loss of ONE record against the chains (the model state)."""
+        rbm = self.module(layout_width(layout))
 
-        def loss(params, example, key, chains):
+        def loss(
+            params: Any, example: dict[str, jax.Array], key: jax.Array, chains: Any
+        ) -> jax.Array:
+            del key
             return example["w"] * rbm_lib.cd_loss(rbm, params, example["x"], chains)
 
-        optimizer = optax.adam(self.learning_rate)
-        run = start(k_run, loss, params, optimizer, data, dp, performance, model_state=chains)
-        state = run.init(params, chains)
-        for chunks in run.shown_batches():
-            state = run.step(state, chunks)
-            key_t = jax.random.fold_in(k_gibbs, state.count)
-            state = state._replace(model_state=self.advance(key_t, state.params, state.model_state))
-        run.finish(state)
-        return state.params, run.ledger(label)
+        return loss
 
-    @functools.partial(jax.jit, static_argnames=("self",))
-    def advance(self, key: jax.Array, params: Any, chains: jax.Array) -> jax.Array:
-        """The persistent chains after ``gibbs_steps`` sweeps under ``params`` (no data)."""
-        update = rbm_lib.make_chain_update(self.module(chains.shape[-1]), self.gibbs_steps)
-        return update(key, params, chains)
+    def optimizer(self) -> optax.GradientTransformation:
+        return optax.adam(self.learning_rate)
+
+    def start(self, key: jax.Array, width: int) -> tuple[jax.Array, jax.Array, jax.Array]:
+        """``key`` split into the chains' start, the DP-SGD run and the Gibbs sweeps; the
+        chains start at uniform random binary vectors (no data)."""
+        k_chains, k_run, k_gibbs = jax.random.split(key, 3)
+        return k_run, rbm_lib.init_chains(k_chains, self.n_chains, width), k_gibbs
+
+    def advance(
+        self, key: jax.Array, count: jax.Array, params: Any, model_state: jax.Array
+    ) -> jax.Array:
+        """The persistent chains after ``gibbs_steps`` sweeps under the released ``params``,
+        with the key ``fold_in(key, count)`` (no data)."""
+        update = rbm_lib.make_chain_update(self.module(model_state.shape[-1]), self.gibbs_steps)
+        return update(jax.random.fold_in(key, count), params, model_state)
 
     @functools.partial(jax.jit, static_argnames=("self", "layout", "n"))
     def sample(self, key: jax.Array, params: Any, layout: HeadLayout, n: int) -> jax.Array:

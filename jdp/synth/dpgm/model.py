@@ -17,7 +17,8 @@ Fit, in ledger order:
 4. ``"dp-sgd"``: one generator per cluster (:mod:`jdp.synth.dpgm.generators`) trained by
    DP-SGD with DPNorm's adaptive clipping (Algorithm 4, :class:`jdp.dpsgd.AdaptiveClip`) on
    that cluster only, all clusters with the same public Poisson rate ``q`` and number of
-   steps ``T`` (:func:`cluster_dpsgd`); recorded as ONE
+   steps ``T`` (:func:`cluster_dpsgd`), the ``k`` runs as one batched program
+   (:func:`jdp.synth.dpgm.training.train_clusters`: compute only); recorded as ONE
    :class:`~accounting.events.ParallelComposedDpEvent` of the ``k`` runs.
 
 Sampling (post-processing): a cluster with probability proportional to its noisy size, then
@@ -58,20 +59,19 @@ from accounting import PrivacyBudget, PrivacyLedger
 from accounting import events as ev
 from accounting.calibrate import calibrate_shares
 from jdp.data.schema import Schema
-from jdp.dpsgd import AdaptiveClip, DPSGDConfig, Performance
+from jdp.dpsgd import AdaptiveClip, DPSGDConfig
 from jdp.dpsgd.noise import noise_cut
 from jdp.encoding.kmeans import KMeansResult, assign_clusters, dp_kernel_kmeans, dp_kmeans_event
 from jdp.encoding.rff import dim_for_noise, draw_rff
 from jdp.mechanisms.noise import gaussian_event, gaussian_mechanism
 from jdp.mechanisms.release import record_release
-from jdp.nn.heads import HeadLayout, layout_width
-from jdp.progress import track
 from jdp.random import numpy_rng
 from jdp.synth import states
 from jdp.synth.base import Params
 from jdp.synth.dpgm.codec import DPGMCodec, codec
 from jdp.synth.dpgm.config import DPGMConfig
-from jdp.synth.dpgm.generators import Generator, generator_for
+from jdp.synth.dpgm.generators import generator_for
+from jdp.synth.dpgm.training import train_clusters
 
 __all__ = [
     "ClusterPartition",
@@ -88,7 +88,6 @@ __all__ = [
     "plan_events",
     "sample_arrays",
     "sample_cluster",
-    "train_cluster",
 ]
 
 KMEANS_LABEL = "dp-kmeans"
@@ -250,17 +249,25 @@ def _calibrated(
     Each phase is first calibrated alone to its share (``kmeans_share``, the rest to DP-SGD),
     then one common factor makes the composition of the whole plan meet ``epsilon``
     (:func:`accounting.calibrate.calibrate_shares` with the template's ``accountant``);
-    ``noise_cut`` and ``state_counts`` as :func:`plan_events`.
+    ``noise_cut`` and ``state_counts`` as :func:`plan_events`. The search composes the plan
+    with ONE cluster's run in place of the ``k`` identical ones: under add/remove-one every
+    accountant takes the worst component of a parallel composition (RDP the maximum curve,
+    PLD the maximum over the cases, one case per component), so the figure is the same to
+    the bit and the multipliers are those of the ``k``-cluster plan, at ``1/k`` of the work
+    (the ledger still records the ``k`` runs; ``test_calibration_of_one_cluster_is_the_plans``).
     Raises a one-line ``ValueError`` when the k-means phase would need more noise than
     ``max_kmeans_noise``.
     """
     if not budget.delta > 0:
         raise ValueError(f"DPGM (Gaussian mechanisms) needs a budget delta > 0, got {budget.delta}")
 
+    one_cluster = dataclasses.replace(config, n_clusters=1)
+
     def composed(z: Mapping[str, float]) -> ev.DpEvent:
         plan = plan_events(
-            config, z.get("kmeans"), z.get("sgd"), noise_cut=noise_cut, state_counts=state_counts
-        )
+            one_cluster, z.get("kmeans"), z.get("sgd"), noise_cut=noise_cut,
+            state_counts=state_counts,
+        )  # fmt: skip
         return ev.ComposedDpEvent([e for _, e in plan])
 
     eps, share = budget.epsilon, config.kmeans_share
@@ -303,33 +310,6 @@ def for_shape(
         max(rows, 1.0), config.n_clusters, z["kmeans"], l2_clip_norm=config.kmeans_clip
     )
     return dataclasses.replace(config, rff_dim=dim)
-
-
-def train_cluster(
-    key: jax.Array,
-    generator: Generator,
-    x: np.ndarray,
-    layout: HeadLayout,
-    dp: DPSGDConfig,
-    performance: Performance,
-    label: str,
-) -> tuple[Any, ev.DpEvent]:
-    """DP-SGD on one cluster's rows ``x``; returns (params, the run's event).
-
-    The cluster's data carries one extra all-zero row of weight 0 (so an empty cluster is
-    trained too: noise only, as the mechanism prescribes); its gradient is 0 and its norm 0
-    falls in no DPNorm bin.
-    """
-    width = layout_width(layout)
-    init_key, train_key = jax.random.split(key)
-    data = {
-        "x": jnp.asarray(np.concatenate([x, np.zeros((1, width))]), jnp.float32),
-        "w": jnp.asarray(np.r_[np.ones(len(x)), 0.0], jnp.float32),
-    }
-    params = generator.init(init_key, width)
-    params, ledger = generator.train(train_key, params, layout, data, dp, performance, label)
-    (entry,) = ledger.entries
-    return jax.tree_util.tree_map(np.asarray, params), entry.event
 
 
 def fit_arrays(
@@ -377,12 +357,8 @@ def fit_arrays(
     generator = generator_for(config)
     generator.check_rows(x)
     blocks = codec.state_blocks
-    z = calibrate_noise(
-        config,
-        budget,
-        noise_cut=generator_noise_cut(config, codec.width),
-        state_counts=bool(blocks),
-    )
+    cut = generator_noise_cut(config, codec.width)
+    z = calibrate_noise(config, budget, noise_cut=cut, state_counts=bool(blocks))
     k = config.n_clusters
     k_rff, k_kmeans, k_sizes, k_train = jax.random.split(key, 4)
     gamma = 1.0 / codec.width if config.gamma is None else config.gamma
@@ -430,19 +406,16 @@ def fit_arrays(
             f"sqrt({len(blocks)}))",
         )
     dp = cluster_dpsgd(config, z["sgd"], sizes.sum() / k)
-    clusters, events = {}, []
-    cluster_keys = list(enumerate(jax.random.split(k_train, k)))
-    for j, cluster_key in track(cluster_keys, "cluster", current=True):
-        clusters[f"c{j}"], event = train_cluster(
-            cluster_key,
-            generator,
-            x[partition.members(j)],
-            codec.layout,
-            dp,
-            config.performance,
-            label=f"dpgm cluster {j + 1}/{k}",
-        )
-        events.append(event)
+    trained = train_clusters(
+        jax.random.split(k_train, k),
+        generator,
+        codec.layout,
+        dp,
+        config.performance,
+        [x[partition.members(j)] for j in range(k)],
+    )
+    clusters = {f"c{j}": params for j, params in enumerate(trained)}
+    events = [cluster_event(config, z["sgd"], noise_cut=cut)] * k
     note = f"z={z['sgd']:.6g}, z_hist={config.hist_noise_ratio * z['sgd']:.6g}, k={k} clusters"
     ledger = ledger.record(SGD_LABEL, parallel_training_event(partition, events), note=note)
     params = {

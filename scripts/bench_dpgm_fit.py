@@ -1,0 +1,222 @@
+"""Benchmark DPGM's fit: wall time, XLA compilations and the calibration's share (issue 29).
+
+One DPGM fit (the default config: ``k = 10`` clusters, 20 Lloyd iterations, a VAE per
+cluster, ``q = 0.01``, 5 epochs; ``--quick``: 1 epoch) on the first 5,000 rows of Adult's
+training split at ``epsilon = 1``, ``delta = 1e-5``, each in a fresh process, one at a time:
+
+* ``wall``: seconds of :func:`jdp.synth.base.fit_model` (the ledger's epsilon included);
+* ``compiles`` / ``compile_s``: XLA backend compilations during the fit and their seconds
+  (``jax.monitoring``'s ``/jax/core/compile/backend_compile_duration``);
+* ``calibration_s``: seconds of DPGM's noise calibration
+  (``jdp.synth.dpgm.model._calibrated``, a search over public numbers).
+
+``--baseline DIR`` first runs the same fit with the ``jdp`` and ``accounting`` packages found
+in DIR (e.g. a checkout of an earlier commit) and checks that both fits wrote the same
+ledger (the same events and multipliers).
+
+Beside the fits, the per-example gradient work of a step: the batched dot products (the
+per-example forward and backward passes) in the compiled program of
+:mod:`jdp.synth.dpgm.training` (3 small clusters) with DPNorm's adaptive clip, whose step
+computes the batch's norms in a pass of its own before the clipped sum
+(:func:`jdp.dpsgd.step.dp_sgd`), and with a constant clip (one pass). What XLA does not merge
+of the two passes shows as the difference.
+
+Usage: ``python scripts/bench_dpgm_fit.py [--quick] [--json] [--baseline DIR] [--seed S]``;
+the table also goes to ``docs/results/bench_dpgm_fit.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import _harness as H
+
+ROWS = 5000
+EPSILON, DELTA = 1.0, 1e-5
+CHILD = "--child"
+
+
+def one_fit(quick: bool, seed: int) -> dict:
+    """The measured fit, in this process (imports here: the child chooses the packages)."""
+    import dataclasses
+    import functools
+    import time
+
+    import jax
+    from jax import monitoring
+
+    from accounting import PrivacyBudget
+    from jdp.data.datasets import load_dataset
+    from jdp.synth.base import fit_model, get_method
+    from jdp.synth.dpgm import model
+    from jdp.synth.dpgm.config import DPSGD_TEMPLATE
+
+    compiles: list[float] = []
+
+    def on_event(event: str, seconds: float, **_: object) -> None:
+        if event == "/jax/core/compile/backend_compile_duration":
+            compiles.append(seconds)
+
+    monitoring.register_event_duration_secs_listener(on_event)
+    calibration = [0.0]
+    search = model._calibrated.__wrapped__
+
+    @functools.lru_cache(maxsize=64)
+    def timed_search(*args: object) -> object:
+        start = time.perf_counter()
+        try:
+            return search(*args)
+        finally:
+            calibration[0] += time.perf_counter() - start
+
+    model._calibrated = timed_search
+    data = load_dataset("adult")
+    template = dataclasses.replace(DPSGD_TEMPLATE, epochs=1.0 if quick else DPSGD_TEMPLATE.epochs)
+    config = get_method("dpgm").make_config(None, dpsgd=template)
+    start = time.perf_counter()
+    fitted = fit_model(
+        jax.random.key(seed), "dpgm", data.train.iloc[:ROWS], PrivacyBudget(epsilon=EPSILON,
+        delta=DELTA), config, schema=data.schema,
+    )  # fmt: skip
+    wall = time.perf_counter() - start
+    return {
+        "wall": wall,
+        "compiles": len(compiles),
+        "compile_s": sum(compiles),
+        "calibration_s": calibration[0],
+        "calibration_share": calibration[0] / wall,
+        "steps": config.dpsgd.num_steps,
+        "ledger_epsilon": fitted.epsilon(),
+        "ledger": fitted.ledger.to_dict(),
+    }
+
+
+def dots_in_program(adaptive: bool) -> int:
+    """Per-example dot products (those over the padded batch axis) in the optimised HLO of
+    the batched DP-SGD program of 3 clusters of a 20-column binary table (a VAE of 64 hidden
+    units, batches padded to 18), with DPNorm's clip or a constant one."""
+    import dataclasses
+
+    import jax
+    import numpy as np
+
+    from jdp.data.schema import Column, Schema
+    from jdp.synth.dpgm import DPGMConfig, codec, training
+    from jdp.synth.dpgm.config import DPSGD_TEMPLATE
+    from jdp.synth.dpgm.generators import generator_for
+    from jdp.synth.dpgm.model import cluster_dpsgd
+
+    schema = Schema(
+        columns=tuple(Column(name=f"i{j}", kind="integer", lower=0, upper=1) for j in range(20))
+    )
+    template = dataclasses.replace(DPSGD_TEMPLATE, sampling_prob=0.1, steps=4, epochs=None)
+    config = DPGMConfig(n_clusters=3, hidden=64, dpsgd=template)
+    dp = cluster_dpsgd(config, 1.0, 50.0)
+    dp = dp if adaptive else dataclasses.replace(dp, l2_clip_norm=1.0)
+    texts = []
+    build = training._program
+
+    def compiled_text(*options: object) -> object:
+        program = build(*options)
+
+        def run(*args: object) -> object:
+            texts.append(program.lower(*args).compile().as_text())
+            return program(*args)
+
+        return run
+
+    training._program = compiled_text
+    try:
+        rows = [np.random.default_rng(j).integers(0, 2, (50, 20)).astype(float) for j in range(3)]
+        training.train_clusters(
+            jax.random.split(jax.random.key(0), 3), generator_for(config),
+            codec(schema, config).layout, dp, config.performance, rows,
+        )  # fmt: skip
+    finally:
+        training._program = build
+    return sum(" dot(" in line and "f32[3,18," in line for line in texts[0].splitlines())
+
+
+def measure(quick: bool, seed: int, packages: Path | None) -> dict:
+    """:func:`one_fit` in a fresh process, importing ``jdp`` from ``packages`` if given."""
+    env = dict(os.environ)
+    if packages is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(packages), env.get("PYTHONPATH", "")])
+    argv = [sys.executable, __file__, CHILD, str(int(quick)), str(seed)]
+    out = subprocess.run(argv, env=env, check=True, stdout=subprocess.PIPE, text=True)
+    return json.loads(out.stdout)
+
+
+def compute(args: argparse.Namespace) -> dict:
+    runs = {}
+    if args.baseline is not None:
+        H.log(f"baseline fit ({args.baseline}) ...")
+        runs["baseline"] = measure(args.quick, args.seed, args.baseline.resolve())
+    H.log("fit of this tree ...")
+    runs["this tree"] = measure(args.quick, args.seed, None)
+    ledgers = [r.pop("ledger") for r in runs.values()]
+    H.log("per-example gradient passes ...")
+    return {
+        "dots": {"adaptive clip": dots_in_program(True), "constant clip": dots_in_program(False)},
+        "rows": ROWS,
+        "epsilon": EPSILON,
+        "delta": DELTA,
+        "quick": args.quick,
+        "runs": runs,
+        "same_ledger": all(ledger == ledgers[0] for ledger in ledgers),
+    }
+
+
+def render(result: dict) -> str:
+    setup = "default config, 1 epoch" if result["quick"] else "default config"
+    lines = [
+        (
+            f"DPGM fit on {result['rows']} Adult rows, eps = {result['epsilon']:g}, "
+            f"delta = {result['delta']:g} ({setup})"
+        ),
+        (
+            f"{'code':>10} {'steps':>6} {'wall s':>8} {'compiles':>9} {'compile s':>10} "
+            f"{'calib s':>8} {'calib %':>8} {'ledger eps':>11}"
+        ),
+    ]
+    for name, r in result["runs"].items():
+        lines.append(
+            f"{name:>10} {r['steps']:>6d} {r['wall']:>8.1f} {r['compiles']:>9d} "
+            f"{r['compile_s']:>10.1f} {r['calibration_s']:>8.1f} "
+            f"{100 * r['calibration_share']:>7.1f}% {r['ledger_epsilon']:>11.6f}"
+        )
+    if len(result["runs"]) > 1:
+        lines.append(f"  same ledger (events and multipliers): {result['same_ledger']}")
+    dots = result["dots"]
+    lines.append(
+        f"per-example dot products in the compiled step: adaptive clip {dots['adaptive clip']}, "
+        f"constant clip {dots['constant clip']} (the difference: the norm pass's, not merged)"
+    )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == [CHILD]:  # one measured fit; its JSON alone on stdout
+        stdout, sys.stdout = sys.stdout, sys.stderr
+        result = one_fit(bool(int(argv[1])), int(argv[2]))
+        sys.stdout = stdout
+        print(json.dumps(result))
+        return 0
+    p = H.parser(__file__, __doc__, quick="1 epoch of DP-SGD instead of 5", seed=0)
+    p.add_argument(
+        "--baseline",
+        type=Path,
+        default=None,
+        help="a directory holding the jdp and accounting packages to measure first",
+    )
+    return H.run(p, compute, render, argv)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
