@@ -5,6 +5,7 @@ the clusters' runs as one batched program with the ledger and results of separat
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import re
@@ -213,6 +214,16 @@ def test_the_clusters_train_in_one_compiled_program(monkeypatch):
         return programs[-1]
 
     monkeypatch.setattr(training, "_program", spy)
+    shown = []  # the progress line counts steps, not clusters (it read 200/500 at the end)
+    real_phase = training.phase
+
+    @contextlib.contextmanager
+    def counting(name, total, **kwargs):
+        with real_phase(name, total, **kwargs) as p:
+            yield p
+        shown.append((p.done, total))
+
+    monkeypatch.setattr(training, "phase", counting)
     config = DPGMConfig(**{**TINY, "generator": "rbm"})
     dp = dataclasses.replace(cluster_dpsgd(config, 2.0, 20.0), steps=4)
     rows = [_binary(n, seed=n) for n in (0, 7, 30)]
@@ -227,6 +238,7 @@ def test_the_clusters_train_in_one_compiled_program(monkeypatch):
     )
     assert len(trained) == 3 and len(programs) == 1
     assert programs[0]._cache_size() == 1
+    assert shown == [(4, 4)]
 
 
 def test_auto_blocks_divide_the_run():

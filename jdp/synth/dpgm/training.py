@@ -226,7 +226,7 @@ def train_clusters(
             batches = [list(itertools.islice(s, size)) for s in selections]
             block = _stack_clusters([stack_block(b) for b in batches], starts)
             state = program(state, step_keys, move_keys, rows, block)
-            shown.update(block.steps)
+            shown.update(len(batches[0]))  # the block's steps (block.steps counts clusters)
     if int(state.num_nonfinite.sum()) > 0:
         warn_private(
             "dpgm: the loss gave non-finite per-example gradients on some sampled records; "
