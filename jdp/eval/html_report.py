@@ -28,7 +28,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from jdp.eval.report_rows import column_rows, ledger_rows, plain_value, settings_rows
+from jdp.eval.report_rows import COLUMN_FIELDS, column_rows, ledger_rows, plain_value, settings_rows
 
 STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0 auto;
@@ -214,22 +214,14 @@ def evaluation_html(evaluation: Mapping[str, Any]) -> list[str]:
         )
     out.append(
         "<p>Per column: total-variation distance (tvd) and, for numeric columns, the "
-        "Kolmogorov-Smirnov statistic (ks) and the Wasserstein distance in units of the real "
+        "Kolmogorov-Smirnov statistic (ks, with its p-value) and the Wasserstein distance in units of the real "
         "standard deviation; <i>real split</i> is the same distance for held-out real data "
         "(lower is better).</p>"
     )
     out.append(
         table_html(
             column_rows(evaluation),
-            [
-                "column",
-                "kind",
-                "tvd",
-                "tvd_real_split",
-                "ks",
-                "ks_real_split",
-                "wasserstein_scaled",
-            ],
+            list(COLUMN_FIELDS),
         )
     )
     queries = evaluation["queries"]

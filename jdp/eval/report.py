@@ -37,7 +37,7 @@ from jdp.eval._tables import check_tables
 from jdp.eval.fidelity import associations, fidelity_scores
 from jdp.eval.marginals import column_distances, two_way_tvd
 from jdp.eval.queries import query_error_summary
-from jdp.eval.report_rows import column_rows, ledger_rows, plain_value, settings_rows
+from jdp.eval.report_rows import COLUMN_FIELDS, column_rows, ledger_rows, plain_value, settings_rows
 from jdp.eval.utility import tstr_table
 from jdp.progress import no_progress, phase
 
@@ -388,16 +388,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         lines.append(
             format_table(
                 column_rows(evaluation),
-                [
-                    "column",
-                    "kind",
-                    "tvd",
-                    "tvd_real_split",
-                    "ks",
-                    "ks_real_split",
-                    "ks_pvalue",
-                    "wasserstein_scaled",
-                ],
+                list(COLUMN_FIELDS),
                 markdown=True,
             )
         )

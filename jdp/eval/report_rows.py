@@ -9,6 +9,12 @@ from typing import Any
 
 import numpy as np
 
+#: The per-column table's fields, in order, in both renderings (:func:`column_rows`).
+COLUMN_FIELDS = (
+    "column", "kind", "tvd", "tvd_real_split", "ks", "ks_real_split", "ks_pvalue",
+    "wasserstein_scaled",
+)  # fmt: skip
+
 
 def column_rows(evaluation: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The per-column distances, each with the held-out real table's ``tvd_real_split`` and
