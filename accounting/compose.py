@@ -123,8 +123,9 @@ def best_epsilon(
     are skipped), naming the one that gave it; one more candidate is basic composition of
     the event's pure parts with the best answer on the rest (:func:`pure_split`), named
     ``"basic+<accountant>"``: the PLD accountant declines a ledger whose pure releases hold
-    many parallel cases (the DP quantiles of a table's columns), and without the split the
-    DP-SGD beside them would be accounted by RDP alone.
+    many distinct parallel cases (equal ones count once:
+    :func:`accounting.relations.parallel_worst_cases`), and without the split the DP-SGD
+    beside them would be accounted by RDP alone.
 
     **Privacy:** each answer is an upper bound on the event's epsilon at ``delta`` (the
     split one by adaptive basic composition: a pure ``epsilon_p``-DP part and an

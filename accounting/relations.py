@@ -107,16 +107,37 @@ def parallel_worst_cases(
     is itself walked under replace-one, so a record moving between two of its sub-partitions
     is charged their composition. For the leaves that conversion yields (Gaussian, Laplace,
     pure, mu-GDP, zCDP), the RDP/GDP/zCDP/pure formulas do not depend on the relation.
+
+    Equal cases are listed once, in first-seen order: the maximum over a list does not change
+    when a repeated element is dropped, and a partition's identical runs (DPGM's ``k``
+    clusters, a quantile tree's nodes) then cost one analysis instead of ``k`` (or ``k^2``
+    pairs under replace-one).
     """
+    kinds, counts = _distinct(events)
     if check_relation(neighboring_relation) == ADD_OR_REMOVE_ONE:
-        return [(e, ADD_OR_REMOVE_ONE) for e in events]
+        return [(e, ADD_OR_REMOVE_ONE) for e in kinds]
     pairs = [
-        (ev.ComposedDpEvent([events[a], events[b]]), ADD_OR_REMOVE_ONE)
-        for a in range(len(events))
-        for b in range(a + 1, len(events))
+        (ev.ComposedDpEvent([a, b]), ADD_OR_REMOVE_ONE)
+        for i, a in enumerate(kinds)
+        for j, b in enumerate(kinds[i:], start=i)
+        if j > i or counts[i] > 1
     ]
-    within = [(convert_relation(e, ADD_OR_REMOVE_ONE, REPLACE_ONE), REPLACE_ONE) for e in events]
+    within = [(convert_relation(e, ADD_OR_REMOVE_ONE, REPLACE_ONE), REPLACE_ONE) for e in kinds]
     return pairs + within
+
+
+def _distinct(events: list[ev.DpEvent]) -> tuple[list[ev.DpEvent], list[int]]:
+    """The distinct ``events`` (by ``==``: frozen ``attrs`` values, compared field by field)
+    in first-seen order, and how often each occurs."""
+    kinds: list[ev.DpEvent] = []
+    counts: list[int] = []
+    for e in events:
+        i = next((i for i, k in enumerate(kinds) if k is e or k == e), len(kinds))
+        if i == len(kinds):
+            kinds.append(e)
+            counts.append(0)
+        counts[i] += 1
+    return kinds, counts
 
 
 def dpsgd_neighboring_relation(sampling: str) -> NeighboringRelation:

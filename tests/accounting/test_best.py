@@ -4,6 +4,7 @@ and its consistency with calibration (reported epsilon never above the calibrate
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -128,16 +129,22 @@ def test_best_calibration_is_the_smallest_scale_over_the_accountants():
 
 
 def test_an_event_too_wide_for_pld_adds_its_pure_parts_to_the_rest():
-    """Seven DP-quantile releases (levels of 1, 2 and 2 parallel nodes each) beside a DP-SGD
-    run have too many parallel cases for the PLD accountant, which declines the whole as
-    unsupported. Basic composition of the pure parts (a tenth of epsilon, as a fit's knots
-    spend) with the best answer on the rest is then a candidate -- here below RDP's joint
-    answer, which would otherwise count the DP-SGD run by RDP alone and overspend a budget
-    calibrated by PLD."""
+    """Seven releases of pure parallel nodes (levels of 1, 2 and 2 nodes, each node's
+    epsilon its own) beside a DP-SGD run have too many distinct parallel cases for the PLD
+    accountant, which declines the whole as unsupported. Basic composition of the pure parts
+    (a tenth of epsilon) with the best answer on the rest is then a candidate -- here below
+    RDP's joint answer, which would otherwise count the DP-SGD run by RDP alone and overspend
+    a budget calibrated by PLD. (Equal nodes, as the DP quantiles release, are one case each:
+    PLD analyses those itself, at most the split's figure.)"""
     from accounting.accountants.pld import PldAccountant
 
-    level = ev.PureDpEvent(epsilon=0.1 / 21)  # 7 columns x 3 levels share 0.1
-    quantiles = ev.ComposedDpEvent([ev.ParallelComposedDpEvent([level] * k) for k in (1, 2, 2)])
+    def levels(node: Callable[[int], float]) -> ev.DpEvent:  # 7 columns x 3 levels share 0.1
+        return ev.ComposedDpEvent(
+            [ev.ParallelComposedDpEvent([ev.PureDpEvent(node(i)) for i in range(k)])
+             for k in (1, 2, 2)]
+        )  # fmt: skip
+
+    quantiles = levels(lambda i: 0.1 / 21 * (1 - 0.01 * i))
     sgd = dpsgd_event(1.0, sampling_prob=0.01, steps=100)
     event = ev.ComposedDpEvent([quantiles] * 7 + [sgd])
     with pytest.raises(UnsupportedEventError, match="too many parallel"):
@@ -153,3 +160,6 @@ def test_an_event_too_wide_for_pld_adds_its_pure_parts_to_the_rest():
     ledger = ledger.record("dp-sgd", sgd)
     assert ledger.epsilon(1e-5) == bound.value
     assert "pure steps added to the PLD accountant" in ledger.report(1e-5)
+    equal = ev.ComposedDpEvent([levels(lambda i: 0.1 / 21)] * 7 + [sgd])
+    assert best_epsilon(equal, 1e-5).accountant == "pld"
+    assert PldAccountant().epsilon(equal, 1e-5) <= 0.1 + rest.value

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 
@@ -19,6 +20,7 @@ from accounting.relations import (
     REPLACE_ONE,
     convert_relation,
     dpsgd_sensitivity_factor,
+    parallel_worst_cases,
 )
 
 G = ev.GaussianDpEvent
@@ -119,6 +121,32 @@ def test_parallel_composition_under_both_relations():
         assert compute_epsilon(par, 1e-5, accountant=acc) == pytest.approx(
             compute_epsilon(a, 1e-5, accountant=acc)
         )
+
+
+def test_parallel_cases_list_equal_components_once():
+    # DPGM's k clusters run one identical event each: one case to analyse, not k (k^2 / 2
+    # pairs under replace-one); the pair of two equal partitions stays (a record may move
+    # between them), and an event seen once has no pair with itself.
+    a, b = G(1.0), G(2.0)
+    cases = parallel_worst_cases([a, G(1.0), b, a], ADD_OR_REMOVE_ONE)
+    assert cases == [(a, ADD_OR_REMOVE_ONE), (b, ADD_OR_REMOVE_ONE)]
+    replace = parallel_worst_cases([a, b, a], REPLACE_ONE)
+    pairs = [e for e, r in replace if r == ADD_OR_REMOVE_ONE]
+    assert pairs == [ev.ComposedDpEvent([a, a]), ev.ComposedDpEvent([a, b])]
+    assert len(replace) == 4  # the two pairs and each kind within its partition
+    assert len(parallel_worst_cases([a, b], REPLACE_ONE)) == 3  # no (a, a) nor (b, b)
+    # the figure is the maximum over the full list of cases, under both relations
+    par = ev.ParallelComposedDpEvent([a, b, a, b])
+    every_pair = [ev.ComposedDpEvent([x, y]) for x, y in [(a, b), (a, a), (b, b)]]
+    within = [convert_relation(x, ADD_OR_REMOVE_ONE, REPLACE_ONE) for x in (a, b)]
+    for acc in ("rdp", "gdp", "zcdp"):
+        eps = functools.partial(compute_epsilon, delta=1e-5, accountant=acc)
+        assert eps(par) == pytest.approx(eps(a), rel=1e-12)
+        full = max(
+            *[eps(e) for e in every_pair],
+            *[eps(e, neighboring_relation=REPLACE_ONE) for e in within],
+        )
+        assert eps(par, neighboring_relation=REPLACE_ONE) == pytest.approx(full, rel=1e-12)
 
 
 @pytest.mark.parametrize("accountant", ["rdp", "gdp", "zcdp", "pure"])
