@@ -1,15 +1,15 @@
 """A data holder's own table, walked as the user guide (``docs/guide.md``, section 2) writes
-it: one ``jdp`` process per line of the guide's walk (draft a schema, release it with DP, fit,
+it: one ``jdp`` command per line of the guide's walk (draft a schema, release it with DP, fit,
 sample), each reading only what the step before wrote; the ledger covers the schema, and the
-sample holds the table's kinds back. The commands are read from the guide, so it cannot rot."""
+sample holds the table's kinds back. The commands are read from the guide, so it cannot rot.
+They run through :func:`jdp.cli.main` in this process (the ``jdp`` entry point's own call;
+the CLI as a process is checked by ``tests/cli/test_cli_files.py``), which
+saves each line an interpreter start and the library's imports."""
 
 from __future__ import annotations
 
 import json
-import os
 import shlex
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -32,26 +32,26 @@ def guide_walk() -> list[list[str]]:
     return [shlex.split(line)[1:] for line in block.splitlines() if line.startswith("jdp ")]
 
 
-def jdp(*argv: object, cwd: Path) -> str:
-    """``jdp ARGV`` in its own process; its stdout (the test fails on a non-zero exit)."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    code = "import sys; from jdp.cli import main; sys.exit(main())"
-    proc = subprocess.run(
-        [sys.executable, "-c", code, *map(str, argv)], cwd=cwd, env=env, text=True,
-        capture_output=True, timeout=300, check=False,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
+def jdp(*argv: object, capsys: pytest.CaptureFixture[str]) -> str:
+    """``jdp ARGV`` in the current directory; its stdout (the test fails on a non-zero exit)."""
+    from jdp.cli import main
+
+    capsys.readouterr()
+    status = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    assert status == 0, err
+    return out
 
 
-def test_csv_to_dp_schema_to_fit_to_sample(tmp_path, monkeypatch):
+def test_csv_to_dp_schema_to_fit_to_sample(tmp_path, monkeypatch, capsys):
     write_own_csv(tmp_path / "own.csv")
+    monkeypatch.chdir(tmp_path)
     steps = guide_walk()
     assert [a[0] for a in steps] == ["schema", "schema", "fit", "sample"]
     outs = []
     for argv in steps:
         kind = "schema --dp" if argv[0] == "schema" and "--dp" in argv else argv[0]
-        outs.append(jdp(*argv, *EXTRA.get(kind, []), cwd=tmp_path))
+        outs.append(jdp(*argv, *EXTRA.get(kind, []), capsys=capsys))
     # 1. a draft from names and dtypes: the ID and the free text are set aside with a reason
     draft = json.loads((tmp_path / "draft.json").read_text())
     assert {"id", "comment"} <= set(draft["ignore"])
