@@ -321,6 +321,19 @@ def threshold_for(epsilon: float, delta: float) -> float:
     return 1.0 + math.log(1.0 / (2.0 * delta)) / epsilon
 
 
+def fewest_records(epsilon: float, delta: float) -> float:
+    """The fewest records that must hold a value no public domain lists before ANY
+    ``(epsilon, delta)``-DP mechanism can release it with probability 1/2:
+    ``ln(1 + (e^epsilon - 1) / (2 delta)) / epsilon``.
+
+    Group privacy over the ``c`` records holding ``v``: ``P[v in M(D)] <= e^{c epsilon}
+    P[v in M(D')] + delta (e^{c epsilon} - 1) / (e^epsilon - 1)``, with ``P[v in M(D')] = 0``
+    for a value only those records can have taught the mechanism; setting the right side to
+    1/2 and solving for ``c`` gives the bound (docs/privacy.md, "The limit on small
+    tables")."""
+    return math.log1p(math.expm1(epsilon) / (2 * delta)) / epsilon
+
+
 @released(lambda rng, values, epsilon, delta: (epsilon, delta))
 def dp_categories(
     rng: np.random.Generator, values: pd.Series | np.ndarray, *, epsilon: float, delta: float
@@ -1023,7 +1036,9 @@ def infer_schema_dp(
         raise ValueError(
             f"column(s) {', '.join(repr(n) for n in empty)}: no category passed the DP "
             f"threshold at {per} (a category needs about {tau:.0f} records to pass; none here "
-            "has as many); spend more epsilon, declare "
+            f"has as many; no DP release of a value that no public domain lists can pass with "
+            f"fewer than {fewest_records(epsilon, delta):.0f} at this budget); spend more "
+            "epsilon, declare "
             "their domains (declared=) or leave them out (ignore=, jdp schema --ignore)"
         )
     lost = None

@@ -115,7 +115,9 @@ def test_infer_schema_dp_errors():
         ("gaussian", dps.plan_joint_gaussian(epsilon=share, delta=1e-7, histograms=1,
                                              categorical=1).category_threshold),
     ):  # fmt: skip
-        with pytest.raises(ValueError, match=rf"'b': no category .* about {tau:.0f} records"):
+        fewest = dps.fewest_records(0.1, 1e-7)
+        message = rf"'b': no category .* about {tau:.0f} records .* fewer than {fewest:.0f} at"
+        with pytest.raises(ValueError, match=message):
             infer_schema_dp(
                 rng, data[["b"]], epsilon=0.1, kinds={"b": "categorical"}, ranges={}, noise=noise
             )
@@ -704,6 +706,24 @@ def test_joint_release_needs_fewer_records_than_one_laplace_release_per_column()
         epsilon=eps_col * k, delta=dps.DEFAULT_DELTA, histograms=k, categorical=cat
     )
     assert plan.category_threshold < 0.5 * laplace
+
+
+@pytest.mark.parametrize(("epsilon", "delta"), [(0.3, 1e-7), (1.0, 1e-6), (0.05, 1e-9)])
+def test_no_release_passes_below_the_group_privacy_bound(epsilon, delta):
+    """``fewest_records`` is where group privacy caps the pass probability of a value that only
+    ``c`` records hold at 1/2; a release whose threshold (about where such a value passes half
+    the time) lay below it would contradict its own guarantee. The joint release's stays above
+    it for every width. One column's Laplace release nearly meets it: its threshold ``1 +
+    ln(1 / (2 delta)) / epsilon`` exceeds the bound by at most ``1 + ln(1 / (e^epsilon - 1)) /
+    epsilon`` records (``ln(1 + x) >= ln x``), so the bound is tight up to that gap."""
+    bound = dps.fewest_records(epsilon, delta)
+    cap = delta * np.expm1(bound * epsilon) / np.expm1(epsilon)  # group privacy at c = bound
+    assert cap == pytest.approx(0.5, rel=1e-9)
+    for k, cat in ((1, 1), (15, 9), (21, 14)):
+        plan = dps.plan_joint_gaussian(epsilon=epsilon, delta=delta, histograms=k, categorical=cat)
+        assert plan.category_threshold >= bound
+    gap = threshold_for(epsilon, delta) - bound
+    assert 0 <= gap <= 1 + np.log(1 / np.expm1(epsilon)) / epsilon
 
 
 def test_joint_release_replays_on_a_neighbour():
