@@ -1,18 +1,25 @@
-"""Benchmark DPGM's fit: wall time, XLA compilations and the calibration's share (issue 29).
+"""Benchmark DPGM's fit beside P3GM's: CPU and wall time, XLA compilations and the
+calibration's share (issue 29).
 
-One DPGM fit (the default config: ``k = 10`` clusters, 20 Lloyd iterations, a VAE per
-cluster, ``q = 0.01``, 5 epochs; ``--quick``: 1 epoch) on the first 5,000 rows of Adult's
-training split at ``epsilon = 1``, ``delta = 1e-5``, each in a fresh process, one at a time:
+One fit per method (``--methods``, default ``dpgm,p3gm``; each its default config, DP-SGD
+for 1 epoch under ``--quick``; DPGM: ``k = 10`` clusters, 20 Lloyd iterations, a VAE per
+cluster, ``q = 0.01``, 5 epochs) on the first 5,000 rows of Adult's training split at
+``epsilon = 1``, ``delta = 1e-5``, each in a fresh process, one at a time:
 
-* ``wall``: seconds of :func:`jdp.synth.base.fit_model` (the ledger's epsilon included);
+* ``cpu`` / ``wall``: CPU seconds (user + system, all threads) and seconds of
+  :func:`jdp.synth.base.fit_model` (the ledger's epsilon included);
 * ``compiles`` / ``compile_s``: XLA backend compilations during the fit and their seconds
-  (``jax.monitoring``'s ``/jax/core/compile/backend_compile_duration``);
-* ``calibration_s``: seconds of DPGM's noise calibration
-  (``jdp.synth.dpgm.model._calibrated``, a search over public numbers).
+  (``jax.monitoring``'s ``/jax/core/compile/backend_compile_duration``), and their share of
+  the wall time;
+* ``calibration_s``: seconds of the method's noise calibration (its ``_calibrated``, a
+  search over public numbers).
 
-``--baseline DIR`` first runs the same fit with the ``jdp`` and ``accounting`` packages found
-in DIR (e.g. a checkout of an earlier commit) and checks that both fits wrote the same
-ledger (the same events and multipliers).
+The issue's targets read off the table: DPGM's CPU seconds at most 1.5x P3GM's, and
+compilation under 15% of a P3GM fit.
+
+``--baseline DIR`` first runs the same fits with the ``jdp`` and ``accounting`` packages
+found in DIR (e.g. a checkout of an earlier commit) and checks that each method's fits wrote
+the same ledger (the same events and multipliers).
 
 Beside the fits, the per-example gradient work of a step: the batched dot products (the
 per-example forward and backward passes) in the compiled program of
@@ -21,8 +28,8 @@ computes the batch's norms in a pass of its own before the clipped sum
 (:func:`jdp.dpsgd.step.dp_sgd`), and with a constant clip (one pass). What XLA does not merge
 of the two passes shows as the difference.
 
-Usage: ``python scripts/bench_dpgm_fit.py [--quick] [--json] [--baseline DIR] [--seed S]``;
-the table also goes to ``docs/results/bench_dpgm_fit.md``.
+Usage: ``python scripts/bench_dpgm_fit.py [--quick] [--json] [--methods M,...] [--baseline
+DIR] [--seed S]``; the table also goes to ``docs/results/bench_dpgm_fit.md``.
 """
 
 from __future__ import annotations
@@ -39,12 +46,15 @@ import _harness as H
 ROWS = 5000
 EPSILON, DELTA = 1.0, 1e-5
 CHILD = "--child"
+#: Where each method's calibration search lives (timed in the child).
+CALIBRATION = {"dpgm": "jdp.synth.dpgm.model", "p3gm": "jdp.synth.p3gm.privacy"}
 
 
-def one_fit(quick: bool, seed: int) -> dict:
+def one_fit(method: str, quick: bool, seed: int) -> dict:
     """The measured fit, in this process (imports here: the child chooses the packages)."""
-    import dataclasses
     import functools
+    import importlib
+    import resource
     import time
 
     import jax
@@ -53,8 +63,6 @@ def one_fit(quick: bool, seed: int) -> dict:
     from accounting import PrivacyBudget
     from jdp.data.datasets import load_dataset
     from jdp.synth.base import fit_model, get_method
-    from jdp.synth.dpgm import model
-    from jdp.synth.dpgm.config import DPSGD_TEMPLATE
 
     compiles: list[float] = []
 
@@ -64,7 +72,8 @@ def one_fit(quick: bool, seed: int) -> dict:
 
     monitoring.register_event_duration_secs_listener(on_event)
     calibration = [0.0]
-    search = model._calibrated.__wrapped__
+    module = importlib.import_module(CALIBRATION[method])
+    search = module._calibrated.__wrapped__
 
     @functools.lru_cache(maxsize=64)
     def timed_search(*args: object) -> object:
@@ -74,23 +83,33 @@ def one_fit(quick: bool, seed: int) -> dict:
         finally:
             calibration[0] += time.perf_counter() - start
 
-    model._calibrated = timed_search
+    module._calibrated = timed_search
     data = load_dataset("adult")
-    template = dataclasses.replace(DPSGD_TEMPLATE, epochs=1.0 if quick else DPSGD_TEMPLATE.epochs)
-    config = get_method("dpgm").make_config(None, dpsgd=template)
-    start = time.perf_counter()
+    spec = get_method(method)
+    config = spec.make_config(None)
+    if quick:
+        config = spec.make_config(config, dpsgd={"epochs": 1.0})
+
+    def cpu() -> float:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return usage.ru_utime + usage.ru_stime
+
+    cpu0, start = cpu(), time.perf_counter()
     fitted = fit_model(
-        jax.random.key(seed), "dpgm", data.train.iloc[:ROWS], PrivacyBudget(epsilon=EPSILON,
+        jax.random.key(seed), method, data.train.iloc[:ROWS], PrivacyBudget(epsilon=EPSILON,
         delta=DELTA), config, schema=data.schema,
     )  # fmt: skip
-    wall = time.perf_counter() - start
+    wall, cpu_s = time.perf_counter() - start, cpu() - cpu0
     return {
+        "method": method,
+        "cpu": cpu_s,
         "wall": wall,
         "compiles": len(compiles),
         "compile_s": sum(compiles),
+        "compile_share": sum(compiles) / wall,
         "calibration_s": calibration[0],
         "calibration_share": calibration[0] / wall,
-        "steps": config.dpsgd.num_steps,
+        "steps": fitted.config.dpsgd.num_steps,
         "ledger_epsilon": fitted.epsilon(),
         "ledger": fitted.ledger.to_dict(),
     }
@@ -142,24 +161,33 @@ def dots_in_program(adaptive: bool) -> int:
     return sum(" dot(" in line and "f32[3,18," in line for line in texts[0].splitlines())
 
 
-def measure(quick: bool, seed: int, packages: Path | None) -> dict:
+def measure(method: str, quick: bool, seed: int, packages: Path | None) -> dict:
     """:func:`one_fit` in a fresh process, importing ``jdp`` from ``packages`` if given."""
     env = dict(os.environ)
     if packages is not None:
         env["PYTHONPATH"] = os.pathsep.join([str(packages), env.get("PYTHONPATH", "")])
-    argv = [sys.executable, __file__, CHILD, str(int(quick)), str(seed)]
+    argv = [sys.executable, __file__, CHILD, method, str(int(quick)), str(seed)]
     out = subprocess.run(argv, env=env, check=True, stdout=subprocess.PIPE, text=True)
     return json.loads(out.stdout)
 
 
 def compute(args: argparse.Namespace) -> dict:
-    runs = {}
-    if args.baseline is not None:
-        H.log(f"baseline fit ({args.baseline}) ...")
-        runs["baseline"] = measure(args.quick, args.seed, args.baseline.resolve())
-    H.log("fit of this tree ...")
-    runs["this tree"] = measure(args.quick, args.seed, None)
-    ledgers = [r.pop("ledger") for r in runs.values()]
+    methods = [m for m in args.methods.split(",") if m]
+    unknown = sorted(set(methods) - set(CALIBRATION))
+    if unknown:
+        raise SystemExit(f"--methods: unknown {unknown}; expected some of {sorted(CALIBRATION)}")
+    runs, same = [], {}
+    for method in methods:
+        codes = ([("baseline", args.baseline.resolve())] if args.baseline else []) + [
+            ("this tree", None)
+        ]
+        ledgers = []
+        for code, packages in codes:
+            H.log(f"{method} fit ({code}) ...")
+            run = measure(method, args.quick, args.seed, packages)
+            ledgers.append(run.pop("ledger"))
+            runs.append({"code": code, **run})
+        same[method] = all(ledger == ledgers[0] for ledger in ledgers)
     H.log("per-example gradient passes ...")
     return {
         "dots": {"adaptive clip": dots_in_program(True), "constant clip": dots_in_program(False)},
@@ -168,30 +196,35 @@ def compute(args: argparse.Namespace) -> dict:
         "delta": DELTA,
         "quick": args.quick,
         "runs": runs,
-        "same_ledger": all(ledger == ledgers[0] for ledger in ledgers),
+        "same_ledger": same,
     }
 
 
 def render(result: dict) -> str:
-    setup = "default config, 1 epoch" if result["quick"] else "default config"
+    setup = "default configs, 1 epoch" if result["quick"] else "default configs"
     lines = [
         (
-            f"DPGM fit on {result['rows']} Adult rows, eps = {result['epsilon']:g}, "
+            f"Fits on {result['rows']} Adult rows, eps = {result['epsilon']:g}, "
             f"delta = {result['delta']:g} ({setup})"
         ),
         (
-            f"{'code':>10} {'steps':>6} {'wall s':>8} {'compiles':>9} {'compile s':>10} "
-            f"{'calib s':>8} {'calib %':>8} {'ledger eps':>11}"
+            f"{'method':>6} {'code':>10} {'steps':>6} {'CPU s':>7} {'wall s':>7} {'compiles':>9} "
+            f"{'compile s':>10} {'compile %':>10} {'calib s':>8} {'calib %':>8} {'ledger eps':>11}"
         ),
     ]
-    for name, r in result["runs"].items():
+    for r in result["runs"]:
         lines.append(
-            f"{name:>10} {r['steps']:>6d} {r['wall']:>8.1f} {r['compiles']:>9d} "
-            f"{r['compile_s']:>10.1f} {r['calibration_s']:>8.1f} "
-            f"{100 * r['calibration_share']:>7.1f}% {r['ledger_epsilon']:>11.6f}"
+            f"{r['method']:>6} {r['code']:>10} {r['steps']:>6d} {r['cpu']:>7.1f} {r['wall']:>7.1f} "
+            f"{r['compiles']:>9d} {r['compile_s']:>10.1f} {100 * r['compile_share']:>9.1f}% "
+            f"{r['calibration_s']:>8.1f} {100 * r['calibration_share']:>7.1f}% "
+            f"{r['ledger_epsilon']:>11.6f}"
         )
-    if len(result["runs"]) > 1:
-        lines.append(f"  same ledger (events and multipliers): {result['same_ledger']}")
+    for method, same in result["same_ledger"].items():
+        if sum(r["method"] == method for r in result["runs"]) > 1:
+            lines.append(f"  {method}: same ledger (events and multipliers): {same}")
+    cpu = {r["method"]: r["cpu"] for r in result["runs"] if r["code"] == "this tree"}
+    if {"dpgm", "p3gm"} <= cpu.keys():
+        lines.append(f"DPGM / P3GM CPU seconds: {cpu['dpgm'] / cpu['p3gm']:.2f} (target <= 1.5)")
     dots = result["dots"]
     lines.append(
         f"per-example dot products in the compiled step: adaptive clip {dots['adaptive clip']}, "
@@ -204,16 +237,19 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == [CHILD]:  # one measured fit; its JSON alone on stdout
         stdout, sys.stdout = sys.stdout, sys.stderr
-        result = one_fit(bool(int(argv[1])), int(argv[2]))
+        result = one_fit(argv[1], bool(int(argv[2])), int(argv[3]))
         sys.stdout = stdout
         print(json.dumps(result))
         return 0
-    p = H.parser(__file__, __doc__, quick="1 epoch of DP-SGD instead of 5", seed=0)
+    p = H.parser(__file__, __doc__, quick="1 epoch of DP-SGD instead of each config's own", seed=0)
     p.add_argument(
         "--baseline",
         type=Path,
         default=None,
         help="a directory holding the jdp and accounting packages to measure first",
+    )
+    p.add_argument(
+        "--methods", default="dpgm,p3gm", help=f"comma-separated of {tuple(CALIBRATION)}"
     )
     return H.run(p, compute, render, argv)
 
