@@ -46,10 +46,8 @@ from jdp.cli._args import (
 )
 
 if TYPE_CHECKING:
-    import pandas as pd
-
     from jdp.data.dp_schema import SchemaRelease
-    from jdp.data.schema import Schema
+    from jdp.data.schema import Schema, Table
 
 
 DEFAULT_METHOD = "marginals"
@@ -209,9 +207,11 @@ def option_meanings(config_cls: type) -> dict[str, str]:
     return meanings
 
 
-def training_data(args: argparse.Namespace) -> tuple[pd.DataFrame, Schema | SchemaRelease]:
-    """The private training table and its public schema (a saved DP schema release is kept
-    whole, with its ledger), from the parsed arguments."""
+def training_data(args: argparse.Namespace) -> tuple[Table, Schema | SchemaRelease]:
+    """The private training table, conformed (:meth:`~jdp.data.schema.Schema.conform`, by the
+    release when the schema is one), and its public schema (a saved DP schema release is kept
+    whole, with its ledger), from the parsed arguments. The frame as read is dropped once
+    conformed: a fit holds the conformed table only."""
     from jdp.data.datasets import load_dataset
     from jdp.data.dp_schema import SchemaRelease, load_schema
     from jdp.data.read import read_csv
@@ -221,12 +221,12 @@ def training_data(args: argparse.Namespace) -> tuple[pd.DataFrame, Schema | Sche
             raise ValueError("give either --dataset or --data, not both")
         dataset = load_dataset(args.dataset)
         schema = load_schema(args.schema) if args.schema else dataset.schema
-        return dataset.train, schema
+        return schema.conform(dataset.train), schema
     if not args.data or not args.schema:
         raise ValueError("expected --data PATH and --schema PATH (or --dataset NAME)")
     schema = load_schema(args.schema)
     public = schema.schema if isinstance(schema, SchemaRelease) else schema
-    return read_csv(args.data, public), schema
+    return schema.conform(read_csv(args.data, public)), schema
 
 
 def parse_overrides(items: list[str]) -> dict[str, Any]:
@@ -302,12 +302,12 @@ def run(args: argparse.Namespace) -> int:
     check_private(method)
     with no_progress(args.quiet), one_line_warnings("fit") as caught:
         config = make_config(method, parse_overrides(args.set))
-        frame, schema = training_data(args)
+        table, schema = training_data(args)
         with show_ledger():
             model = fit_model(
                 command_key(args.seed, "fit"),
                 method,
-                frame,
+                table,
                 budget,
                 config,
                 schema=schema,

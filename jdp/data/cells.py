@@ -96,9 +96,12 @@ class CellCodec:
     bins: int
 
     def encode(self, data: Table) -> np.ndarray:
-        """The ``(n, d)`` int64 cell indices of the records (private)."""
-        cells = [discretize(col, data.frame[col.name], self.bins) for col in self.schema.columns]
-        return np.column_stack(cells) if cells else np.zeros((len(data), 0), np.int64)
+        """The ``(n, d)`` int64 cell indices of the records (private), a column at a time into
+        the one output array."""
+        cells = np.empty((len(data), len(self.schema.columns)), dtype=np.int64)
+        for j, col in enumerate(self.schema.columns):
+            cells[:, j] = discretize(col, data.frame[col.name], self.bins)
+        return cells
 
     def decode(self, key: jax.Array, cells: np.ndarray) -> pd.DataFrame:
         """A table of the cells' values (post-processing; :func:`undiscretize` draws inside a

@@ -793,7 +793,9 @@ class Schema:
         if days:
             data = data.assign(**days)
         keep = self._in_domain(labels, len(data))
-        data = data.loc[keep]
+        if not keep.all():  # records dropped (a release's schema): else no copy of the table
+            data = data.loc[keep]
+            labels = {name: values[keep] for name, values in labels.items()}
         out = {}
         clipped = {}
         for col in self.columns:
@@ -802,14 +804,15 @@ class Schema:
                 if n_clipped:
                     clipped[col.name] = n_clipped
             else:
-                out[col.name] = typed_labels(col, labels[col.name][keep])
+                out[col.name] = typed_labels(col, labels[col.name])
         if clipped:  # whether any value was clipped is private: only the data holder sees it
             detail = ", ".join(
                 f"{n} value(s) of column {name!r} to {self[name].bounds_text}"
                 for name, n in clipped.items()
             )
             warn_private(f"clipped {detail}", ClipWarning, stacklevel=2)
-        frame = pd.DataFrame(out, index=pd.RangeIndex(len(data)))
+        # copy=False: one block per column, no consolidating copy of the whole table
+        frame = pd.DataFrame(out, index=pd.RangeIndex(len(data)), copy=False)
         return Table(frame=frame, schema=self, clip_counts=clipped)
 
     def _in_domain(self, labels: dict[str, np.ndarray], n: int) -> np.ndarray:

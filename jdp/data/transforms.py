@@ -414,7 +414,8 @@ class TableEncoder:
                     out[rows, state_span.start + numeric_state(col, x)] = 1.0
             else:
                 out[rows, span.start + category_index(col, frame[col.name])] = 1.0
-        return out / self.scale
+        out /= self.scale  # in place: the table's one encoded copy
+        return out
 
     def encode_target(self, data: Table | pd.DataFrame) -> np.ndarray:
         """The target column as category indices (int64)."""

@@ -252,17 +252,21 @@ def cell_counts(cells: np.ndarray, schema: Schema, config: MarginalsConfig) -> l
     (:func:`coarse_cells`) for the per-column histograms, as they are for the fine ones."""
     target = conditioning(schema, config)
     fine = codec_bins(config)
-    coarse = [
-        coarse_cells(col, config.bins, fine)[cells[:, j]] for j, col in enumerate(schema.columns)
-    ]
-    classes = None if target is None else coarse[schema.names.index(target.name)]
+
+    def coarse(j: int) -> np.ndarray:
+        return coarse_cells(schema.columns[j], config.bins, fine)[cells[:, j]]
+
+    def count(flat: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+        return np.bincount(flat, minlength=int(np.prod(shape))).astype(np.float64).reshape(shape)
+
+    classes = None if target is None else coarse(schema.names.index(target.name))
     shapes = histogram_shapes(schema, config)
-    flats = [c if len(s) == 1 else classes * s[1] + c for c, s in zip(coarse, shapes)]
-    flats += [cells[:, schema.names.index(col.name)] for col in refined(schema, config)]
-    return [
-        np.bincount(flat, minlength=int(np.prod(shape))).astype(np.float64).reshape(shape)
-        for flat, shape in zip(flats, shapes)
+    hists = [  # one column at a time: one column's temporaries alive, not all columns'
+        count(coarse(j) if len(s) == 1 else classes * s[1] + coarse(j), s)
+        for j, s in enumerate(shapes[: len(schema.columns)])
     ]
+    fine_cols = [schema.names.index(col.name) for col in refined(schema, config)]
+    return hists + [count(cells[:, j], s) for j, s in zip(fine_cols, shapes[len(hists) :])]
 
 
 def codec(schema: Schema, config: MarginalsConfig) -> CellCodec:

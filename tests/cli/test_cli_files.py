@@ -110,6 +110,25 @@ def test_fit_overwrite_and_its_force_alias(capsys, files, tmp_path):
         assert (tmp_path / "m" / io.PARAMS_FILE).read_bytes() != before  # fresh noise
 
 
+def test_fit_on_a_csv_is_fit_model_on_its_frame(files):
+    """``jdp fit`` conforms the table as it reads it (the frame as read is dropped before the
+    fit, issue 29 item 4): the model is the one fit_model makes from the DataFrame."""
+    from accounting import PrivacyBudget
+    from jdp.cli._args import command_key
+    from jdp.data.read import read_csv
+    from jdp.data.schema import Schema
+
+    schema = Schema.from_dict(SCHEMA)
+    expected = base.fit_model(
+        command_key(1, "fit"), "marginals", read_csv(files / "d.csv", schema),
+        PrivacyBudget(epsilon=1.0, delta=1e-5), schema=schema,
+    )  # fmt: skip
+    saved = io.load(files / "m")
+    assert saved.ledger.to_dict() == expected.ledger.to_dict()
+    for name, value in expected.params.items():
+        np.testing.assert_array_equal(saved.params[name], value)
+
+
 def test_fit_refuses_a_non_private_method_before_reading_data(capsys, files, tmp_path):
     """``pgm`` is refused up front: the data path does not even exist."""
     code, _, err = run(capsys, "fit", "--data", tmp_path / "missing.csv", "--schema",

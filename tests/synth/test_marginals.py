@@ -21,10 +21,13 @@ from jdp.synth.marginals import (
     Marginals,
     MarginalsConfig,
     cell_counts,
+    coarse_cells,
     codec,
+    codec_bins,
     column_probabilities,
     histogram_shapes,
     noise_multiplier,
+    refined,
 )
 from jdp.verbosity import show_private_details
 
@@ -315,3 +318,27 @@ def test_gaussian_needs_delta(adult, rows3000):
 def test_config_is_frozen():
     with pytest.raises(dataclasses.FrozenInstanceError):
         MarginalsConfig().bins = 3
+
+
+@pytest.mark.parametrize("conditioned, refine", [(True, True), (False, False)])
+def test_cell_counts_count_each_record_once_per_histogram(adult, rows3000, conditioned, refine):
+    """The histograms, counted a column at a time (issue 29 item 4), are the records' counts
+    per (class, cell) of each feature and per fine cell of each refined column."""
+    schema = adult.schema
+    config = MarginalsConfig(bins=8, condition_on_target=conditioned, refine=refine)
+    cells = codec(schema, config).encode(schema.conform(rows3000))
+    fine = codec_bins(config)
+    coarse = [coarse_cells(c, 8, fine)[cells[:, j]] for j, c in enumerate(schema.columns)]
+    label = coarse[schema.names.index(schema.target)]
+    expected = []
+    for j, shape in enumerate(histogram_shapes(schema, config)[: len(schema.columns)]):
+        counts = np.zeros(shape)
+        np.add.at(counts, (label, coarse[j]) if len(shape) == 2 else coarse[j], 1.0)
+        expected.append(counts)
+    for col in refined(schema, config):
+        expected.append(np.bincount(cells[:, schema.names.index(col.name)]).astype(float))
+    got = cell_counts(cells, schema, config)
+    assert len(got) == len(expected) == len(histogram_shapes(schema, config))
+    assert (len(got) > len(schema.columns)) == refine
+    for g, e in zip(got, expected, strict=True):
+        np.testing.assert_array_equal(g, np.pad(e, (0, g.size - e.size)) if e.ndim == 1 else e)

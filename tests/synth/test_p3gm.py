@@ -602,3 +602,21 @@ def test_the_default_sampling_rate_follows_the_public_row_count(adult, small):
     sgd = dict(zip(model.ledger.labels, model.ledger.entries))["dp-sgd"].event
     (steps,) = [e.count for e in sgd.events if isinstance(e, ev.SelfComposedDpEvent)]
     assert steps == model.config.dpsgd.num_steps == int(np.ceil(0.1 / (8.0 / 400)))
+
+
+def test_fixed_means_by_row_blocks_are_the_whole_projection(monkeypatch):
+    """The encoding phase projects the rows a block at a time (issue 29 item 4: no temporary
+    of the table's size); each row's ``c_x`` is the one the whole matrix gives, bit for bit."""
+    from jdp.mechanisms import suffstats
+
+    rng = np.random.default_rng(0)
+    x = rng.random((1000, 7))
+    projection = {
+        "components": rng.normal(size=(7, 3)),
+        "centre": rng.random(7),
+        "row_norm_bound": np.asarray(2.5),
+    }
+    whole = (x / 2.5 - projection["centre"]) @ projection["components"]
+    monkeypatch.setattr(suffstats, "DEFAULT_CHUNK_BYTES", 8 * 7 * 300)  # 300 rows: 4 blocks
+    np.testing.assert_array_equal(Ph.fixed_means(projection, x), whole)
+    assert Ph.fixed_means(projection, x[:0]).shape == (0, 3)

@@ -39,6 +39,7 @@ from jdp.dpsgd import train
 from jdp.dpsgd.noise import noise_cut
 from jdp.encoding import em, pca
 from jdp.mechanisms.release import record_release
+from jdp.mechanisms.suffstats import iter_chunks
 from jdp.nn.heads import (
     HeadLayout,
     into_heads,
@@ -63,6 +64,15 @@ def project(params: dict[str, Any], x: jax.Array) -> jax.Array:
     """The fixed encoder mean ``c_x = (x / b - centre) V`` (the DP-PCA projection)."""
     proj = params["projection"]
     return (x / proj["row_norm_bound"] - proj["centre"]) @ proj["components"]
+
+
+def fixed_means(projection: dict[str, np.ndarray], x: np.ndarray) -> np.ndarray:
+    """:func:`project` of every row of ``x`` (numpy), a block of rows at a time
+    (:func:`jdp.mechanisms.suffstats.iter_chunks`): each row's ``c_x`` is the same, and no
+    temporary of the size of ``x`` is made."""
+    params = {"projection": projection}
+    parts = [project(params, chunk) for chunk in iter_chunks(x)]
+    return np.concatenate(parts) if parts else np.zeros((0, projection["components"].shape[1]))
 
 
 def latent_moments(prior: dict[str, Any]) -> dict[str, np.ndarray]:
@@ -137,12 +147,12 @@ def encoding_phase(
     Returns the ``"projection"``, ``"prior"`` and ``"latent_scale"`` parameter groups and the
     phases' ledger.
     """
-    scaled = x / row_norm_bound
     d = x.shape[1]
     keep = np.ones(d, dtype=bool)  # the coordinates the fixed encoder mean reads
     if config.latent_excludes_target and target_coords is not None:
         keep[target_coords[0] : target_coords[1]] = False
-    inputs = scaled[:, keep]
+    inputs = x[:, keep]  # a copy (boolean index), divided in place: x / b's one copy
+    inputs /= row_norm_bound
     ledger = PrivacyLedger()
     if config.latent_dim is None:  # no reduction: the fixed mean is the DP-centred row
         with phase("DP mean"):
@@ -175,7 +185,7 @@ def encoding_phase(
     projection["components"][keep] = components
     projection["centre"][keep] = centre
     projection["row_norm_bound"] = np.asarray(row_norm_bound, dtype=np.float64)
-    latent = (scaled - projection["centre"]) @ projection["components"]
+    latent = fixed_means(projection, x)
     fitted, em_ledger = em.dp_em(
         rng,
         latent,
@@ -396,7 +406,7 @@ def decoding_phase(
         loss_fn,
         trainable,
         optax.adam(config.learning_rate),
-        jnp.asarray(x, jnp.float32),
+        np.asarray(x, dtype=np.float32),  # host rows, as DP-SGD gathers them: no device copy
         dpsgd,
         performance=config.performance,
     )
