@@ -195,8 +195,9 @@ def option_meanings(config_cls: type) -> dict[str, str]:
     )
     matches = list(entry.finditer(doc))
     meanings: dict[str, str] = {}
-    for match, following in zip(matches, [*matches[1:], None], strict=True):
-        text = doc[match.end() : following.start() if following else len(doc)]
+    ends = [m.start() for m in matches[1:]] + [len(doc)]
+    for match, end in zip(matches, ends, strict=False):  # no entries: no ends either
+        text = doc[match.end() : end]
         text = re.split(r"\n[ \t]*\n|\n(?=\S)", text)[0]  # up to a blank line or a heading
         text = " ".join(text.split()).replace("``", "")
         sentence = re.split(r"(?<=\.)\s+(?=[A-Z])", text)[0]

@@ -368,6 +368,14 @@ def test_fit_help_lists_methods_and_a_methods_options(capsys):
     assert 'bins = "auto"' in out and "cells per continuous column" in out
 
 
+def test_every_methods_options_are_listed_by_help(capsys):
+    """``jdp fit --method M --help`` for every method, including those whose nested configs
+    (the clipping path) have no docstring entries."""
+    for name in base.available_methods():
+        assert main(["fit", "--method", name, "--help"]) == 0, name
+        assert f"options of --method {name} (" in capsys.readouterr().out
+
+
 def test_every_option_of_every_method_has_a_meaning():
     """The config docstrings' entries cover every field of every registered method."""
     missing = {}
