@@ -23,10 +23,11 @@ the same ledger (the same events and multipliers).
 
 Beside the fits, the per-example gradient work of a step: the batched dot products (the
 per-example forward and backward passes) in the compiled program of
-:mod:`jdp.synth.dpgm.training` (3 small clusters) with DPNorm's adaptive clip, whose step
-computes the batch's norms in a pass of its own before the clipped sum
-(:func:`jdp.dpsgd.step.dp_sgd`), and with a constant clip (one pass). What XLA does not merge
-of the two passes shows as the difference.
+:mod:`jdp.synth.dpgm.training` (3 small clusters, each chunk within one micro-batch) with
+DPNorm's adaptive clip and with a constant clip. Where the step holds the chunk's
+per-example gradients at once, :func:`jdp.dpsgd.step.dp_sgd` takes DPNorm's norms from the
+clipped sum's own pass, and the two counts are equal; a norm pass of its own (micro-batches,
+several chunks, a ghost path) shows as the difference.
 
 Usage: ``python scripts/bench_dpgm_fit.py [--quick] [--json] [--methods M,...] [--baseline
 DIR] [--seed S]``; the table also goes to ``docs/results/bench_dpgm_fit.md``.
@@ -228,7 +229,7 @@ def render(result: dict) -> str:
     dots = result["dots"]
     lines.append(
         f"per-example dot products in the compiled step: adaptive clip {dots['adaptive clip']}, "
-        f"constant clip {dots['constant clip']} (the difference: the norm pass's, not merged)"
+        f"constant clip {dots['constant clip']} (a difference: a norm pass of its own)"
     )
     return "\n".join(lines)
 

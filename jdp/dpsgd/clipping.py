@@ -19,10 +19,13 @@ through :func:`jdp.dpsgd.step.make_dp_step` / :func:`jdp.dpsgd.train.train`.
     S     = sum_i m_i ĝ_i                                padded rows contribute exactly 0
     ḡ     = (S + N(0, (z C)^2 I)) / B̄                   noise once; B̄ a declared public constant
 
-This module computes ``S``; the noise is :mod:`jdp.dpsgd.noise`'s. Three ways to ``S`` give
-the same result (tested): the **general** path here, ``vmap(grad)`` over memory-bounded
-micro-batches in ``lax.scan`` (any loss: LSTMs, gradient penalties, RBMs); the **ghost** path
-of :mod:`jdp.dpsgd.ghost_clipping` (dense/embedding/conv layers: per-example norms without
+This module computes ``S``; the noise is :mod:`jdp.dpsgd.noise`'s. On the general path the
+bound ``C`` may be a function of the batch's norms ``||g_i||``, evaluated once the ``g_i``
+exist (DPGM's DPNorm: :func:`clipped_sum_general`), so that the norms and the clipped sum
+come from one per-example gradient pass. Three ways to ``S`` give the same result (tested):
+the **general** path here, ``vmap(grad)`` over memory-bounded micro-batches in ``lax.scan``
+(any loss: LSTMs, gradient penalties, RBMs); the **ghost** path of
+:mod:`jdp.dpsgd.ghost_clipping` (dense/embedding/conv layers: per-example norms without
 per-example gradients), which builds on the clip factors here; and the **ghost_penalty** path
 of :mod:`jdp.dpsgd.ghost_penalty` (WGAN-GP's critic loss of a piecewise-linear Dense critic,
 its gradient penalty included). :mod:`jdp.dpsgd.step` chooses the path (``method="auto"``
@@ -228,9 +231,10 @@ def auto_microbatch_size(batch_size: int, num_params: int, itemsize: int = 4) ->
     return int(min(1 << (m.bit_length() - 1), batch_size))
 
 
-def _microbatch(microbatch_size: int | str | None, size: int, params: Params) -> int:
-    """The micro-batch length for a padded batch of ``size``: ``None`` the whole batch,
-    ``"auto"`` :func:`auto_microbatch_size` of the parameters' count and dtype."""
+def microbatch_length(microbatch_size: int | str | None, size: int, params: Params) -> int:
+    """The general path's micro-batch length for a padded batch of ``size``: ``None`` the
+    whole batch, ``"auto"`` :func:`auto_microbatch_size` of the parameters' count and dtype
+    (a function of shapes only: public)."""
     if microbatch_size is None:
         return size
     if microbatch_size == "auto":
@@ -267,9 +271,25 @@ def clipped_sum_general(
 
     ``microbatch_size``: ``None`` (the whole padded batch at once), a length, or ``"auto"``
     (:func:`auto_microbatch_size`). A batch that is not a multiple of it is padded with
-    masked rows (copies of row 0, weight 0) up to the next multiple."""
+    masked rows (copies of row 0, weight 0) up to the next multiple.
+
+    ``l2_clip_norm`` is a bound, a pytree of per-leaf bounds, or a function of the batch's
+    norms ``choose(n) -> bound`` with ``n_i = m_i ||g_i||`` (a
+    :class:`jax.tree_util.Partial`, so that it passes through ``jit``): it is evaluated once
+    the per-example gradients ``g_i`` exist and clips those same ``g_i``, so a clip chosen
+    from the norms (DPGM's DPNorm) costs one per-example gradient pass instead of two. It
+    needs the whole batch in one micro-batch (every norm before any clip).
+
+    Raises:
+        ValueError: a ``choose`` function with a micro-batch shorter than the batch.
+    """
     size = mask.shape[0]
-    m = _microbatch(microbatch_size, size, params)
+    m = microbatch_length(microbatch_size, size, params)
+    if callable(l2_clip_norm) and m < size:
+        raise ValueError(
+            f"expected one micro-batch for a clip chosen from the norms, got {m} of {size} rows"
+        )
+    choose = l2_clip_norm if callable(l2_clip_norm) else lambda norms: l2_clip_norm
     if size % m:  # pad with masked copies of row 0 (they contribute exactly 0, as any mask)
         rows = jnp.concatenate([jnp.arange(size), jnp.zeros(-size % m, int)])
         batch, keys = jax.tree_util.tree_map(lambda x: x[rows], (batch, keys))
@@ -282,7 +302,9 @@ def clipped_sum_general(
         grads, aux = grad_fn(params, x, k)
         g_leaves = treedef.flatten_up_to(grads)
         sq = leaf_sq_norms(grads)
-        weights = clip_weights(sq, l2_clip_norm, treedef)
+        norms = jnp.where(mk, jnp.sqrt(sum(sq)), 0.0)
+        clip = choose(norms)
+        weights = clip_weights(sq, clip, treedef)
         finite = finite_examples(sq)
         keep = mk & finite
         # sum_i keep_i w_i g_i as one matrix-vector product per leaf. Rows not kept (padded
@@ -295,18 +317,16 @@ def clipped_sum_general(
             ).reshape(a.shape)
             for a, g, w in zip(acc, g_leaves, weights, strict=True)
         ]
-        return new, (jnp.where(mk, jnp.sqrt(sum(sq)), 0.0), aux, mk & ~finite)
+        return new, (norms, aux, mk & ~finite, l2_sensitivity(clip))
 
     init = [jnp.zeros_like(p) for p in leaves]
-    acc, (norms, aux, nonfinite) = jax.lax.scan(
+    acc, (norms, aux, nonfinite, sensitivity) = jax.lax.scan(
         body, init, (_chunked(batch, m), _chunked(keys, m), _chunked(mask, m))
     )
     norms, aux, nonfinite = (
         jax.tree_util.tree_map(lambda x: x[:size], _unchunked(t)) for t in (norms, aux, nonfinite)
     )
-    return ClippedSum(treedef.unflatten(acc), l2_sensitivity(l2_clip_norm)), StepInfo(
-        norms, aux, nonfinite
-    )
+    return ClippedSum(treedef.unflatten(acc), sensitivity[0]), StepInfo(norms, aux, nonfinite)
 
 
 def bind_model_state(loss_fn: LossFn, model_state: Any) -> LossFn:

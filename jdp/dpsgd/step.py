@@ -18,17 +18,20 @@ no path imports its caller. A ``mesh`` shards any path over devices
     state = sgd.init(params)
     state = sgd.step(state, [(batch, mask), ...])     # the chunks of one logical batch
 
-It evaluates the clip rule (a constant, a schedule, or DPGM's noisy histogram), accumulates
-the clipped sums of the chunks and adds the noise ONCE (the chain's
-:func:`jdp.dpsgd.noise.dp_aggregate`); a public model state the loss reads is carried along
-and changed only by the loop that owns it (:mod:`jdp.dpsgd.run`).
+It evaluates the clip rule (a constant, a schedule, or DPGM's noisy histogram of the batch's
+norms: inside the clipped sum's own per-example gradient pass where the structure allows,
+else in a norm pass before it), accumulates the clipped sums of the chunks and adds the
+noise ONCE (the chain's :func:`jdp.dpsgd.noise.dp_aggregate`); a public model state the loss
+reads is carried along and changed only by the loop that owns it (:mod:`jdp.dpsgd.run`).
 
 Privacy:
     One step releases ``S + N(0, (z Δ)^2 I)`` (divided by a declared constant): the Gaussian
     mechanism on a sum of L2 sensitivity ``Δ = C_t`` (per-layer: ``sqrt(sum_l C_l^2)``)
     under add/remove-one; with an :class:`~jdp.dpsgd.clip_schedules.AdaptiveClip` also the
-    histogram's Gaussian mechanism on the same batch. The run's event is built by the batch
-    selection (:meth:`jdp.dpsgd.batch_selection.BatchSelection.event`).
+    histogram's Gaussian mechanism on the same batch (the same norms, whether one pass or two
+    computes them, and the same ``C_t`` clipping the same per-example gradients). The run's
+    event is built by the batch selection
+    (:meth:`jdp.dpsgd.batch_selection.BatchSelection.event`).
 
 References:
     Abadi et al., "Deep learning with differential privacy", CCS 2016, Alg. 1; Li et al.,
@@ -58,6 +61,7 @@ from jdp.dpsgd.clipping import (
     bind_model_state,
     check_clip_norm,
     clipped_sum_general,
+    microbatch_length,
 )
 from jdp.dpsgd.ghost_clipping import clipped_sum_ghost, ghost_support
 from jdp.dpsgd.ghost_penalty import GradientPenaltyLoss, clipped_sum_penalty, penalty_support
@@ -124,13 +128,16 @@ def clipped_grad_sum(
 ) -> tuple[ClippedSum, StepInfo]:
     """Sum of per-example clipped gradients over the unmasked rows, by the path ``method``.
 
-    ``options`` are the path's keywords: ``l2_clip_norm`` (required), ``has_aux`` and, on the
-    general path, ``microbatch_size`` (the ghost paths hold no per-example gradients and
-    ignore it). ``method="ghost"`` requires a loss accepted by
+    ``options`` are the path's keywords: ``l2_clip_norm`` (required; a function of the norms
+    on the general path only, :func:`jdp.dpsgd.clipping.clipped_sum_general`), ``has_aux``
+    and, on the general path, ``microbatch_size`` (the ghost paths hold no per-example
+    gradients and ignore it). ``method="ghost"`` requires a loss accepted by
     :func:`jdp.dpsgd.ghost_clipping.discover`, ``"ghost_penalty"`` one accepted by
     :func:`jdp.dpsgd.ghost_penalty.check_penalty_loss`; resolve ``"auto"`` with
     :func:`choose_method` beforehand (it needs example shapes).
     """
+    if method != "general" and callable(options.get("l2_clip_norm")):
+        raise ValueError(f"expected a bound as l2_clip_norm on the {method} path, got a function")
     if method == "ghost":
         options.pop("microbatch_size", None)
         return clipped_sum_ghost(loss_fn, params, batch, mask, keys, **options)
@@ -314,7 +321,14 @@ def dp_sgd(
             per logical step.
         l2_clip_norm: a bound, a pytree of per-leaf bounds, a schedule ``t -> bound`` or an
             :class:`AdaptiveClip` (DPGM Alg. 4: the norms of the whole logical batch go to a
-            noisy histogram, then the batch is clipped to its choice).
+            noisy histogram, then the batch is clipped to its choice). Where the general path
+            holds the whole logical batch's per-example gradients at once (one chunk, one
+            micro-batch, no ``mesh``; decided from shapes and flags only) ONE pass computes
+            them, their norms, the histogram's choice and the clipped sum
+            (:func:`jdp.dpsgd.clipping.clipped_sum_general`); elsewhere (a ghost path, whose
+            clipped sum needs its own backward pass, micro-batches, several chunks, a mesh) a
+            norm pass precedes the clipped sum's. The same keys give the same per-example
+            gradients, norms, histogram noise and clip either way.
         has_aux, method, microbatch_size, mesh: the clipping path (:func:`make_clipped_sum_fn`;
             ``method`` already resolved by :func:`choose_method`).
 
@@ -333,14 +347,30 @@ def dp_sgd(
     def init(params: Params, model_state: Any = None) -> DPSGDState:
         return DPSGDState(params, optimizer.init(params), model_state, 0, jnp.zeros((), jnp.int32))
 
+    def choose(key: jax.Array, mask: jax.Array, norms: jax.Array) -> jax.Array:
+        # DPNorm of the norms, key and mask bound first (one function per dp_sgd: the jitted
+        # clipped sum caches on it)
+        return dpnorm(key, norms, mask, l2_clip_norm)
+
+    def one_pass(params: Params, keyed: list[tuple]) -> bool:
+        # the general path holds the logical batch's per-example gradients at once (shapes
+        # and flags only)
+        if method != "general" or mesh is not None or len(keyed) != 1:
+            return False
+        size = jnp.shape(keyed[0][1])[0]
+        return microbatch_length(microbatch_size, size, params) == size
+
     def clip_bound(state: DPSGDState, keyed: list[tuple]) -> Any:
         if not isinstance(l2_clip_norm, AdaptiveClip):
             return clip_at(l2_clip_norm, state.count)
         # DPGM Alg. 4: norms on the whole logical batch, noisy histogram, then clip to C_s.
+        key = jax.random.fold_in(keys.clip, state.count)
+        masks = [jnp.asarray(m) for _, m, _ in keyed]
+        if one_pass(state.params, keyed):  # C_s = choose(norms) inside the clipped sum
+            return jax.tree_util.Partial(choose, key, masks[0])
         infos = [sum_fn(state.params, x, m, k, np.inf, state.model_state)[1] for x, m, k in keyed]
         norms = jnp.concatenate([i.norms for i in infos])
-        masks = jnp.concatenate([jnp.asarray(m) for _, m, _ in keyed])
-        return hist_fn(jax.random.fold_in(keys.clip, state.count), norms, masks, l2_clip_norm)
+        return hist_fn(key, norms, jnp.concatenate(masks), l2_clip_norm)
 
     def step(state: DPSGDState, chunks: Sequence[tuple[Any, Any]]) -> DPSGDState:
         t_key = jax.random.fold_in(keys.example, state.count)

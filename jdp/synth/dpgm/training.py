@@ -11,9 +11,12 @@ What changes is compute only:
 * the clusters' states, rows and batch indices are stacked on a leading axis and the step
   is ``jax.vmap``-ed over it, then scanned over blocks of :func:`block_steps` steps
   (:func:`jdp.dpsgd.scan.stack_block`), so a fit compiles ONE program instead of a set of
-  functions per cluster (DPNorm's norm pass and the clipped sum are still two passes of
-  per-example gradients in :func:`jdp.dpsgd.step.dp_sgd`; XLA merges only part of them:
-  ``scripts/bench_dpgm_fit.py``);
+  functions per cluster. DPNorm's norms and the clipped sum come from ONE pass of
+  per-example gradients where :func:`jdp.dpsgd.step.dp_sgd` holds the step's gradients at
+  once (one chunk, one micro-batch of the general path); a step of several chunks, or a
+  chunk longer than the micro-batch (``"auto"`` holds 4 MiB of gradients:
+  :func:`jdp.dpsgd.clipping.auto_microbatch_size`), keeps a norm pass before the clipped
+  sum (``scripts/bench_dpgm_fit.py`` counts them);
 * every cluster's batches are padded to one chunk length ``B``, the largest of the
   clusters' own padded lengths (:meth:`jdp.dpsgd.batch_selection.BatchSelection.padded_size`:
   compute only, as each run's own length is); the extra slots carry mask 0 and add exactly
