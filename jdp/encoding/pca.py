@@ -26,6 +26,10 @@ then zero plus noise): ``k`` is checked against the public number of features on
 against the private row count, and records with a NaN or infinite entry are dropped from the
 released sums, as if absent (DESIGN rule 7). :func:`public_pca` (public data, no privacy)
 keeps its row checks.
+
+The Gaussian releases (:func:`dp_mean_gaussian`, :func:`dp_pca_gaussian`) also read a
+:class:`~jdp.mechanisms.suffstats.ScaledRows` (rows rescaled by a public number a block at a
+time): the same statistic of the same rows, bit for bit, without a rescaled copy.
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ from jdp.mechanisms.noise import (
     laplace_mechanism,
 )
 from jdp.mechanisms.release import record_release, run_calibrated
-from jdp.mechanisms.suffstats import check_data_matrix, chunked_sum, iter_chunks
+from jdp.mechanisms.suffstats import Rows, check_data_matrix, chunked_sum, iter_chunks
 from jdp.verbosity import private_detail, private_details_shown, warn_private
 
 Centre = np.ndarray | Literal["dp"] | None
@@ -112,7 +116,7 @@ def top_k_eigh(matrix: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     return values, vectors
 
 
-def _check_k(k: int, x: np.ndarray) -> int:
+def _check_k(k: int, x: Rows) -> int:
     """``1 <= k <= d``: the number of features ``d`` is public. Never compared with the row
     count, which is private on the DP paths (rule 7: Analyze Gauss and Lap-PCA release a
     ``d x d`` matrix whatever ``n``, and its top-k eigenvectors exist for any ``k <= d``)."""
@@ -124,7 +128,7 @@ def _check_k(k: int, x: np.ndarray) -> int:
 
 
 def scatter_sum(
-    x: np.ndarray,
+    x: Rows,
     centre: np.ndarray,
     *,
     l2_clip_norm: float = np.inf,
@@ -168,7 +172,7 @@ def _subspace(
 
 def dp_mean_gaussian(
     rng: np.random.Generator,
-    x: np.ndarray,
+    x: Rows,
     *,
     noise_multiplier: float,
     l2_clip_norm: float = 1.0,
@@ -237,7 +241,7 @@ def dp_mean_laplace(
     return np.clip(mid + noisy[:d] / max(noisy[d], 1.0), lower, upper), event
 
 
-def clipped_sum_count(x: np.ndarray, l2_clip_norm: float) -> np.ndarray:
+def clipped_sum_count(x: Rows, l2_clip_norm: float) -> np.ndarray:
     """Pre-noise statistic of :func:`dp_mean_gaussian`: ``(sum_i clip(x_i, C), C * n)``
     over the finite records (zeros for none)."""
     return chunked_sum(
@@ -290,7 +294,7 @@ def _warn_out_of_bounds(x: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> 
 
 def dp_pca_gaussian(
     rng: np.random.Generator,
-    x: np.ndarray,
+    x: Rows,
     k: int,
     *,
     noise_multiplier: float,
@@ -308,7 +312,8 @@ def dp_pca_gaussian(
     Args:
       rng: noise source.
       x: ``(n, d)`` private data, any ``n >= 0`` (a record with a NaN or infinite entry is
-        dropped); scale it (with public knowledge) so norms are about ``C``.
+        dropped); scale it (with public knowledge) so norms are about ``C``, e.g. as a
+        :class:`~jdp.mechanisms.suffstats.ScaledRows` (no rescaled copy; the same release).
       k: number of components, ``1 <= k <= d`` (never compared with the private ``n``).
       noise_multiplier: ``z``; noise std on each upper-triangle entry is ``z * C^2``.
       centre: ``None`` (origin: the second-moment matrix, as in Dwork et al.), a declared
@@ -352,7 +357,7 @@ def dp_pca_gaussian(
 
 def noisy_scatter_gaussian(
     rng: np.random.Generator,
-    x: np.ndarray,
+    x: Rows,
     centre: np.ndarray,
     *,
     noise_multiplier: float,
@@ -415,7 +420,7 @@ def dp_pca_gaussian_calibrated(
 
 def _gaussian_centre(
     rng: np.random.Generator,
-    x: np.ndarray,
+    x: Rows,
     centre: Centre,
     mean_noise_multiplier: float | None,
     noise_multiplier: float,

@@ -18,16 +18,82 @@ of that record alone; cf. the non-finite gradients of :mod:`jdp.dpsgd.clipping`)
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import TypeVar
 
 import numpy as np
 
-from accounting.validation import check_count
+from accounting.validation import check_count, check_positive
 
 #: Default bytes per float64 chunk (the dominant temporary of a chunked pass).
 DEFAULT_CHUNK_BYTES = 48 * 2**20
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScaledRows:
+    """The matrix ``data[:, columns] / scale``, its rows made a block at a time.
+
+    Slicing rows (``rows[start:stop]``, all :func:`iter_chunks` does) gives the float64 block
+    ``data[start:stop][:, columns] / scale``: per element the same float64 division as in the
+    whole copy ``data[:, columns] / scale``, so a sum over these blocks (:func:`chunked_sum`,
+    which cuts at the same rows: :func:`chunk_rows` of the same width) equals the sum over the
+    copy bit for bit, while only one block of it is ever held. A view, not new data: whatever
+    a mechanism releases from it is what it would release from the copy (the same rows, the
+    same statistic, the same noise).
+
+    Attributes:
+      data: ``(n, d)`` numeric matrix.
+      scale: ``s > 0``, a public number (e.g. P3GM's row-norm bound).
+      columns: ``(d,)`` boolean mask of the columns kept (None: all of them).
+    """
+
+    data: np.ndarray
+    scale: float = 1.0
+    columns: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if np.ndim(self.data) != 2:
+            raise ValueError(f"expected data to be 2-D, got shape {np.shape(self.data)}")
+        object.__setattr__(self, "scale", check_positive("scale", self.scale))
+        if self.columns is not None:
+            mask = np.asarray(self.columns)
+            if mask.dtype != np.bool_ or mask.shape != (self.data.shape[1],):
+                raise ValueError(
+                    f"expected columns to be a boolean mask of shape ({self.data.shape[1]},), "
+                    f"got dtype {mask.dtype} and shape {mask.shape}"
+                )
+            object.__setattr__(self, "columns", mask)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """``(n, number of columns kept)``."""
+        n, d = self.data.shape
+        return n, d if self.columns is None else int(np.count_nonzero(self.columns))
+
+    @property
+    def ndim(self) -> int:
+        """Always 2."""
+        return 2
+
+    @property
+    def dtype(self) -> np.dtype:
+        """Always float64 (the dtype of every block)."""
+        return np.dtype(np.float64)
+
+    def __getitem__(self, rows: slice) -> np.ndarray:
+        """The float64 block ``data[rows][:, columns] / scale`` (a new array)."""
+        if not isinstance(rows, slice):
+            raise TypeError(f"expected a slice of rows, got {rows!r}")
+        block = np.asarray(self.data[rows], dtype=np.float64)
+        if self.columns is not None:
+            block = block[:, self.columns]
+        return block / self.scale
+
+
+#: A matrix the chunked sums read: an array, or rows made a block at a time.
+Rows = np.ndarray | ScaledRows
 
 
 def chunk_rows(n_cols: int, *, chunk_bytes: int | None = None) -> int:
@@ -42,8 +108,9 @@ def chunk_rows(n_cols: int, *, chunk_bytes: int | None = None) -> int:
     return max(1, chunk_bytes // (8 * n_cols))
 
 
-def iter_chunks(x: np.ndarray, *, rows: int | None = None) -> Iterator[np.ndarray]:
-    """Yield consecutive row blocks of ``x`` as float64 copies of at most ``rows`` rows."""
+def iter_chunks(x: Rows, *, rows: int | None = None) -> Iterator[np.ndarray]:
+    """Yield consecutive row blocks of ``x`` as float64 arrays of at most ``rows`` rows
+    (default :func:`chunk_rows` of its width)."""
     rows = chunk_rows(max(1, x.shape[1])) if rows is None else check_count("rows", rows, minimum=1)
     for start in range(0, x.shape[0], rows):
         yield np.asarray(x[start : start + rows], dtype=np.float64)
@@ -57,7 +124,7 @@ def finite_rows(x: np.ndarray) -> np.ndarray:
 
 def chunked_sum(
     fn: Callable[[np.ndarray], T],
-    x: np.ndarray,
+    x: Rows,
     *,
     rows: int | None = None,
     drop_nonfinite: bool = False,
@@ -93,11 +160,12 @@ def chunked_sum(
 
 def check_data_matrix(
     x: object, *, name: str = "x", n_cols: int | None = None, private: bool = False
-) -> np.ndarray:
-    """Return ``x`` as a 2-D floating array after checking its shape (and finiteness).
+) -> Rows:
+    """Return ``x`` as a 2-D floating array (a :class:`ScaledRows` as it is) after checking
+    its shape (and finiteness).
 
     Args:
-      x: the matrix (records x features).
+      x: the matrix (records x features), or a :class:`ScaledRows`.
       name: its name in error messages.
       n_cols: the expected (public) number of columns.
       private: ``x`` holds private records read by a DP path: only public properties are
@@ -112,7 +180,7 @@ def check_data_matrix(
       ValueError: not 2-D, no column, a column count other than ``n_cols``; unless
         ``private``: no rows, or NaN/inf entries.
     """
-    arr = np.asarray(x)
+    arr = x if isinstance(x, ScaledRows) else np.asarray(x)
     if not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
         raise TypeError(f"expected {name} to be a numeric array, got dtype {arr.dtype}")
     if arr.ndim != 2:

@@ -39,7 +39,7 @@ from jdp.dpsgd import train
 from jdp.dpsgd.noise import noise_cut
 from jdp.encoding import em, pca
 from jdp.mechanisms.release import record_release
-from jdp.mechanisms.suffstats import iter_chunks
+from jdp.mechanisms.suffstats import ScaledRows, iter_chunks
 from jdp.nn.heads import (
     HeadLayout,
     into_heads,
@@ -144,6 +144,10 @@ def encoding_phase(
     fixed encoder mean (zero loadings), so the decoder must predict the label from the
     features' latent.
 
+    DP-PCA and the DP mean read ``x / b`` as a :class:`~jdp.mechanisms.suffstats.ScaledRows`
+    (a block at a time, never a second matrix of the size of ``x``): the same statistics of the
+    same rows, bit for bit, and the same noise as from a divided copy.
+
     Returns the ``"projection"``, ``"prior"`` and ``"latent_scale"`` parameter groups and the
     phases' ledger.
     """
@@ -151,8 +155,8 @@ def encoding_phase(
     keep = np.ones(d, dtype=bool)  # the coordinates the fixed encoder mean reads
     if config.latent_excludes_target and target_coords is not None:
         keep[target_coords[0] : target_coords[1]] = False
-    inputs = x[:, keep]  # a copy (boolean index), divided in place: x / b's one copy
-    inputs /= row_norm_bound
+    # x[:, keep] / b, made a block at a time by the chunked sums (no copy of x)
+    inputs = ScaledRows(data=x, scale=row_norm_bound, columns=keep)
     ledger = PrivacyLedger()
     if config.latent_dim is None:  # no reduction: the fixed mean is the DP-centred row
         with phase("DP mean"):
@@ -378,6 +382,10 @@ def decoding_phase(
     ``trainable`` continues from given parameters and ``steps`` overrides the template's run
     length (both for learning curves: :func:`jdp.synth.p3gm.paper.train_by_epoch`; a fit
     trains once from a fresh initialisation).
+
+    DP-SGD gathers its batches from ``x`` itself (host rows, whatever their float dtype) and
+    the loss rounds each example to float32: the values a float32 copy of ``x`` would hold,
+    without that copy beside ``x`` (the same rows, batches and noise: privacy unchanged).
     """
     variant = get_variant(variant)
     init_key, train_key = jax.random.split(key)
@@ -390,6 +398,7 @@ def decoding_phase(
     fixed_j = jax.tree_util.tree_map(jnp.asarray, fixed)
 
     def loss_fn(params: dict[str, Any], example: jax.Array, k: jax.Array) -> jax.Array:
+        example = example.astype(jnp.float32)  # the batch's rows, rounded as float32 rows were
         ll, kl = example_terms(
             params, fixed_j, example, k, config=config, variant=variant, layout=layout
         )
@@ -406,7 +415,7 @@ def decoding_phase(
         loss_fn,
         trainable,
         optax.adam(config.learning_rate),
-        np.asarray(x, dtype=np.float32),  # host rows, as DP-SGD gathers them: no device copy
+        x,  # the rows themselves (host, no float32 copy): each gathered batch is cast
         dpsgd,
         performance=config.performance,
     )
