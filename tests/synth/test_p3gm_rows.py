@@ -63,16 +63,14 @@ def test_dp_pca_reads_the_divided_rows_without_a_copy(arrays, excludes_target):
     assert not fixed["projection"]["components"][~keep].any()
 
 
-@pytest.mark.parametrize("variant", ["p3gm", "dp-vae"])
-def test_dpsgd_on_float64_rows_is_dpsgd_on_their_float32_copy(arrays, variant):
+def test_dpsgd_on_float64_rows_is_dpsgd_on_their_float32_copy(arrays):
+    # the cast sits in the decoding phase's one loss, shared by the variants: P3GM's checks it
     x, codec = arrays
-    fixed = {}
-    if variant == "p3gm":
-        fixed, _ = Ph.encoding_phase(
-            np.random.default_rng(0), x, codec.row_norm_bound, TINY, None, codec.target_coords
-        )
+    fixed, _ = Ph.encoding_phase(
+        np.random.default_rng(0), x, codec.row_norm_bound, TINY, None, codec.target_coords
+    )
     fits = [
-        Ph.decoding_phase(jax.random.key(1), rows, fixed, codec.layout, TINY, variant, 1.0)
+        Ph.decoding_phase(jax.random.key(1), rows, fixed, codec.layout, TINY, "p3gm", 1.0)
         for rows in (x.astype(np.float64), x.astype(np.float32))
     ]
     (params, ledger), (params32, ledger32) = fits
