@@ -238,11 +238,34 @@ def microbatch_length(microbatch_size: int | str | None, size: int, params: Para
     if microbatch_size is None:
         return size
     if microbatch_size == "auto":
-        leaves = jax.tree_util.tree_leaves(params)
-        count = sum(int(jnp.size(p)) for p in leaves)
-        itemsize = max((jnp.result_type(p).itemsize for p in leaves), default=4)
-        return auto_microbatch_size(size, count, itemsize)
+        return auto_microbatch_size(size, *_count_and_itemsize(params))
     return min(int(microbatch_size), size)
+
+
+def _count_and_itemsize(params: Params) -> tuple[int, int]:
+    """The parameters' count and their widest dtype's bytes (shapes only)."""
+    leaves = jax.tree_util.tree_leaves(params)
+    count = sum(int(jnp.size(p)) for p in leaves)
+    return count, max((jnp.result_type(p).itemsize for p in leaves), default=4)
+
+
+#: Per-example gradient bytes the general path may hold at once under ``"auto"`` when the
+#: clip is chosen from the batch's norms (:func:`norms_in_one_pass`).
+ONE_PASS_BYTES = 32 * 2**20
+
+
+def norms_in_one_pass(microbatch_size: int | str | None, size: int, params: Params) -> bool:
+    """Whether the general path takes a clip chosen from a padded chunk's norms (DPGM's
+    DPNorm) from the clipped sum's own per-example pass: the chunk fits one micro-batch
+    (:func:`microbatch_length`), or, under ``"auto"``, its per-example gradients fit
+    :data:`ONE_PASS_BYTES` (``size * num_params * itemsize``); the chunk is then held whole,
+    one pass instead of a norm pass and a clipped pass in 4 MiB micro-batches (DPGM's
+    default fit against the micro-batches: ``docs/results/bench_dpgm_fit.md``). A function
+    of shapes only (public)."""
+    if microbatch_length(microbatch_size, size, params) == size:
+        return True
+    count, itemsize = _count_and_itemsize(params)
+    return microbatch_size == "auto" and size * count * itemsize <= ONE_PASS_BYTES
 
 
 def _chunked(tree: Any, microbatch_size: int) -> Any:

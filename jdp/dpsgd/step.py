@@ -61,7 +61,7 @@ from jdp.dpsgd.clipping import (
     bind_model_state,
     check_clip_norm,
     clipped_sum_general,
-    microbatch_length,
+    norms_in_one_pass,
 )
 from jdp.dpsgd.ghost_clipping import clipped_sum_ghost, ghost_support
 from jdp.dpsgd.ghost_penalty import GradientPenaltyLoss, clipped_sum_penalty, penalty_support
@@ -323,7 +323,9 @@ def dp_sgd(
             :class:`AdaptiveClip` (DPGM Alg. 4: the norms of the whole logical batch go to a
             noisy histogram, then the batch is clipped to its choice). Where the general path
             holds the whole logical batch's per-example gradients at once (one chunk, one
-            micro-batch, no ``mesh``; decided from shapes and flags only) ONE pass computes
+            micro-batch or under ``"auto"`` a chunk within
+            :data:`jdp.dpsgd.clipping.ONE_PASS_BYTES`, no ``mesh``; decided from shapes and
+            flags only: :func:`jdp.dpsgd.clipping.norms_in_one_pass`) ONE pass computes
             them, their norms, the histogram's choice and the clipped sum
             (:func:`jdp.dpsgd.clipping.clipped_sum_general`); elsewhere (a ghost path, whose
             clipped sum needs its own backward pass, micro-batches, several chunks, a mesh) a
@@ -341,6 +343,12 @@ def dp_sgd(
     sum_fn = make_clipped_sum_fn(
         loss_fn, has_aux=has_aux, microbatch_size=microbatch_size, method=method, mesh=mesh
     )
+    # the chunk held whole when the clip is chosen from its norms (norms_in_one_pass)
+    whole_fn = (
+        make_clipped_sum_fn(loss_fn, has_aux=has_aux, microbatch_size=None, method=method)
+        if isinstance(l2_clip_norm, AdaptiveClip) and method == "general"
+        else sum_fn
+    )
     apply_fn = jax.jit(apply_update(optimizer))
     hist_fn = jax.jit(dpnorm, static_argnums=3)
 
@@ -357,8 +365,7 @@ def dp_sgd(
         # and flags only)
         if method != "general" or mesh is not None or len(keyed) != 1:
             return False
-        size = jnp.shape(keyed[0][1])[0]
-        return microbatch_length(microbatch_size, size, params) == size
+        return norms_in_one_pass(microbatch_size, jnp.shape(keyed[0][1])[0], params)
 
     def clip_bound(state: DPSGDState, keyed: list[tuple]) -> Any:
         if not isinstance(l2_clip_norm, AdaptiveClip):
@@ -378,8 +385,9 @@ def dp_sgd(
         clip = clip_bound(state, keyed)
         total: ClippedSum | None = None
         nonfinite = state.num_nonfinite
+        fn = whole_fn if isinstance(clip, jax.tree_util.Partial) else sum_fn
         for x, m, k in keyed:
-            part, info = sum_fn(state.params, x, m, k, clip, state.model_state)
+            part, info = fn(state.params, x, m, k, clip, state.model_state)
             total = part if total is None else add_clipped_sums(total, part)
             nonfinite = nonfinite + info.num_nonfinite.astype(nonfinite.dtype)
         params, opt_state = apply_fn(state.params, state.opt_state, total)

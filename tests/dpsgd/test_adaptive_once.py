@@ -171,6 +171,31 @@ def test_adaptive_step_equals_the_two_pass_step(method, microbatch_size, n_chunk
             np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6 * scale)
 
 
+def test_auto_holds_a_chunk_within_one_pass_bytes_whole(monkeypatch):
+    """Under ``"auto"`` a chunk longer than the 4 MiB micro-batch is held whole, one pass,
+    when its per-example gradients fit ``ONE_PASS_BYTES``, and releases the two-pass step's
+    parameters; above that it keeps the micro-batches and the norm pass. (The caps are
+    scaled down to this MLP's 67 parameters: micro-batches of 4 rows.)"""
+    from jdp.dpsgd import clipping
+
+    loss_fn, params, data, mask = _problem()
+    per_example = 4 * sum(int(np.size(p)) for p in jax.tree_util.tree_leaves(params))
+    monkeypatch.setattr(clipping, "AUTO_MICROBATCH_BYTES", 4 * per_example)
+    chunks = _chunks(data, mask, 1)
+    path = {"method": "general", "microbatch_size": "auto"}
+    constant = _passes(loss_fn, params, chunks, 1.0, **path)
+    monkeypatch.setattr(clipping, "ONE_PASS_BYTES", B * per_example)
+    assert _passes(loss_fn, params, chunks, ADAPTIVE, **path) == constant
+    reference, _ = _two_pass_step(loss_fn, **path)
+    expected = _run(reference, params, chunks)
+    got = _run(jax.jit(dp_sgd(KEYS, loss_fn, _chain(), l2_clip_norm=ADAPTIVE, **path).step),
+               params, chunks)  # fmt: skip
+    for a, b in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(expected)):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6 * float(np.max(np.abs(b))))
+    monkeypatch.setattr(clipping, "ONE_PASS_BYTES", B * per_example - 1)
+    assert _passes(loss_fn, params, chunks, ADAPTIVE, **path) == 2 * constant
+
+
 def test_one_pass_chooses_the_clip_the_norm_pass_chose():
     """The clipped sum with ``choose(norms)`` = DPNorm equals, sum and sensitivity, the sum
     clipped to DPNorm's choice on a separate norm pass's norms."""
