@@ -10,9 +10,12 @@ A method's config holds a :class:`NumericScale`; the one table adapter
   unit for an integer column, ``(upper - lower) 2^-10`` for a continuous one), so a
   long-tailed column's bulk near its lower bound takes a fair part of the unit interval
   instead of its first few percent. A function of the schema only.
-* ``"tails"``: the public log scale only on zero-inflated columns, those with a declared
-  point mass at their lower bound (counts and amounts whose non-zero part runs over a long
-  range); min-max elsewhere, so a centred or signed column keeps its linear scale. Free.
+* ``"tails"``: the public log scale only on right-tailed columns, those whose declared lower
+  bound is zero or more (counts, amounts, durations, weights: values that run right from a
+  floor, often with a point mass at it); min-max elsewhere, so a centred or signed column
+  keeps its linear scale. Free. (It took zero-inflated columns only until P3GM's binned
+  heads were measured spreading Adult's ``fnlwgt``, declared ``[1, 2e6]``, up to a mean 1.7x
+  the real one: docs/results/numeric_columns.md.)
 * ``"quantiles"``: ``share`` of the fit's epsilon, split equally over the columns that need
   knots, buys :func:`jdp.mechanisms.quantiles.dp_quantiles` knots at ``probs`` for each.
 
@@ -67,8 +70,8 @@ __all__ = [
     "onto_knots",
     "own_cdf",
     "release_knots",
+    "right_tailed",
     "scale_table",
-    "zero_inflated",
 ]
 
 #: The knots' levels: the bulk and both shoulders of the distribution (5 knots: three levels
@@ -88,7 +91,7 @@ class NumericScale:
 
     Attributes:
       kind: ``"minmax"`` by the declared bounds, ``"log"`` (public knots, free), ``"tails"``
-        (public log knots on zero-inflated columns only, free) or ``"quantiles"`` (released
+        (public log knots on right-tailed columns only, free) or ``"quantiles"`` (released
         knots); columns the schema already gives knots keep them.
       share: the share of the fit's epsilon the released knots spend (all columns together;
         ``"quantiles"`` only).
@@ -115,7 +118,7 @@ class NumericScale:
 MIN_MAX = NumericScale()
 #: The public log scale (no release).
 LOG = NumericScale(kind="log")
-#: The public log scale on zero-inflated columns only (no release).
+#: The public log scale on right-tailed columns only (no release).
 TAILS = NumericScale(kind="tails")
 #: Released quantile knots at the default share and levels.
 QUANTILES = NumericScale(kind="quantiles")
@@ -129,9 +132,9 @@ def needs_knots(column: Column) -> bool:
     return column.kind == "continuous" or column.upper - column.lower > 1
 
 
-def zero_inflated(column: Column) -> bool:
-    """A numeric column with a declared point mass at its lower bound (public: the schema)."""
-    return column.is_numeric and column.lower in column.point_masses
+def right_tailed(column: Column) -> bool:
+    """A numeric column whose declared lower bound is zero or more (public: the schema)."""
+    return column.is_numeric and column.lower >= 0
 
 
 def log_knots(column: Column, count: int = LOG_KNOTS) -> Column:
@@ -197,7 +200,7 @@ def scale_table(
     if scale.kind == "log":
         scaled = {c.name: log_knots(c) for c in todo}
     elif scale.kind == "tails":
-        scaled = {c.name: log_knots(c) for c in todo if zero_inflated(c)}
+        scaled = {c.name: log_knots(c) for c in todo if right_tailed(c)}
     else:
         rng = numpy_rng(key)
         eps = scale.share * budget.left.epsilon / len(todo)

@@ -144,10 +144,10 @@ def test_the_log_scale_is_public_and_gives_the_bulk_near_zero_its_share():
     assert log_knots(narrow) == narrow
 
 
-def test_the_tails_scale_logs_only_zero_inflated_columns():
-    """``"tails"`` reads no data and puts the log knots on a column with a declared point mass
-    at its lower bound only: a signed or centred column (no such mass) keeps min-max."""
-    from jdp.data.quantile_scale import TAILS, log_knots, scale_table, zero_inflated
+def test_the_tails_scale_logs_only_right_tailed_columns():
+    """``"tails"`` reads no data and puts the log knots on a column whose declared lower bound
+    is zero or more only: a signed or centred column keeps min-max."""
+    from jdp.data.quantile_scale import TAILS, log_knots, right_tailed, scale_table
 
     signed = Column(name="v", kind="continuous", lower=-60.0, upper=30.0)
     above = Column(name="w", kind="continuous", lower=0.0, upper=1e5, point_masses=(5.0,))
@@ -155,9 +155,10 @@ def test_the_tails_scale_logs_only_zero_inflated_columns():
     frame = _frame(100).assign(v=0.5, w=5.0)
     table, ledger, rest = scale_table(None, schema.conform(frame), BUDGET, TAILS)
     assert not ledger.entries and rest == BUDGET
-    assert [zero_inflated(c) for c in schema.columns] == [True, False, False, False, False]
+    assert [right_tailed(c) for c in schema.columns] == [True, True, False, False, True]
     assert table.schema.columns[0] == log_knots(SCHEMA.columns[0])
-    assert table.schema.columns[3:] == (signed, above)
+    assert table.schema.columns[3] == signed and table.schema.columns[4] == log_knots(above)
+    assert table.schema.columns[4] != above
 
 
 def test_released_knots_beside_dp_sgd_keep_the_ledger_within_the_budget(tiny_config):

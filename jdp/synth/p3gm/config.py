@@ -87,10 +87,10 @@ class P3GMConfig:
         mesh); they change neither the samples' distribution nor the ledger.
       scale: how numeric columns reach the unit scale
         (:class:`jdp.data.quantile_scale.NumericScale`; default ``"tails"``: the public log
-        scale on zero-inflated columns, min-max elsewhere; on 5,000 Adult rows at epsilon 1 it
-        kept capital-gain's and capital-loss's means where min-max did not, TSTR AUROC .823
-        against .817; the paper's min-max is what :func:`jdp.synth.p3gm.paper.config_for`
-        uses).
+        scale on right-tailed columns (declared lower bound >= 0), min-max on signed ones;
+        measured against min-max and the log scale on every column in
+        docs/results/numeric_columns.md; the paper's min-max is what
+        :func:`jdp.synth.p3gm.paper.config_for` uses).
     """
 
     latent_dim: int | None = 10
