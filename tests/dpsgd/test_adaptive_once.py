@@ -85,12 +85,15 @@ def _chunks(data, mask, n_chunks: int) -> list[tuple]:
 
 def _two_pass_step(loss_fn, method: str, microbatch_size):
     """The step as it was: a norm pass (clip = inf) on every chunk, DPNorm on all the norms,
-    then a second pass for the clipped sums; the same key streams as :func:`dp_sgd`."""
+    then a second pass for the clipped sums; the same key streams as :func:`dp_sgd`. Its
+    body runs as one compiled program (op-by-op dispatch compiled every primitive alone and
+    cost seconds); the tolerance above covers where XLA fuses the same sums."""
     sum_fn = make_clipped_sum_fn(loss_fn, method=method, microbatch_size=microbatch_size)
     apply_fn = apply_update(_chain())
     clips = []
 
-    def step(state: DPSGDState, chunks) -> DPSGDState:
+    @jax.jit
+    def compiled(state: DPSGDState, chunks) -> tuple[DPSGDState, jax.Array]:
         t_key = jax.random.fold_in(KEYS.example, state.count)
         keyed = [(x, m, jax.random.fold_in(t_key, j)) for j, (x, m) in enumerate(chunks)]
         norms = jnp.concatenate(
@@ -98,11 +101,15 @@ def _two_pass_step(loss_fn, method: str, microbatch_size):
         )
         masks = jnp.concatenate([m for _, m, _ in keyed])
         clip = cs.dpnorm(jax.random.fold_in(KEYS.clip, state.count), norms, masks, ADAPTIVE)
-        clips.append(clip)
         parts = [sum_fn(state.params, x, m, k, clip)[0] for x, m, k in keyed]
         total = functools.reduce(add_clipped_sums, parts)
         params, opt_state = apply_fn(state.params, state.opt_state, total)
-        return state._replace(params=params, opt_state=opt_state, count=state.count + 1)
+        return state._replace(params=params, opt_state=opt_state), clip
+
+    def step(state: DPSGDState, chunks) -> DPSGDState:
+        new, clip = compiled(state, chunks)
+        clips.append(clip)
+        return new._replace(count=state.count + 1)
 
     return step, clips
 
