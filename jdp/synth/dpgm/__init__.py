@@ -38,8 +38,9 @@ register(
 )
 
 
-# measured at or below chance on spambase, above on 5,000 Adult rows (numeric_columns.md)
-register_minimum("dpgm", failed="spambase", worked="adult-5k")
+# below chance on seeds of 5,000 Adult rows (AUROC .338 at the lowest; as on spambase),
+# above on all of Adult (numeric_columns.md)
+register_minimum("dpgm", failed="adult-5k", worked="adult")
 
 
 class DPGM(Synthesizer):
