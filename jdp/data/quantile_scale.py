@@ -13,9 +13,9 @@ A method's config holds a :class:`NumericScale`; the one table adapter
 * ``"tails"``: the public log scale only on right-tailed columns, those whose declared lower
   bound is zero or more (counts, amounts, durations, weights: values that run right from a
   floor, often with a point mass at it); min-max elsewhere, so a centred or signed column
-  keeps its linear scale. Free. (It took zero-inflated columns only until P3GM's binned
-  heads were measured spreading Adult's ``fnlwgt``, declared ``[1, 2e6]``, up to a mean 1.7x
-  the real one: docs/results/numeric_columns.md.)
+  keeps its linear scale. Free. A column declared far wider than its bulk (Adult's
+  ``fnlwgt``, ``[1, 2e6]``) is right-tailed without any point mass: measured against the
+  zero-inflated columns alone in docs/results/numeric_columns.md.
 * ``"quantiles"``: ``share`` of the fit's epsilon, split equally over the columns that need
   knots, buys :func:`jdp.mechanisms.quantiles.dp_quantiles` knots at ``probs`` for each.
 

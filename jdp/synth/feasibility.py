@@ -102,8 +102,8 @@ MEASURED_AT = {
 
 def register_minimum(method: str, *, failed: str, worked: str) -> float:
     """Declare that ``method`` was measured at or below chance (TSTR AUROC under 0.55 on at
-    least one seed) on the table ``failed`` and above it on ``worked``, the next larger of :data:`MEASURED_AT`;
-    its minimum is their geometric midpoint. Returns the minimum."""
+    least one seed) on the table ``failed`` and above it on ``worked``, the next larger of
+    :data:`MEASURED_AT`; its minimum is their geometric midpoint. Returns the minimum."""
     low, high = MEASURED_AT[failed], MEASURED_AT[worked]
     if not low < high:
         raise ValueError(f"expected {failed!r} to be below {worked!r} in records per width")

@@ -46,7 +46,8 @@ def released_statistics(fitted: FittedModel) -> list[Release]:
         parts = [tuple(c.events) for c in events["pca-gauss/classes"].events]
     else:
         parts = [tuple(events[f"pca-gauss/{n}"] for n in ("count", "mean", "covariance"))]
-    with_label = PCAGaussCodec.of(fitted.schema, fitted.config).mode == "supervised"
+    codec = PCAGaussCodec.of(fitted.schema, fitted.config)
+    with_label = codec.mode == "supervised"
     a, b = record_bounds(k, with_label=with_label)
     sens = moment_sensitivity(a, b, ADD_OR_REMOVE_ONE)
     width = k + int(with_label)
@@ -63,10 +64,10 @@ def released_statistics(fitted: FittedModel) -> list[Release]:
             Release(f"mean{tag}", math.sqrt(width) * mean_std, math.sqrt(SIGNAL_SHARE) * a),
             Release(f"covariance{tag}", spectral_noise(second_std, width), SIGNAL_SHARE * a * a),
         ]
-    return out + column_means(fitted, np.asarray(mean_stds))
+    return out + column_means(fitted, codec, np.asarray(mean_stds))
 
 
-def column_means(fitted: FittedModel, mean_stds: np.ndarray) -> list[Release]:
+def column_means(fitted: FittedModel, codec: PCAGaussCodec, mean_stds: np.ndarray) -> list[Release]:
     """Each numeric column's mean on its unit scale as the released model gives it, for the
     no-signal rule (:func:`jdp.synth.signal.mean_release`, lower bound 0 on the unit scale).
 
@@ -87,7 +88,6 @@ def column_means(fitted: FittedModel, mean_stds: np.ndarray) -> list[Release]:
     mu = weights @ np.asarray(p["means"], float)[:, :k]
     centre, radius = np.asarray(p["centre"], float), float(p["radius"])
     noise = radius * math.sqrt(float(np.sum((weights * mean_stds) ** 2))) / 2.0
-    codec = PCAGaussCodec.of(fitted.schema, fitted.config)
     position = {int(j): i for i, j in enumerate(codec.feature_index)}
     out = []
     for span in codec.encoder.spans:
