@@ -776,3 +776,25 @@ def test_a_thin_tail_towards_the_anchor_is_kept_and_a_cut_one_is_named():
     assert np.mean(far > release.schema["a"].upper) > 0.05  # cut, and said so
     assert "at 95%" in release.bounds_report()
     assert SchemaRelease.from_dict(release.to_dict()) == release
+
+
+def test_both_halves_of_a_signed_column_are_covered():
+    """A centred column puts its negative and positive halves in doubling buckets on either
+    side of 0, with the near-empty buckets of tiny values between them (creditcard's V20 on
+    5,000 rows: these counts). When only the negative half's peak passes and its growth stops
+    at the empty band, the bounds once ended at 0 with 40% of the values outside; now each
+    side grows while the counts beyond it show more than TAIL_TOLERANCE (noise-free counts
+    here, so the check is exact)."""
+    edges = log_bucket_edges(-20.0, 20.0)
+    half = [1, 7, 11, 46, 132, 556, 992, 715, 293, 152, 61, 38, 23, 9, 4, 0, 0, 3]
+    positive = [1, 0, 1, 0, 1, 3, 11, 23, 29, 68, 132, 213, 352, 439, 339, 207, 101, 30, 6, 1]
+    counts = np.zeros(len(edges) - 1)
+    counts[: len(half)] = half
+    counts[len(counts) - len(positive) :] = positive
+    bounds = dps.bounds_from_counts(counts, edges, 900.0, 300.0, integer=False, count_sd=0.0)
+    inside = (edges[:-1] >= bounds.lower) & (edges[1:] <= bounds.upper)
+    below = counts[edges[1:] <= bounds.lower].sum() / counts.sum()
+    above = counts[edges[:-1] >= bounds.upper].sum() / counts.sum()
+    assert below <= dps.TAIL_TOLERANCE and above <= dps.TAIL_TOLERANCE
+    assert bounds.lower < 0 < bounds.upper and counts[inside].sum() / counts.sum() > 0.96
+    assert bounds.clipped == pytest.approx(below + above)
