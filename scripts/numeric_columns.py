@@ -51,7 +51,7 @@ import pandas as pd
 from accounting import PrivacyBudget
 from jdp.data.datasets import Dataset, DatasetNotInstalledError, load_dataset
 from jdp.data.dp_schema import NOISES, infer_schema_dp
-from jdp.data.quantile_scale import LOG, MIN_MAX, QUANTILES
+from jdp.data.quantile_scale import LOG, MIN_MAX, QUANTILES, TAILS
 from jdp.eval.marginals import two_way_tvd
 from jdp.eval.utility import mean_score, paper_classifiers, tstr_table
 from jdp.random import key_from_seed
@@ -60,7 +60,13 @@ from jdp.synth.feasibility import CannotWorkWarning, public_width
 from jdp.synth.signal import NoSignalWarning
 
 TABLES = ("adult", "german", "crx", "spambase", "creditcard")
-SCALES = {"default": None, "minmax": MIN_MAX, "log": LOG, "quantiles": QUANTILES}
+SCALES = {
+    "default": None,
+    "minmax": MIN_MAX,
+    "log": LOG,
+    "tails": TAILS,
+    "quantiles": QUANTILES,
+}
 PRIVATE = tuple(m for m in available_methods() if get_method(m).private)
 QUICK_METHODS = ("marginals", "pca-gauss", "dp-gan")
 
@@ -260,7 +266,7 @@ def load(name: str, quick: bool) -> Dataset | None:
 def compute(args: argparse.Namespace) -> dict[str, Any]:
     tables = args.tables or (["german", "crx"] if args.quick else list(TABLES))
     methods = args.methods or list(QUICK_METHODS if args.quick else PRIVATE)
-    rows, real, schemas = [], {}, []
+    rows, real, schemas, minority = [], {}, [], {}
     for name in tables:
         data = load(name, args.quick)
         if data is None:
@@ -272,6 +278,9 @@ def compute(args: argparse.Namespace) -> dict[str, Any]:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             real[name] = auroc(data, data.train, args.seed)
+        minority[name] = [
+            int(split[data.target].value_counts().min()) for split in (data.train, data.test)
+        ]
         for method in methods:
             for scale in args.scales:
                 seeds = range(args.seed, args.seed + (args.seeds or (1 if args.quick else 3)))
@@ -288,6 +297,7 @@ def compute(args: argparse.Namespace) -> dict[str, Any]:
         "epsilon": args.epsilon,
         "delta": 1e-5,
         "real_auroc": real,
+        "minority": minority,
         "rows": rows,
         "schemas": schemas,
         "schema_seeds": args.schema_seeds,
@@ -295,28 +305,34 @@ def compute(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def render(result: dict[str, Any]) -> str:
+    def real(table: str) -> str:
+        train, test = result.get("minority", {}).get(table, ("?", "?"))
+        return f"{result['real_auroc'][table]:.3f} ({train} / {test})"
+
     lines = [
         (
             f"epsilon = {result['epsilon']:g}, delta = 1e-5; off = numeric columns whose "
             "synthetic mean is > 50% off (from the declared lower bound) or whose median is outside the real IQR; AUROC = TSTR, "
-            "logistic regression (chance 0.5), mean and lowest over the seeds; rows x eps / width = records per public width "
+            "logistic regression (chance 0.5), mean and lowest over the seeds; real AUROC with the "
+            "minority class's records in the training and test splits (a few test records make "
+            "every AUROC of that table noise); rows x eps / width = records per public width "
             "(jdp.synth.feasibility, from the training rows); said = fits whose method warned "
             "before fitting that it cannot work here (CannotWorkWarning); named = off columns whose "
             "mean or spread the fit's no-signal warning named (NoSignalWarning, from released "
             "values)"
         ),
         "",
-        "| table | real AUROC | rows x eps / width | method | scale | seeds | said | off / cols "
+        "| table | real AUROC (minority train / test) | rows x eps / width | method | scale | seeds | said | off / cols "
         + "| named | AUROC | lowest | 2-way TVD | eps spent | s / fit |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in result["rows"]:
         if "refused" in r:
-            head = f"| {r['table']} | {result['real_auroc'][r['table']]:.3f} | | {r['method']} |"
+            head = f"| {r['table']} | {real(r['table'])} | | {r['method']} |"
             lines.append(f"{head} {r['scale']} | refused: {r['refused']} | | | | | | | | | | |")
             continue
         lines.append(
-            f"| {r['table']} | {result['real_auroc'][r['table']]:.3f} | {r['per_width']:.1f} | "
+            f"| {r['table']} | {real(r['table'])} | {r['per_width']:.1f} | "
             f"{r['method']} | {r['scale']} | {r['seeds']} | {r['said']} / {r['seeds']} | "
             f"{r['off']:.1f} / {r['cols']} | {r.get('off_named', 0):.1f} | {r['AUROC']:.3f} | "
             f"{r['AUROC_min']:.3f} | {r['tvd_2way']:.3f} | "

@@ -2,7 +2,7 @@
 
 Issue 26, item 5: is the best jdp method's 2-way TVD at or below MST's (McKenna et al. 2021,
 as shipped by smartnoise-synth), with its TSTR lead kept? Each table of ``--tables`` is cut
-into the cells ``marginals`` and ``tree`` use (the public log scale, 32 cells per numeric
+into the cells ``marginals`` and ``tree`` use (their default scale, 32 cells per numeric
 column: :class:`jdp.data.cells.CellCodec`); MST is fitted on those cell indices (every column
 categorical, its whole budget on the model, ``preprocessor_eps=0``) by ``--peer-python``, an
 interpreter with smartnoise-synth installed (it needs torch and opacus, so it lives outside
@@ -36,9 +36,10 @@ import pandas as pd
 from numeric_columns import auroc, load, numeric_report, one_fit
 
 from jdp.data.cells import CellCodec
-from jdp.data.quantile_scale import LOG, scale_table
+from jdp.data.quantile_scale import scale_table
 from jdp.eval.marginals import two_way_tvd
 from jdp.random import key_from_seed
+from jdp.synth.marginals import MarginalsConfig
 
 TABLES = ("german", "crx", "spambase", "adult")
 METHODS = ("marginals", "tree")
@@ -60,7 +61,7 @@ pd.DataFrame(mst.sample(len(df)), columns=df.columns).to_csv(dst, index=False)
 
 def mst_fit(args: argparse.Namespace, data: Any, seed: int, work: Path) -> dict[str, Any]:
     """One MST fit on ``data``'s cells by the peer interpreter, scored by jdp's evaluator."""
-    table, _, _ = scale_table(None, data.schema.conform(data.train), None, LOG)
+    table, _, _ = scale_table(None, data.schema.conform(data.train), None, MarginalsConfig().scale)
     codec = CellCodec(table.schema, BINS)
     src, dst = work / f"{data.name}.csv", work / f"{data.name}_mst_{seed}.csv"
     pd.DataFrame(codec.encode(table), columns=table.schema.names).to_csv(src, index=False)

@@ -95,7 +95,6 @@ MEASURED_AT = {
     "german": 667 / 63,
     "spambase": 3065 / 111,
     "adult-5k": 5000 / 110,
-    "creditcard-5k": 5000 / 30,
     "adult": 32561 / 110,
 }
 

@@ -46,7 +46,7 @@ from accounting import events as ev
 from accounting.calibrate import calibrate_shares
 from accounting.validation import check_count
 from jdp.data.cells import CellCodec, cell_values, n_bins
-from jdp.data.quantile_scale import LOG, NumericScale
+from jdp.data.quantile_scale import TAILS, NumericScale
 from jdp.data.schema import Schema
 from jdp.mechanisms.consistency import RARE_SDS, distribution, norm_sub, pooled_totals
 from jdp.mechanisms.noise import gaussian_event, gaussian_mechanism
@@ -68,13 +68,13 @@ class TreeConfig:
       bins: cells per continuous column (and at most this many per integer column).
       shares: the budget's split over the one-way marginals, the edge selection and the
         two-way marginals (MST's equal thirds).
-      scale: how numeric columns are cut into cells (the public log scale by default, as
-        ``marginals``).
+      scale: how numeric columns are cut into cells (the public log scale on right-tailed
+        columns by default, as ``marginals``).
     """
 
     bins: int = 32
     shares: tuple[float, float, float] = (1.0, 1.0, 1.0)
-    scale: NumericScale = LOG
+    scale: NumericScale = TAILS
 
     def __post_init__(self) -> None:
         check_count("bins", self.bins, minimum=2)

@@ -53,17 +53,16 @@ def fitted():
 
 
 def test_every_shipped_method_takes_the_scale_measured_to_help_by_default():
-    """Min-max, the public log scale, the log scale on zero-inflated columns only (P3GM's
-    config, shared by its variants), or (dp-gan, whose samples are mapped through them)
-    released knots, where each was measured to help."""
+    """Min-max, the public log scale on right-tailed columns only (the cell methods and
+    ClustMix; P3GM's config, shared by its variants), or (dp-gan, whose samples are mapped
+    through them) released knots, where each was measured to help."""
     from jdp.data.quantile_scale import TAILS
 
     for name in available_methods():
         scale = get_method(name).config_cls().scale
         expected = (
             QUANTILES if name == "dp-gan"
-            else LOG if name in ("marginals", "tree", "clustmix")
-            else TAILS if name in ("p3gm", "p3gm-ae", "dp-vae", "pgm")
+            else TAILS if name in ("marginals", "tree", "clustmix", "p3gm", "p3gm-ae", "dp-vae", "pgm")
             else MIN_MAX
         )  # fmt: skip
         assert scale == expected, name
