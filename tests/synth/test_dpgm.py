@@ -391,3 +391,24 @@ def test_auto_rff_dim_comes_from_the_public_rows_and_the_calibrated_kmeans_noise
     assert for_shape(explicit, BINARY, BUDGET, None) is explicit
     with pytest.raises(ValueError, match="rff_dim='auto'"):
         fit_arrays(jax.random.key(0), _binary(), shape, BUDGET, config)
+
+
+@pytest.mark.parametrize(("generator", "path"), [("vae", "ghost"), ("rbm", "general")])
+def test_the_default_clipping_path_is_ghost_where_exact(generator, path):
+    """The default performance chooses the path per generator (the training's own call): the
+    VAE's dense layers take ghost clipping (checked exact by choose_method's probe; DPNorm
+    reads its norms from a norm pass), the RBM's free energy the general path."""
+    from jdp.dpsgd.step import choose_method
+    from jdp.nn.heads import layout_width
+
+    config = DPGMConfig(**TINY, generator=generator)
+    gen, layout = generator_for(config), codec(BINARY, config).layout
+    width = layout_width(layout)
+    params = gen.init(jax.random.key(0), width)
+    _, model_state, _ = gen.start(jax.random.key(1), width)
+    example = {"x": jax.numpy.zeros((1, width)), "w": jax.numpy.zeros((1,))}
+    chosen = choose_method(
+        gen.example_loss(layout), params, example, method=config.performance.clipping.name,
+        model_state=model_state,
+    )  # fmt: skip
+    assert config.performance.clipping.name == "auto" and chosen == path

@@ -17,10 +17,12 @@ GENERATORS: tuple[str, ...] = ("vae", "rbm")
 #: the k-means phase); its ``l2_clip_norm`` and ``expected_batch_size`` are placeholders that
 #: DPGM replaces (see :class:`DPGMConfig`).
 DPSGD_TEMPLATE = DPSGDConfig(sampling_prob=0.01, expected_batch_size=1.0, epochs=5.0)
-#: ``DPGMConfig.performance``'s default: the general clipping path (per-example gradients by
-#: ``vmap``; DPNorm needs every norm of the batch), blocks of steps per dispatch
+#: ``DPGMConfig.performance``'s default: the clipping path chosen per generator
+#: (:func:`jdp.dpsgd.step.choose_method`: ghost clipping where it is exact, as for the VAE's
+#: dense layers, whose per-example norms DPNorm reads from a norm pass; the general path by
+#: ``vmap`` otherwise, as for the RBM), blocks of steps per dispatch
 #: (:func:`jdp.synth.dpgm.training.block_steps`).
-PERFORMANCE = Performance(clipping="general", steps_per_dispatch="auto")
+PERFORMANCE = Performance(clipping="auto", steps_per_dispatch="auto")
 
 
 @dataclass(frozen=True, kw_only=True)
