@@ -4,15 +4,18 @@ released quantile knots.
 Issue 26's check, on tables nobody tuned for: each method in ``--methods`` is fitted at
 ``--epsilon`` (delta = 1e-5) on each table of ``--tables``, once per numeric encoding of
 ``--scales`` (``default``: the method's own; ``minmax``: the declared bounds; ``log``: the
-public log scale of :func:`jdp.data.quantile_scale.log_knots`; ``quantiles``: knots released by
+public log scale of :func:`jdp.data.quantile_scale.log_knots`; ``tails``: that scale on
+right-tailed columns only; ``quantiles``: knots released by
 :func:`jdp.mechanisms.quantiles.dp_quantiles` from 10% of the budget; each through the
 config's ``scale``), and samples as many rows as the training split holds. Per fit it reports:
 
 * ``off``: numeric columns (more than two values) whose synthetic mean is more than 50% off
   the real mean (measured from the declared lower bound: :func:`numeric_report`) or whose
   synthetic median lies outside the real interquartile range, of ``cols``;
-* TSTR AUROC with logistic regression (train on synthetic, test on the real test split)
-  beside the real-data AUROC and chance (0.5), and the average 2-way marginal TVD against the
+* TSTR AUROC with logistic regression (train on synthetic, test on the real test split),
+  the mean and the lowest over the seeds, beside the real-data AUROC (with the minority
+  class's records in the training and test splits: a handful of test records makes a
+  table's AUROCs noise) and chance (0.5), and the average 2-way marginal TVD against the
   training split (:func:`jdp.eval.marginals.two_way_tvd`);
 * the ledger's epsilon and the wall time; each a mean over ``--seeds`` fits.
 
