@@ -89,30 +89,57 @@ def box_muller(words: jax.Array, deep_words: jax.Array, dtype: Any = jnp.float32
     slot ``i``: with ``j`` its number of leading zero words (``P(j) ~ 2^-32j``, ``j = 7`` when
     all are zero) and ``v = d_j + (d_{j+1} + 1) 2^-32``, ``u = 2^-32 v 2^-32(j+1)`` is
     uniform on ``(0, 2^-32]``. The largest radius, at all-zero words, is ``sqrt(640 ln 2)``.
-    The deep slots are filled only in the draws that need them (``lax.cond``: probability
-    ``m 2^-32``). ``theta`` is ``(q + f) pi / 2`` with the quadrant ``q`` and ``f`` from 2 and
+    The pairs with ``w0 = 0`` are found by a branch on the CPU and by a running count
+    elsewhere (:func:`_deep_slots_by_branch`, :func:`_deep_slots_by_count`: the same
+    output). ``theta`` is ``(q + f) pi / 2`` with the quadrant ``q`` and ``f`` from 2 and
     22 bits of ``w1``'s low 24, its cosine and sine by Taylor polynomials on ``[0, pi / 2]``
     (:func:`_quarter_sincos`, absolute error below ``1e-7``).
     """
     w0, w1 = words
     v = w0.astype(dtype) + ((w1 >> 24).astype(dtype) + 0.5) * 2.0**-8
     neg_log_u = 32.0 * _LN2 - jnp.log(v)
-
-    def deep(neg_log_u: jax.Array) -> jax.Array:
-        nonzero = deep_words != 0
-        j = jnp.where(nonzero.any(axis=1), jnp.argmax(nonzero, axis=1), DEEP_WORDS - 1)
-        lead = jnp.take_along_axis(deep_words, j[:, None], axis=1)[:, 0]
-        after = jnp.minimum(j + 1, DEEP_WORDS - 1)[:, None]
-        nxt = jnp.take_along_axis(deep_words, after, axis=1)[:, 0]
-        v_deep = lead.astype(dtype) + (nxt.astype(dtype) + 1.0) * 2.0**-32
-        deep_neg_log_u = (64.0 + 32.0 * j.astype(dtype)) * _LN2 - jnp.log(v_deep)
-        (slots,) = jnp.nonzero(w0 == 0, size=DEEP_SLOTS, fill_value=w0.shape[0])
-        return neg_log_u.at[slots].set(deep_neg_log_u, mode="drop")
-
-    neg_log_u = jax.lax.cond(jnp.any(w0 == 0), deep, lambda x: x, neg_log_u)
+    deep = _deep_neg_log_u(deep_words, dtype)
+    neg_log_u = jax.lax.platform_dependent(
+        neg_log_u, w0, deep, cpu=_deep_slots_by_branch, default=_deep_slots_by_count
+    )
     r = jnp.sqrt(jnp.maximum(2.0 * neg_log_u, 0.0))
     cos, sin = _quarter_sincos(w1, dtype)
     return jnp.concatenate([r * cos, r * sin])
+
+
+def _deep_neg_log_u(deep_words: jax.Array, dtype: Any) -> jax.Array:
+    """``-ln u`` of each deep slot (:func:`box_muller`): ``j`` leading zero words, ``v = d_j
+    + (d_{j+1} + 1) 2^-32``, ``u = 2^-32 v 2^-32(j+1)``."""
+    nonzero = deep_words != 0
+    j = jnp.where(nonzero.any(axis=1), jnp.argmax(nonzero, axis=1), DEEP_WORDS - 1)
+    lead = jnp.take_along_axis(deep_words, j[:, None], axis=1)[:, 0]
+    after = jnp.minimum(j + 1, DEEP_WORDS - 1)[:, None]
+    nxt = jnp.take_along_axis(deep_words, after, axis=1)[:, 0]
+    v_deep = lead.astype(dtype) + (nxt.astype(dtype) + 1.0) * 2.0**-32
+    return (64.0 + 32.0 * j.astype(dtype)) * _LN2 - jnp.log(v_deep)
+
+
+def _deep_slots_by_branch(neg_log_u: jax.Array, w0: jax.Array, deep: jax.Array) -> jax.Array:
+    """``neg_log_u`` with the ``i``-th pair whose ``w0 = 0`` set to deep slot ``i`` (``i <
+    DEEP_SLOTS``), under ``lax.cond`` on ``any(w0 == 0)`` (probability ``m 2^-32``): the
+    search is skipped in almost every draw. On a GPU the branch's predicate goes to the host
+    and back in every draw (docs/results/device_check.md)."""
+
+    def fill(neg_log_u: jax.Array) -> jax.Array:
+        (slots,) = jnp.nonzero(w0 == 0, size=DEEP_SLOTS, fill_value=w0.shape[0])
+        return neg_log_u.at[slots].set(deep, mode="drop")
+
+    return jax.lax.cond(jnp.any(w0 == 0), fill, lambda x: x, neg_log_u)
+
+
+def _deep_slots_by_count(neg_log_u: jax.Array, w0: jax.Array, deep: jax.Array) -> jax.Array:
+    """:func:`_deep_slots_by_branch`'s output without a branch: a running count of the pairs
+    with ``w0 = 0`` numbers them (a cumulative sum: 4x the whole draw on a CPU, a fused pass on
+    a GPU)."""
+    zero = w0 == 0
+    slot = jnp.cumsum(zero, dtype=jnp.int32) - 1
+    takes = zero & (slot < DEEP_SLOTS)
+    return jnp.where(takes, deep[jnp.clip(slot, 0, DEEP_SLOTS - 1)], neg_log_u)
 
 
 _LN2 = math.log(2.0)

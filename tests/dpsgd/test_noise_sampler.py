@@ -22,6 +22,9 @@ from jdp.dpsgd.noise import (
     DEEP_WORDS,
     NORMAL_CUT,
     PAIR_TAIL_MASS,
+    _deep_neg_log_u,
+    _deep_slots_by_branch,
+    _deep_slots_by_count,
     box_muller,
     deep_overflow,
     gaussian_noise,
@@ -81,6 +84,24 @@ def test_the_deep_path_draws_the_ideal_tail():
     quadrant = (x[: x.size // 2] > 0) * 2 + (x[x.size // 2 :] > 0)
     counts = np.bincount(quadrant, minlength=4)
     assert stats.chisquare(counts).pvalue > 1e-6
+
+
+@pytest.mark.parametrize("zeros", [0, 1, 5, DEEP_SLOTS, DEEP_SLOTS + 9])
+def test_the_cpu_branch_and_the_accelerator_count_give_the_same_draw(zeros):
+    """:func:`box_muller` finds the pairs with a first word 0 by ``lax.cond`` on the CPU and
+    by a running count elsewhere (``lax.platform_dependent``): both, run here, give the same
+    bits, with none, some, exactly ``DEEP_SLOTS`` and more such pairs than deep slots (the
+    extras keep their shallow value)."""
+    k1, k2, k3 = jax.random.split(jax.random.key(zeros), 3)
+    w0 = jax.random.bits(k1, (500,), jnp.uint32)
+    w0 = w0.at[jax.random.choice(k2, 500, (zeros,), replace=False)].set(0)
+    deep = _deep_neg_log_u(jax.random.bits(k3, (DEEP_SLOTS, DEEP_WORDS), jnp.uint32), jnp.float32)
+    shallow = jnp.arange(500, dtype=jnp.float32)
+    by_branch = jax.jit(_deep_slots_by_branch)(shallow, w0, deep)
+    by_count = jax.jit(_deep_slots_by_count)(shallow, w0, deep)
+    np.testing.assert_array_equal(np.asarray(by_count), np.asarray(by_branch))
+    changed = int(np.sum(np.asarray(by_count) != np.asarray(shallow)))
+    assert changed == min(zeros, DEEP_SLOTS)
 
 
 def test_noise_cut_counts_the_pairs_and_the_overflow_of_each_leaf():
