@@ -20,9 +20,11 @@ round-robin (one step of each path in turn, ``--reps`` rounds): load spikes hit 
 alike. Memory is measured apart: XLA's compiled temporary buffer size per jitted step, and
 the peak RSS of a fresh subprocess that runs only that path.
 
-    python scripts/bench_dpsgd.py [--reps 50] [--slow-reps 5] [--json] [--quick]
+    python scripts/bench_dpsgd.py [--reps 50] [--slow-reps 5] [--json] [--quick] [--no-rss]
 
 ``--quick`` is a smoke run (MLP only, batch 64, 3 rounds, no per-path RSS subprocesses).
+``--no-rss`` keeps the full timing and skips the RSS subprocesses (on an accelerator, where the
+host's RSS says little and each subprocess pays a compile; ``scripts/device_check.sh``).
 With ``--json`` exactly one JSON object is printed on stdout (progress goes to stderr); its
 top-level ``nonprivate_ms``, ``fast_ms``, ``fast_secure_noise_ms``, ``general_ms``,
 ``noise_draw_ms``, ``opacus_hooks_ms``, ``opacus_ghost_ms`` and ``jax_privacy_ms`` are the MLP
@@ -297,7 +299,8 @@ def bench_case(case: str, paths: tuple, args: argparse.Namespace) -> dict:
     built = {p: build(case, p, args.batch, args.chunk) for p in paths}
     H.log(f"[bench] {case}: timing {args.reps} rounds")
     ms = H.time_round_robin({p: b[0] for p, b in built.items()}, args.reps, args.slow_reps)
-    rss = {p: None if args.quick else peak_rss_alone(case, p, args) for p in paths}
+    skip_rss = args.quick or args.no_rss
+    rss = {p: None if skip_rss else peak_rss_alone(case, p, args) for p in paths}
     base = ms["nonprivate"]
     torch_best = min((ms[p] for p in TORCH_PATHS if p in ms), default=None)
     return {
@@ -401,6 +404,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batch", type=int, default=256)
     p.add_argument("--chunk", type=int, default=32, help="micro-batch of the general path")
     p.add_argument("--cases", default="mlp,p3gm_decoder")
+    p.add_argument("--no-rss", action="store_true", help="skip the per-path peak RSS subprocesses")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--case", help=argparse.SUPPRESS)
     p.add_argument("--path", help=argparse.SUPPRESS)
