@@ -64,6 +64,7 @@ class ClustMix(Synthesizer):
     method = "clustmix"
 
 
-# measured below chance on seeds of german, above on spambase (numeric_columns.md; crx, with
-# fewer records per width than german, held: the rule errs towards warning there)
+# measured below chance on seeds of german (lowest AUROC .480 over seeds 2-5), above on
+# spambase (numeric_columns.md); crx, with fewer records per width than german, held: the
+# rule errs towards warning there
 register_minimum("clustmix", failed="german", worked="spambase")
