@@ -22,14 +22,16 @@ from jdp.dpsgd.noise import (
     DEEP_WORDS,
     NORMAL_CUT,
     PAIR_TAIL_MASS,
+    _box_muller_pairs,
+    _count_slots,
     _deep_neg_log_u,
-    _deep_slots_by_branch,
-    _deep_slots_by_count,
+    _deep_slots,
     box_muller,
     deep_overflow,
     gaussian_noise,
     noise_cut,
     standard_normal,
+    standard_normals,
 )
 
 
@@ -86,22 +88,59 @@ def test_the_deep_path_draws_the_ideal_tail():
     assert stats.chisquare(counts).pvalue > 1e-6
 
 
-@pytest.mark.parametrize("zeros", [0, 1, 5, DEEP_SLOTS, DEEP_SLOTS + 9])
-def test_the_cpu_branch_and_the_accelerator_count_give_the_same_draw(zeros):
-    """:func:`box_muller` finds the pairs with a first word 0 by ``lax.cond`` on the CPU and
-    by a running count elsewhere (``lax.platform_dependent``): both, run here, give the same
-    bits, with none, some, exactly ``DEEP_SLOTS`` and more such pairs than deep slots (the
-    extras keep their shallow value)."""
-    k1, k2, k3 = jax.random.split(jax.random.key(zeros), 3)
-    w0 = jax.random.bits(k1, (500,), jnp.uint32)
-    w0 = w0.at[jax.random.choice(k2, 500, (zeros,), replace=False)].set(0)
-    deep = _deep_neg_log_u(jax.random.bits(k3, (DEEP_SLOTS, DEEP_WORDS), jnp.uint32), jnp.float32)
-    shallow = jnp.arange(500, dtype=jnp.float32)
-    by_branch = jax.jit(_deep_slots_by_branch)(shallow, w0, deep)
-    by_count = jax.jit(_deep_slots_by_count)(shallow, w0, deep)
-    np.testing.assert_array_equal(np.asarray(by_count), np.asarray(by_branch))
-    changed = int(np.sum(np.asarray(by_count) != np.asarray(shallow)))
-    assert changed == min(zeros, DEEP_SLOTS)
+@pytest.mark.parametrize("zeros", [(0, 0, 0), (1, 0, 5), (DEEP_SLOTS, 3, DEEP_SLOTS + 9)])
+def test_the_cpu_branch_and_the_accelerator_count_fill_each_draws_deep_slots(zeros):
+    """Three draws side by side (pairs 500, 7 and 300), each with its own deep slots: on the
+    CPU :func:`_deep_slots` branches on ``any(w0 == 0)``, elsewhere it runs the count
+    (:func:`_count_slots`); both give the same bits, and each draw's first ``DEEP_SLOTS``
+    pairs with a first word 0 take its own deep values (none, some, all slots, more pairs
+    than slots: the extras keep their shallow value)."""
+    pairs = (500, 7, 300)
+    key = jax.random.key(sum(zeros))
+    w0, deep, expected = [], [], []
+    for d, (m, z) in enumerate(zip(pairs, zeros, strict=True)):
+        k1, k2, k3 = jax.random.split(jax.random.fold_in(key, d), 3)
+        w = jax.random.bits(k1, (m,), jnp.uint32)
+        w0.append(w.at[jax.random.choice(k2, m, (z,), replace=False)].set(0))
+        words = jax.random.bits(k3, (DEEP_SLOTS, DEEP_WORDS), jnp.uint32)
+        deep.append(_deep_neg_log_u(words, jnp.float32))
+        expected.append(min(z, DEEP_SLOTS))
+    w0, deep = jnp.concatenate(w0), jnp.stack(deep)
+    shallow = jnp.arange(w0.shape[0], dtype=jnp.float32)
+    on_cpu = np.asarray(jax.jit(_deep_slots, static_argnums=3)(shallow, w0, deep, pairs))
+    counted = np.asarray(jax.jit(_count_slots, static_argnums=3)(shallow, w0, deep, pairs))
+    np.testing.assert_array_equal(on_cpu, counted)
+    starts = np.cumsum((0,) + pairs)
+    for d, want in enumerate(expected):
+        part = slice(starts[d], starts[d + 1])
+        changed = counted[part] != np.asarray(shallow)[part]
+        assert changed.sum() == want
+        assert set(counted[part][changed]) <= set(np.asarray(deep[d]).tolist())
+
+
+def test_draws_side_by_side_are_the_draws_one_by_one():
+    """:func:`standard_normals` (one transform over several draws) gives each key's
+    :func:`standard_normal`, and :func:`_box_muller_pairs` over several draws' words with
+    forced first words 0 gives each draw's :func:`box_muller`: equal up to 2 units in the
+    last place (XLA may fuse the same arithmetic differently at another length; a wrong deep
+    slot or a shifted draw moves values by far more)."""
+    keys = jax.random.split(jax.random.key(6), 4)
+    shapes = [(1000, 3), (1,), (0,), (7, 5)]
+    together = standard_normals(keys, shapes, jnp.float32)
+    for key, shape, draw in zip(keys, shapes, together, strict=True):
+        assert draw.shape == shape
+        np.testing.assert_array_max_ulp(draw, standard_normal(key, shape, jnp.float32), 2)
+    pairs = (40, 3, 40)
+    words = jax.random.bits(jax.random.key(7), (2, sum(pairs)), jnp.uint32)
+    words = words.at[0, jnp.array([0, 5, 39, 40, 42, 43, 44, 80])].set(0)
+    deep = jax.random.bits(jax.random.key(8), (3, DEEP_SLOTS, DEEP_WORDS), jnp.uint32)
+    cos_part, sin_part = _box_muller_pairs(words, deep, pairs, jnp.float32)
+    start = 0
+    for d, m in enumerate(pairs):
+        alone = box_muller(words[:, start : start + m], deep[d])
+        both = jnp.concatenate([cos_part[start : start + m], sin_part[start : start + m]])
+        np.testing.assert_array_max_ulp(np.asarray(both), np.asarray(alone), 2)
+        start += m
 
 
 def test_noise_cut_counts_the_pairs_and_the_overflow_of_each_leaf():
