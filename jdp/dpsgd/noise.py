@@ -2,10 +2,11 @@
 
 Every privacy-noise draw of :mod:`jdp.dpsgd` happens here (DESIGN.md §1): the Gaussian noise
 on the clipped gradient sum (:func:`dp_aggregate`) and on DPGM's norm histogram
-(:func:`jdp.dpsgd.clip_schedules.dpnorm`) both come from :func:`gaussian_noise`, and the
-floating-point mitigation from :func:`secure_gaussian_sum`. The sampler,
-:func:`standard_normal`, is cut at :data:`NORMAL_CUT` standard deviations and
-:func:`noise_cut` is what its cut costs per draw, which every DP-SGD event records.
+(:func:`jdp.dpsgd.clip_schedules.dpnorm`) both come from the sampler
+:func:`standard_normals` (through :func:`gaussian_noise_like` and :func:`gaussian_noise`), and
+the floating-point mitigation from :func:`secure_gaussian_sum`. The sampler is cut at
+:data:`NORMAL_CUT` standard deviations and :func:`noise_cut` is what its cut costs per draw,
+which every DP-SGD event records.
 
 The privatizer follows optax's ``GradientTransformation`` (``init``/``update`` with a
 ``NamedTuple`` state, optax ``_src/base.py``) and is the first link of
