@@ -393,8 +393,9 @@ class TableEncoder:
             return data
         return self.schema.conform(data)
 
-    def encode(self, data: Table | pd.DataFrame) -> np.ndarray:
-        """Encode a table (a DataFrame is first checked and clipped by ``schema.conform``).
+    def encode(self, data: Table | pd.DataFrame, dtype: Any = np.float64) -> np.ndarray:
+        """Encode a table (a DataFrame is first checked and clipped by ``schema.conform``)
+        into rows of ``dtype`` (a float type; float32 halves the table's one encoded copy).
 
         A numeric value is mapped by its column's unit scale (:func:`jdp.data.scales.to_unit`:
         min-max by the bounds, or the CDF through its quantile knots) onto
@@ -404,7 +405,7 @@ class TableEncoder:
         frame = self._table(data).frame
         a, b = self.continuous_range
         rows = np.arange(len(frame))
-        out = np.zeros((len(frame), self.width), dtype=np.float64)
+        out = np.zeros((len(frame), self.width), dtype=dtype)
         for col, span, state_span in self._layout:
             if col.is_numeric:
                 x = numeric_values(frame[col.name])
