@@ -61,17 +61,26 @@ def write_table(directory: Path, k: int) -> tuple[Path, Path, int]:
 
 
 def fit_in_child(
-    method: str, data: Path, schema: Path, out: Path, seed: int, packages: Path | None
+    method: str,
+    data: Path,
+    schema: Path,
+    out: Path,
+    seed: int,
+    packages: Path | None,
+    *,
+    environ: dict[str, str] | None = None,
+    options: tuple[str, ...] | None = None,
 ) -> dict:
     """Peak RSS (MiB), CPU and wall seconds of one ``jdp fit`` in a fresh process (importing
-    ``jdp`` from ``packages`` if given)."""
-    env = {**os.environ, "JDP_COMPILE_CACHE": "off"}
+    ``jdp`` from ``packages`` if given), with ``environ`` over this process's environment
+    (default: the compile cache off) and ``--set`` ``options`` (default: :data:`OPTIONS`)."""
+    env = {**os.environ, **({"JDP_COMPILE_CACHE": "off"} if environ is None else environ)}
     if packages is not None:
         env["PYTHONPATH"] = os.pathsep.join([str(packages), env.get("PYTHONPATH", "")])
     argv = [sys.executable, "-c", JDP, "fit", "--method", method, "--epsilon", str(EPSILON)]
     argv += ["--delta", str(DELTA), "--data", str(data), "--schema", str(schema)]
-    argv += ["--out", str(out), "--seed", str(seed), "--quiet"]
-    for option in OPTIONS[method]:
+    argv += ["--out", str(out), "--seed", str(seed), "--quiet", "--overwrite"]
+    for option in OPTIONS[method] if options is None else options:
         argv += ["--set", option]
     start = time.perf_counter()
     child = subprocess.Popen(  # run in out's folder: no jdp package beside the child's cwd

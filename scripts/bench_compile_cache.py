@@ -1,0 +1,89 @@
+"""Benchmark the CLI's persistent compilation cache: a second identical ``jdp fit`` (issue 29,
+item 3: at least 30% faster).
+
+For each method of ``--methods`` (default ``p3gm``), on Adult's training split written as a
+CSV with its public schema, ``jdp fit`` runs three times in fresh processes
+(:func:`bench_memory.fit_in_child`): ``off`` with ``JDP_COMPILE_CACHE=off`` (every program
+compiled, nothing kept), ``first`` with an empty cache directory (``XDG_CACHE_HOME`` a new
+temporary folder: it compiles as ``off`` does and fills the cache), and ``second``, the same
+command again (it reads the programs back). The table reports each run's CPU seconds (user +
+system of that child) and wall seconds, and ``second / first`` in CPU seconds; the target is
+at most 0.7.
+
+    python scripts/bench_compile_cache.py [--quick] [--json] [--methods p3gm,dp-gan] [--seed S]
+
+``--quick`` fits P3GM on bench_memory's short schedule (20 DP-SGD steps: the share of the
+fit the cache can save is then larger than in a full fit). The table also goes to
+``docs/results/bench_compile_cache.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from pathlib import Path
+
+import _harness as H
+from bench_memory import OPTIONS, fit_in_child, write_table
+
+METHODS = ("p3gm", "dp-gan", "dp-vae", "dpgm", "clustmix", "pca-gauss", "marginals")
+TARGET = 0.7
+
+
+def compute(args: argparse.Namespace) -> dict:
+    runs = []
+    with tempfile.TemporaryDirectory(prefix="bench_compile_cache_") as tmp:
+        data, schema, rows = write_table(Path(tmp), 1)
+        for method in args.methods:
+            options = OPTIONS.get(method, ()) if args.quick else ()
+            cache = {"XDG_CACHE_HOME": str(Path(tmp) / f"cache_{method}")}
+            for name, environ in (("off", {"JDP_COMPILE_CACHE": "off"}), ("first", cache),
+                                  ("second", cache)):  # fmt: skip
+                H.log(f"{method} on {rows} rows, cache {name} ...")
+                out = Path(tmp) / f"model_{method}"
+                run = fit_in_child(
+                    method, data, schema, out, args.seed, None, environ=environ, options=options
+                )
+                runs.append({"method": method, "cache": name, "options": options, **run})
+    for method in args.methods:
+        first, second = (
+            next(r for r in runs if (r["method"], r["cache"]) == (method, name))
+            for name in ("first", "second")
+        )
+        second["ratio"] = second["cpu_s"] / first["cpu_s"]
+    return {"rows": rows, "target": TARGET, "runs": runs}
+
+
+def render(result: dict) -> str:
+    lines = [
+        (
+            f"jdp fit on Adult's training split ({result['rows']} rows), three fresh processes "
+            "per method: cache off, first run on an empty cache, the same command again"
+        ),
+        f"{'method':>10} {'cache':>7} {'CPU s':>7} {'wall s':>7} {'second/first CPU':>17}",
+    ]
+    for r in result["runs"]:
+        ratio = f"{r['ratio']:.2f}" if "ratio" in r else ""
+        lines.append(
+            f"{r['method']:>10} {r['cache']:>7} {r['cpu_s']:>7.1f} {r['wall_s']:>7.1f} {ratio:>17}"
+        )
+    options = {r["method"]: r["options"] for r in result["runs"] if r["options"]}
+    for method, opts in options.items():
+        lines.append(f"  {method}: " + " ".join(f"--set {o}" for o in opts))
+    lines.append(f"target: second / first CPU seconds <= {result['target']}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = H.parser(__file__, __doc__, quick="P3GM on bench_memory's short schedule", seed=0)
+    p.add_argument(
+        "--methods",
+        type=H.subset(METHODS),
+        default=("p3gm",),
+        help=f"comma-separated of {METHODS}",
+    )
+    return H.run(p, compute, render, argv)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
