@@ -79,11 +79,12 @@ def standard_normal(key: jax.Array, shape: tuple[int, ...], dtype: Any = float) 
 def standard_normals(
     keys: Sequence[jax.Array], shapes: Sequence[tuple[int, ...]], dtype: Any = float
 ) -> list[jax.Array]:
-    """One :func:`standard_normal` per key and shape, bit for bit, through one Box-Muller
-    transform over all the draws' words (each draw keeps its own words, deep slots and
-    overflow, as :func:`noise_cut` charges them). A transform per draw compiles one copy per
-    leaf of a model: P3GM's eight leaves took 1.15 s of XLA compilation for the transforms
-    against 0.35 s for one."""
+    """One :func:`standard_normal` per key and shape through one Box-Muller transform over
+    all the draws' words: each draw keeps its own words, deep slots and overflow (as
+    :func:`noise_cut` charges them), so the values are each draw's alone, up to float
+    rounding (XLA may fuse the longer transform differently: 2 units in the last place at
+    most in the tests). A transform per draw compiles one copy per leaf of a model: P3GM's
+    eight leaves took 1.15 s of XLA compilation for the transforms against 0.35 s for one."""
     dtype = jnp.result_type(dtype)  # ``float``: JAX's default float type
     sizes = [math.prod(shape) for shape in shapes]
     pairs = tuple((size + 1) // 2 for size in sizes)
@@ -114,9 +115,9 @@ def box_muller(words: jax.Array, deep_words: jax.Array, dtype: Any = jnp.float32
     all are zero) and ``v = d_j + (d_{j+1} + 1) 2^-32``, ``u = 2^-32 v 2^-32(j+1)`` is
     uniform on ``(0, 2^-32]``. The largest radius, at all-zero words, is ``sqrt(640 ln 2)``.
     The pairs with ``w0 = 0`` are found by a branch on the CPU and by a running count
-    elsewhere (:func:`_deep_slots`). ``theta`` is ``(q + f) pi / 2`` with the quadrant ``q`` and ``f`` from 2 and
-    22 bits of ``w1``'s low 24, its cosine and sine by Taylor polynomials on ``[0, pi / 2]``
-    (:func:`_quarter_sincos`, absolute error below ``1e-7``).
+    elsewhere (:func:`_deep_slots`). ``theta`` is ``(q + f) pi / 2`` with the quadrant ``q``
+    and ``f`` from 2 and 22 bits of ``w1``'s low 24, its cosine and sine by Taylor polynomials
+    on ``[0, pi / 2]`` (:func:`_quarter_sincos`, absolute error below ``1e-7``).
     """
     cos_part, sin_part = _box_muller_pairs(words, deep_words[None], (words.shape[1],), dtype)
     return jnp.concatenate([cos_part, sin_part])
