@@ -52,7 +52,7 @@ def test_dp_pca_reads_the_divided_rows_without_a_copy(arrays, excludes_target):
         keep[slice(*codec.target_coords)] = False
     result, _ = pca.dp_pca_gaussian(  # the same first draws: the DP mean, then the scatter
         np.random.default_rng(0),
-        x[:, keep] / codec.row_norm_bound,
+        x[:, keep].astype(np.float64) / codec.row_norm_bound,  # float32 rows, float64 division
         config.latent_dim,
         noise_multiplier=noise["pca"],
         centre="dp",
