@@ -160,7 +160,7 @@ def _deep_slots(
     other (``pairs``). A running count of those pairs numbers them (:func:`_count_slots`); on
     the CPU only under ``lax.cond`` on ``any(w0 == 0)`` (probability ``2^-32`` a pair), since
     the count costs 4x the whole draw there. Off the CPU the count runs in every draw: with the
-    branch an H200's noise draw took 0.29-0.40 ms, with the count 0.25-0.33 ms (XLA's
+    branch an H200's noise draws took 0.29-0.40 ms, with the count 0.25-0.36 ms (XLA's
     conditional reads its predicate back to the host; docs/results/device_check.md)."""
 
     def count(x: jax.Array) -> jax.Array:
