@@ -62,7 +62,7 @@ from jdp.synth.base import available_methods, fit_model, get_method, sample_mode
 from jdp.synth.feasibility import CannotWorkWarning, public_width
 from jdp.synth.signal import NoSignalWarning
 
-TABLES = ("adult", "german", "crx", "spambase", "creditcard")
+TABLES = ("adult", "german", "crx", "spambase", "creditcard", "creditcard-paper")
 SCALES = {
     "default": None,
     "minmax": MIN_MAX,

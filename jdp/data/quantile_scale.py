@@ -6,16 +6,21 @@ A method's config holds a :class:`NumericScale`; the one table adapter
 
 * ``"minmax"`` (default): nothing changes; a column maps by its declared bounds.
 * ``"log"``: public knots, free: each numeric column that :func:`needs_knots` gets the knots
-  of ``u = log1p((x - lower) / s) / log1p((upper - lower) / s)`` (:func:`log_knots`; ``s`` one
-  unit for an integer column, ``(upper - lower) 2^-10`` for a continuous one), so a
-  long-tailed column's bulk near its lower bound takes a fair part of the unit interval
-  instead of its first few percent. A function of the schema only.
+  of ``u = (g(x) - g(lower)) / (g(upper) - g(lower))`` with ``g(x) = sign(x - o) log1p(|x -
+  o| / s)`` (:func:`log_knots`; ``s`` one unit for an integer column, ``(upper - lower)
+  2^-10`` for a continuous one), measured from the column's origin ``o``, the point of its
+  declared range nearest zero: its lower bound when that is zero or more (then ``u =
+  log1p((x - lower) / s) / log1p((upper - lower) / s)``), zero when the range holds it. So a
+  long-tailed column's bulk near its floor, and a centred or signed column's bulk near zero
+  (a principal-component score declared on ``[-20, 20]`` with its middle half within 0.2 of
+  zero), take a fair part of the unit interval instead of a few percent. A function of the
+  schema only.
 * ``"tails"``: the public log scale only on right-tailed columns, those whose declared lower
   bound is zero or more (counts, amounts, durations, weights: values that run right from a
-  floor, often with a point mass at it); min-max elsewhere, so a centred or signed column
-  keeps its linear scale. Free. A column declared far wider than its bulk (Adult's
-  ``fnlwgt``, ``[1, 2e6]``) is right-tailed without any point mass: measured against the
-  zero-inflated columns alone in docs/results/numeric_columns.md.
+  floor, often with a point mass at it); min-max elsewhere, so a signed column keeps its
+  linear scale (for one whose bulk lies far from zero). Free. A column declared far wider
+  than its bulk (Adult's ``fnlwgt``, ``[1, 2e6]``) is right-tailed without any point mass:
+  measured against the zero-inflated columns alone in docs/results/numeric_columns.md.
 * ``"quantiles"``: ``share`` of the fit's epsilon, split equally over the columns that need
   knots, buys :func:`jdp.mechanisms.quantiles.dp_quantiles` knots at ``probs`` for each.
 
@@ -139,8 +144,9 @@ def right_tailed(column: Column) -> bool:
 
 def log_knots(column: Column, count: int = LOG_KNOTS) -> Column:
     """``column`` with the public knots of its log scale: ``count`` levels ``p_i = i / (count +
-    1)`` at ``v_i = lower + s expm1(p_i log1p((upper - lower) / s))`` (the inverse of the
-    module docstring's ``u``), rounded up to whole units for an integer column and made
+    1)`` at ``v_i = o + sign(y_i) s expm1(|y_i|)``, ``y_i = g(lower) + p_i (g(upper) -
+    g(lower))`` (the inverse of the module docstring's ``u``, ``o`` the origin
+    ``clip(0, lower, upper)``), rounded up to whole units for an integer column and made
     strictly increasing; an integer column of fewer than ``4 count`` values keeps min-max.
     Reads no data."""
     width = column.upper - column.lower
@@ -148,7 +154,11 @@ def log_knots(column: Column, count: int = LOG_KNOTS) -> Column:
     if width < 4 * count * unit:  # a few dozen integers: min-max cells are as fine
         return column
     p = np.arange(1, count + 1) / (count + 1)
-    v = column.lower + unit * np.expm1(p * np.log1p(width / unit))
+    origin = float(np.clip(0.0, column.lower, column.upper))
+    g_lo = -np.log1p((origin - column.lower) / unit)
+    g_hi = np.log1p((column.upper - origin) / unit)
+    y = g_lo + p * (g_hi - g_lo)
+    v = origin + np.sign(y) * unit * np.expm1(np.abs(y))
     if column.is_integer_valued:
         v = np.ceil(v - 1e-9)
     keep = np.concatenate([[True], np.diff(v) > 0]) & (v > column.lower) & (v < column.upper)

@@ -53,7 +53,7 @@ from accounting import events as ev
 from accounting.calibrate import calibrate, prior_event, prior_key
 from accounting.validation import check_count
 from jdp.data.cells import CellCodec, cell_values, n_bins
-from jdp.data.quantile_scale import TAILS, NumericScale
+from jdp.data.quantile_scale import LOG, NumericScale
 from jdp.data.schema import Column, Schema
 from jdp.data.transforms import integer_runs, numeric_state, run_bounds, value_cells
 from jdp.mechanisms.consistency import AUTO_BINS, cells_for_noise, distribution, pooled_totals
@@ -81,10 +81,10 @@ class MarginalsConfig:
         :mod:`jdp.mechanisms.noise`). Laplace noise is always Mironov's (2012) snapping
         mechanism (proved; its cost is absorbed in the noise scale).
       scale: how numeric columns are cut into cells
-        (:class:`jdp.data.quantile_scale.NumericScale`); default the public log scale on
-        right-tailed columns, min-max on signed ones (free; chosen by
-        ``scripts/numeric_columns.py``, ``docs/results/numeric_columns.md``: a log measured
-        from the lower bound of a centred column puts its whole bulk in one cell).
+        (:class:`jdp.data.quantile_scale.NumericScale`); default the public log scale, each
+        column measured from the point of its range nearest zero (free; chosen by
+        ``scripts/numeric_columns.py``, ``docs/results/numeric_columns.md``: against min-max
+        on signed columns it keeps a centred column's bulk out of one or two cells).
       refine: a numeric feature whose ``bins`` cells are coarser than :func:`fine_bins`'s
         also gets one histogram at those finer cells, pooled over the classes; a value drawn
         in a coarse cell falls in its fine cells by their pooled shares
@@ -97,7 +97,7 @@ class MarginalsConfig:
     noise: Noise = "auto"
     condition_on_target: bool = True
     secure_noise: bool = False
-    scale: NumericScale = TAILS
+    scale: NumericScale = LOG
     refine: bool = True
 
     def __post_init__(self) -> None:

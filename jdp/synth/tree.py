@@ -68,8 +68,9 @@ class TreeConfig:
       bins: cells per continuous column (and at most this many per integer column).
       shares: the budget's split over the one-way marginals, the edge selection and the
         two-way marginals (MST's equal thirds).
-      scale: how numeric columns are cut into cells (the public log scale on right-tailed
-        columns by default, as ``marginals``).
+      scale: how numeric columns are cut into cells (by default the public log scale on
+        right-tailed columns only: on every column, as ``marginals`` takes it, its TSTR fell on
+        a signed table, docs/results/numeric_columns.md).
     """
 
     bins: int = 32

@@ -53,16 +53,17 @@ def fitted():
 
 
 def test_every_shipped_method_takes_the_scale_measured_to_help_by_default():
-    """Min-max, the public log scale on right-tailed columns only (the cell methods and
-    ClustMix; P3GM's config, shared by its variants), or (dp-gan, whose samples are mapped
-    through them) released knots, where each was measured to help."""
+    """Min-max, the public log scale on every column (marginals, ClustMix) or on right-tailed
+    columns only (tree; P3GM's config, shared by its variants), or (dp-gan, whose samples are
+    mapped through them) released knots, where each was measured to help."""
     from jdp.data.quantile_scale import TAILS
 
     for name in available_methods():
         scale = get_method(name).config_cls().scale
         expected = (
             QUANTILES if name == "dp-gan"
-            else TAILS if name in ("marginals", "tree", "clustmix", "p3gm", "p3gm-ae", "dp-vae", "pgm")
+            else LOG if name in ("marginals", "clustmix")
+            else TAILS if name in ("tree", "p3gm", "p3gm-ae", "dp-vae", "pgm")
             else MIN_MAX
         )  # fmt: skip
         assert scale == expected, name
@@ -141,6 +142,29 @@ def test_the_log_scale_is_public_and_gives_the_bulk_near_zero_its_share():
     assert table.schema.columns[0] == logged and table.schema.columns[1] == SCHEMA.columns[1]
     narrow = Column(name="n", kind="integer", lower=0, upper=10)
     assert log_knots(narrow) == narrow
+
+
+def test_the_log_scale_measures_a_signed_column_from_zero():
+    """A column whose declared range holds zero is logged on both sides of zero (its origin),
+    not from its lower bound: a centred column's middle half (creditcard's V20 on [-20, 20]:
+    -0.21 to 0.13) took 0.85% of the unit interval on min-max, and on the log measured from
+    -20 its whole bulk fell in one cell. Both sides mirror each other, zero maps to the
+    middle, and an all-negative range is measured from its upper bound (the mirror of the
+    positive one)."""
+    from jdp.data.quantile_scale import log_knots
+    from jdp.data.scales import to_unit
+
+    signed = Column(name="v", kind="continuous", lower=-20.0, upper=20.0)
+    logged = log_knots(signed)
+    v = np.array([x for _, x in logged.quantiles])
+    np.testing.assert_allclose(v, -v[::-1], rtol=1e-12)
+    assert to_unit(logged, np.array([0.0]))[0] == pytest.approx(0.5, abs=1e-12)
+    bulk = to_unit(logged, np.array([-0.21, 0.13]))
+    assert bulk[1] - bulk[0] > 0.2
+    positive = log_knots(Column(name="p", kind="continuous", lower=1.0, upper=100.0))
+    negative = log_knots(Column(name="n", kind="continuous", lower=-100.0, upper=-1.0))
+    x = np.array([1.5, 3.0, 10.0, 60.0])
+    np.testing.assert_allclose(to_unit(negative, -x), 1.0 - to_unit(positive, x), atol=1e-12)
 
 
 def test_the_tails_scale_logs_only_right_tailed_columns():

@@ -8,7 +8,7 @@ from typing import Literal, NamedTuple, get_args
 import numpy as np
 
 from accounting.validation import check_count, check_positive
-from jdp.data.quantile_scale import TAILS, NumericScale
+from jdp.data.quantile_scale import LOG, NumericScale
 from jdp.dpsgd import DPSGDConfig, check_template
 from kip.kip import DTYPES, KIPConfig
 
@@ -83,8 +83,9 @@ class ClustMixConfig:
       secure_noise: the clamp-and-round mitigation of :mod:`jdp.mechanisms.noise` for every
         Gaussian mechanism of a strict fit (DP-KIP's included).
       scale: how numeric columns are encoded (:class:`jdp.data.quantile_scale.NumericScale`);
-        default the public log scale on right-tailed columns, min-max on signed ones (free),
-        chosen by ``scripts/numeric_columns.py`` (``docs/results/numeric_columns.md``).
+        default the public log scale, each column measured from the point of its range
+        nearest zero (free), chosen by ``scripts/numeric_columns.py``
+        (``docs/results/numeric_columns.md``).
     """
 
     mode: Mode = "strict"
@@ -107,7 +108,7 @@ class ClustMixConfig:
     kip_share: float = 0.25
     categorical_encoding: str = "one-hot"
     secure_noise: bool = False
-    scale: NumericScale = TAILS
+    scale: NumericScale = LOG
 
     def __post_init__(self) -> None:
         if self.mode not in get_args(Mode):
