@@ -3,8 +3,9 @@ calibration's share (issue 29).
 
 One fit per method (``--methods``, default ``dpgm,p3gm``; each its default config, DP-SGD
 for 1 epoch under ``--quick``; DPGM: ``k = 10`` clusters, 20 Lloyd iterations, a VAE per
-cluster, ``q = 0.01``, 5 epochs) on the first 5,000 rows of Adult's training split at
-``epsilon = 1``, ``delta = 1e-5``, each in a fresh process, one at a time:
+cluster, ``q = 0.01``, 5 epochs) on the first ``--rows`` rows (default 5,000; 0: all 32,561)
+of Adult's training split at ``epsilon = 1``, ``delta = 1e-5``, each in a fresh process, one
+at a time:
 
 * ``cpu`` / ``wall``: CPU seconds (user + system, all threads) and seconds of
   :func:`jdp.synth.base.fit_model` (the ledger's epsilon included);
@@ -44,14 +45,14 @@ from pathlib import Path
 
 import _harness as H
 
-ROWS = 5000
+ROWS = 5000  # the default --rows
 EPSILON, DELTA = 1.0, 1e-5
 CHILD = "--child"
 #: Where each method's calibration search lives (timed in the child).
 CALIBRATION = {"dpgm": "jdp.synth.dpgm.model", "p3gm": "jdp.synth.p3gm.privacy"}
 
 
-def one_fit(method: str, quick: bool, seed: int) -> dict:
+def one_fit(method: str, quick: bool, seed: int, rows: int) -> dict:
     """The measured fit, in this process (imports here: the child chooses the packages)."""
     import functools
     import importlib
@@ -96,13 +97,15 @@ def one_fit(method: str, quick: bool, seed: int) -> dict:
         return usage.ru_utime + usage.ru_stime
 
     cpu0, start = cpu(), time.perf_counter()
+    train = data.train.iloc[: rows or None]
     fitted = fit_model(
-        jax.random.key(seed), method, data.train.iloc[:ROWS], PrivacyBudget(epsilon=EPSILON,
+        jax.random.key(seed), method, train, PrivacyBudget(epsilon=EPSILON,
         delta=DELTA), config, schema=data.schema,
     )  # fmt: skip
     wall, cpu_s = time.perf_counter() - start, cpu() - cpu0
     return {
         "method": method,
+        "rows": len(train),
         "cpu": cpu_s,
         "wall": wall,
         "compiles": len(compiles),
@@ -162,12 +165,12 @@ def dots_in_program(adaptive: bool) -> int:
     return sum(" dot(" in line and "f32[3,18," in line for line in texts[0].splitlines())
 
 
-def measure(method: str, quick: bool, seed: int, packages: Path | None) -> dict:
+def measure(method: str, quick: bool, seed: int, rows: int, packages: Path | None) -> dict:
     """:func:`one_fit` in a fresh process, importing ``jdp`` from ``packages`` if given."""
     env = dict(os.environ)
     if packages is not None:
         env["PYTHONPATH"] = os.pathsep.join([str(packages), env.get("PYTHONPATH", "")])
-    argv = [sys.executable, __file__, CHILD, method, str(int(quick)), str(seed)]
+    argv = [sys.executable, __file__, CHILD, method, str(int(quick)), str(seed), str(rows)]
     out = subprocess.run(argv, env=env, check=True, stdout=subprocess.PIPE, text=True)
     return json.loads(out.stdout)
 
@@ -185,14 +188,14 @@ def compute(args: argparse.Namespace) -> dict:
         ledgers = []
         for code, packages in codes:
             H.log(f"{method} fit ({code}) ...")
-            run = measure(method, args.quick, args.seed, packages)
+            run = measure(method, args.quick, args.seed, args.rows, packages)
             ledgers.append(run.pop("ledger"))
             runs.append({"code": code, **run})
         same[method] = all(ledger == ledgers[0] for ledger in ledgers)
     H.log("per-example gradient passes ...")
     return {
         "dots": {"adaptive clip": dots_in_program(True), "constant clip": dots_in_program(False)},
-        "rows": ROWS,
+        "rows": runs[0]["rows"],
         "epsilon": EPSILON,
         "delta": DELTA,
         "quick": args.quick,
@@ -238,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == [CHILD]:  # one measured fit; its JSON alone on stdout
         stdout, sys.stdout = sys.stdout, sys.stderr
-        result = one_fit(argv[1], bool(int(argv[2])), int(argv[3]))
+        result = one_fit(argv[1], bool(int(argv[2])), int(argv[3]), int(argv[4]))
         sys.stdout = stdout
         print(json.dumps(result))
         return 0
@@ -251,6 +254,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument(
         "--methods", default="dpgm,p3gm", help=f"comma-separated of {tuple(CALIBRATION)}"
+    )
+    p.add_argument(
+        "--rows", type=int, default=ROWS, help="first rows of Adult's training split (0: all)"
     )
     return H.run(p, compute, render, argv)
 
