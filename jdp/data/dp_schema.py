@@ -1094,6 +1094,16 @@ def infer_schema_dp(
             DpSchemaWarning,
             stacklevel=2,
         )
+    label = release.schema[target] if target is not None and target not in given else None
+    if label is not None and not label.is_numeric and len(label.categories) < 2:
+        warnings.warn(
+            f"DP schema target {target!r}: only {label.categories[0]!r} passed the DP "
+            "threshold, so records of its other classes are dropped and a model fitted on "
+            "this schema generates one class. Declare the target's categories (declared=, a "
+            "codebook: free) or spend more epsilon",
+            DpSchemaWarning,
+            stacklevel=2,
+        )
     return release
 
 

@@ -798,3 +798,28 @@ def test_both_halves_of_a_signed_column_are_covered():
     assert below <= dps.TAIL_TOLERANCE and above <= dps.TAIL_TOLERANCE
     assert bounds.lower < 0 < bounds.upper and counts[inside].sum() / counts.sum() > 0.96
     assert bounds.clipped == pytest.approx(below + above)
+
+
+def test_a_target_left_with_one_class_is_named_in_a_warning():
+    """A released target whose minority class did not pass the threshold (creditcard-paper's
+    fraud class at eps 0.3: 4.4% of records dropped) leaves a schema whose fits generate one
+    class: the warning names the target and the fix (its categories are public). A target
+    whose classes all pass gets no such warning. Post-processing of the released categories."""
+    rng = np.random.default_rng(7)
+    n = 3000
+    x = rng.uniform(0, 10, n)
+    kinds = {"x": "continuous", "label": "categorical"}
+    rare = pd.DataFrame({"x": x, "label": np.where(np.arange(n) < 30, 1, 0)})
+    with pytest.warns(DpSchemaWarning, match=r"target 'label': only 0 passed"):
+        release = infer_schema_dp(
+            rng, rare, epsilon=0.2, ranges={"x": (0, 100)}, target="label", kinds=kinds
+        )
+    assert release.schema["label"].categories == (0,)
+    even = rare.assign(label=np.arange(n) % 2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        release = infer_schema_dp(
+            rng, even, epsilon=0.2, ranges={"x": (0, 100)}, target="label", kinds=kinds
+        )
+    assert release.schema["label"].categories == (0, 1)
+    assert not any("target 'label'" in str(w.message) for w in caught)
