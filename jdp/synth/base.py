@@ -188,6 +188,10 @@ class Method:
             a DP schema, a row count and quantile knots spent before it compose with its plan
             under the best accountant and the whole ledger lands at the budget; otherwise
             they are taken off by basic composition.
+        defaults: ``(field, value)`` pairs where this method's default config departs from
+            its config class's defaults (a class shared by several methods, as P3GM's
+            variants share :class:`~jdp.synth.p3gm.config.P3GMConfig`); :meth:`make_config`
+            applies them to the default config only, never to a config the caller passes.
     """
 
     name: str
@@ -200,19 +204,25 @@ class Method:
     noisy_rows: Callable[[FittedModel], int] | None = None
     for_shape: Callable[[Any, Schema, PrivacyBudget, float | None], Any] | None = None
     calibrates_prior: bool = False
+    defaults: tuple[tuple[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         if not dataclasses.is_dataclass(self.config_cls):
             raise TypeError(f"method {self.name!r}: config_cls must be a dataclass")
+        names = {f.name for f in dataclasses.fields(self.config_cls)}
+        unknown = sorted(name for name, _ in self.defaults if name not in names)
+        if unknown:
+            raise ValueError(f"method {self.name!r}: defaults for unknown fields {unknown}")
 
     def make_config(self, config: Any = None, **overrides: Any) -> Any:
-        """``config`` (or the default config) with ``overrides`` replaced; a nested config
-        (``dpsgd``, ``performance``) takes a config or a dict of the fields to change
+        """``config`` (or the default config: the config class's defaults with
+        :attr:`defaults` replaced) with ``overrides`` replaced; a nested config (``dpsgd``,
+        ``performance``) takes a config or a dict of the fields to change
         (:func:`jdp.synth.configs.apply_overrides`)."""
         from jdp.synth.configs import apply_overrides
 
         if config is None:
-            config = self.config_cls()
+            config = self.config_cls(**dict(self.defaults))
         if not isinstance(config, self.config_cls):
             raise TypeError(
                 f"method {self.name!r} expects a {self.config_cls.__name__}, "

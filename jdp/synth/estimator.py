@@ -234,11 +234,13 @@ def _config_class(cls: type[Synthesizer]) -> type | None:
 
 def _signature(cls: type[Synthesizer]) -> inspect.Signature | None:
     """``cls``'s keyword-only parameters: :class:`Synthesizer`'s (``epsilon`` without a
-    default) and the config fields with their defaults; ``None`` (``__init__``'s signature)
-    without a method."""
+    default) and the config fields with the method's defaults (its default config:
+    :meth:`~jdp.synth.base.Method.make_config`); ``None`` (``__init__``'s signature) without
+    a method."""
     config_cls = _config_class(cls)
     if config_cls is None:
         return None
+    config = get_method(cls.method).make_config(None)
     own = inspect.signature(Synthesizer.__init__, eval_str=True).parameters.values()
     params = [
         p.replace(default=inspect.Parameter.empty, annotation=float) if p.name == "epsilon" else p
@@ -248,17 +250,11 @@ def _signature(cls: type[Synthesizer]) -> inspect.Signature | None:
     hints = typing.get_type_hints(config_cls)
     for field in dataclasses.fields(config_cls):
         if field.init:
-            default = (
-                field.default_factory()
-                if field.default is dataclasses.MISSING
-                and field.default_factory is not dataclasses.MISSING
-                else field.default
-            )
             params.append(
                 inspect.Parameter(
                     field.name,
                     inspect.Parameter.KEYWORD_ONLY,
-                    default=inspect.Parameter.empty if default is dataclasses.MISSING else default,
+                    default=getattr(config, field.name),
                     annotation=hints.get(field.name, inspect.Parameter.empty),
                 )
             )

@@ -209,6 +209,24 @@ def test_signature_lists_the_methods_options():
     assert jdp.P3GM.__doc__.startswith("P3GM, scikit-learn style")
 
 
+def test_a_method_default_that_departs_from_its_config_class_holds_everywhere():
+    """DP-VAE shares P3GM's config class but not its default scale: the default config, the
+    estimator's config and its signature all carry DP-VAE's; a config the caller passes is
+    taken as it is; a default for a field the class lacks is refused at registration."""
+    from jdp.data.quantile_scale import LOG, TAILS
+    from jdp.synth.base import get_method
+    from jdp.synth.p3gm import P3GMConfig
+
+    vae = get_method("dp-vae")
+    assert P3GMConfig().scale == TAILS and vae.make_config(None).scale == LOG
+    assert jdp.DPVAE(epsilon=1.0).config.scale == LOG
+    assert inspect.signature(jdp.DPVAE).parameters["scale"].default == LOG
+    assert inspect.signature(jdp.P3GM).parameters["scale"].default == TAILS
+    assert vae.make_config(P3GMConfig()).scale == TAILS
+    with pytest.raises(ValueError, match=r"defaults for unknown fields \['scal'\]"):
+        dataclasses.replace(vae, defaults=(("scal", LOG),))
+
+
 def test_an_unknown_option_names_the_valid_ones():
     with pytest.raises(TypeError, match=r"unknown option 'latnt_dim'.*'latent_dim'"):
         jdp.P3GM(epsilon=1.0, latnt_dim=3)

@@ -53,17 +53,17 @@ def fitted():
 
 
 def test_every_shipped_method_takes_the_scale_measured_to_help_by_default():
-    """Min-max, the public log scale on every column (marginals, ClustMix) or on right-tailed
-    columns only (tree; P3GM's config, shared by its variants), or (dp-gan, whose samples are
-    mapped through them) released knots, where each was measured to help."""
+    """Min-max, the public log scale on every column (marginals, ClustMix, DP-VAE) or on
+    right-tailed columns only (tree; P3GM's config and its other variants), or (dp-gan, whose
+    samples are mapped through them) released knots, where each was measured to help."""
     from jdp.data.quantile_scale import TAILS
 
     for name in available_methods():
-        scale = get_method(name).config_cls().scale
+        scale = get_method(name).make_config(None).scale
         expected = (
             QUANTILES if name == "dp-gan"
-            else LOG if name in ("marginals", "clustmix")
-            else TAILS if name in ("tree", "p3gm", "p3gm-ae", "dp-vae", "pgm")
+            else LOG if name in ("marginals", "clustmix", "dp-vae")
+            else TAILS if name in ("tree", "p3gm", "p3gm-ae", "pgm")
             else MIN_MAX
         )  # fmt: skip
         assert scale == expected, name
