@@ -86,8 +86,9 @@ class P3GMConfig:
       performance: DP-SGD's compute flags (:class:`Performance`: clipping path, chunk cap,
         mesh); they change neither the samples' distribution nor the ledger.
       scale: how numeric columns reach the unit scale
-        (:class:`jdp.data.quantile_scale.NumericScale`; default ``"tails"``: the public log
-        scale on right-tailed columns (declared lower bound >= 0), min-max on signed ones;
+        (:class:`jdp.data.quantile_scale.NumericScale`; default ``"tails"``, DP-VAE's
+        ``"log"`` (:data:`jdp.synth.p3gm.DEFAULTS`): the public log scale on right-tailed
+        columns (declared lower bound >= 0), min-max on signed ones;
         measured against min-max and the log scale on every column in
         docs/results/numeric_columns.md; the paper's min-max is what
         :func:`jdp.synth.p3gm.paper.config_for` uses).
