@@ -10,11 +10,11 @@ A method's config holds a :class:`NumericScale`; the one table adapter
   o| / s)`` (:func:`log_knots`; ``s`` one unit for an integer column, ``(upper - lower)
   2^-10`` for a continuous one), measured from the column's origin ``o``, the point of its
   declared range nearest zero: its lower bound when that is zero or more (then ``u =
-  log1p((x - lower) / s) / log1p((upper - lower) / s)``), zero when the range holds it. So a
-  long-tailed column's bulk near its floor, and a centred or signed column's bulk near zero
-  (a principal-component score declared on ``[-20, 20]`` with its middle half within 0.2 of
-  zero), take a fair part of the unit interval instead of a few percent. A function of the
-  schema only.
+  log1p((x - lower) / s) / log1p((upper - lower) / s)``), zero when the range holds it, its
+  upper bound when that is below zero. So a long-tailed column's bulk near its floor, and a
+  centred or signed column's bulk near zero (a principal-component score declared on ``[-20,
+  20]`` with its middle half within 0.2 of zero), take a fair part of the unit interval
+  instead of a few percent. A function of the schema only.
 * ``"tails"``: the public log scale only on right-tailed columns, those whose declared lower
   bound is zero or more (counts, amounts, durations, weights: values that run right from a
   floor, often with a point mass at it); min-max elsewhere, so a signed column keeps its
