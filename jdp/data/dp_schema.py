@@ -23,7 +23,8 @@ one cell of each, so the noise grows with the square root of the number of colum
 ``noise="laplace"`` each column is its own snapped Laplace release (entries
 ``dp-bounds:<name>`` or ``dp-categories:<name>``), pure epsilon-DP for the bounds. Columns the
 user can declare in full (``declared=``) are copied at no cost; the budget ``epsilon`` is
-split equally over the others. The result is a :class:`SchemaRelease`
+split equally over the others, except that a released target takes :data:`TARGET_SHARE` of
+it (its classes drop their records when suppressed). The result is a :class:`SchemaRelease`
 holding the schema, the ledger of its release and the noisy clipped share of each numeric
 column. Category discovery is (epsilon, delta)-DP (a category present in only one of two
 neighbouring datasets can be released, with probability at most delta), recorded as an
@@ -122,6 +123,12 @@ TAIL_TOLERANCE = 0.02
 SHARES_WEIGHT = 0.5
 #: The default delta of a whole schema release (:func:`infer_schema_dp`).
 DEFAULT_DELTA = 1e-7
+#: The share of the histograms' budget that :func:`infer_schema_dp` gives a released target
+#: column (when others are released beside it): its classes are what a downstream model
+#: predicts, and a class the release suppresses drops its records (a target has no "other").
+#: With Gaussian noise it is the target's share of the squared sensitivity
+#: (:func:`target_weight`), with Laplace noise its share of the epsilon.
+TARGET_SHARE = 1 / 3
 #: How :func:`infer_schema_dp` noises its histograms: one joint Gaussian release of all of
 #: them (:func:`dp_joint_histograms`), or one snapped Laplace release per column.
 NOISES = ("gaussian", "laplace")
@@ -215,22 +222,25 @@ def dp_bounds(
        reaches ``pass_threshold(params, 1, p)`` with ``p`` = :data:`EXTEND_CHANCE` (an empty
        bucket extends it with probability at most ``p``, so empty tails add at most
        ``p / (1 - p)`` buckets on average; a tail holding data keeps extending);
-    3. *margin*: :data:`MARGIN` more buckets on each side, inside the coarse range;
-    4. *toward the anchor*: the side that faces the anchor ``c`` (values between ``c`` and
+    3. *toward the anchor*: the side that faces the anchor ``c`` (values between ``c`` and
        the bounds: a long lower tail of a positive column, spread thinly over many doubling
        buckets, as crx's A2) moves to ``c`` when the 95% upper bound on the share of values
        between them (below; each bucket's noisy count taken at least 0, so that the negative
        noise of many empty buckets cannot cancel a tail) exceeds :data:`TAIL_TOLERANCE`: the
        noise cannot rule out a tail there, and widening towards the anchor costs at most the
        bounds' own extent;
-    5. *what the counts show outside*: each side grows one bucket at a time while the noisy
+    4. *what the counts show outside*: each side grows one bucket at a time while the noisy
        share of values beyond it (the snapped counts' sum over their total) exceeds
        :data:`TAIL_TOLERANCE`: a mass the core missed (the other half of a signed column
        whose two halves sit in doubling buckets on either side of 0, with the near-empty
        buckets of tiny values between them, as creditcard's centred components: 40% of V20
        was outside before this step) or a thin far tail the release can see. Pure noise
        extends a side only while its sum stays above the tolerance, a geometric number of
-       buckets.
+       buckets;
+    5. *margin*: :data:`MARGIN` more buckets on each side, inside the coarse range and not
+       past the anchor a side was moved to; last, so that it also covers a side that step 4
+       stopped where the noisy share beyond fell under the tolerance while the true one did
+       not (a 3% tail of creditcard's V5 just beyond).
 
     Each bucket doubles the distance from the anchor, so the bounds stay within a small
     factor of the data they cover rather than at the coarse range, and what is clipped is
@@ -284,10 +294,11 @@ def bounds_from_counts(
     integer: bool,
     count_sd: float,
 ) -> DpBounds:
-    """Steps 1-4 of :func:`dp_bounds` on released bucket counts (post-processing): the core
+    """Steps 1-5 of :func:`dp_bounds` on released bucket counts (post-processing): the core
     from the lowest to the highest bucket reaching ``passing`` (and the noisy mode), grown
-    while the next bucket reaches ``extending``, plus :data:`MARGIN`, and widened to the
-    anchor on the side facing it unless the noise rules out a tail there; the coarse range
+    while the next bucket reaches ``extending``, widened to the anchor on the side facing it
+    unless the noise rules out a tail there, grown while the counts beyond a side show more
+    than :data:`TAIL_TOLERANCE`, plus :data:`MARGIN`; the coarse range
     ``[edges[0], edges[-1]]`` and ``signal=False`` when none passes. Shared by the Laplace
     histogram of one column and the joint Gaussian release (:func:`dp_joint_histograms`),
     which differ only in the two levels and in ``count_sd``, the standard deviation of one
@@ -302,8 +313,6 @@ def bounds_from_counts(
         first -= 1
     while last < m - 1 and noisy[last + 1] >= extending:
         last += 1
-    first, last = max(first - MARGIN, 0), min(last + MARGIN, m - 1)
-    lo, hi = float(edges[first]), float(edges[last + 1])
     total = max(noisy.sum(), 1.0)
 
     def share_bound(counts: np.ndarray) -> float:
@@ -311,21 +320,25 @@ def bounds_from_counts(
         spread = Z_95 * count_sd * math.sqrt(len(counts))
         return min(max((counts.sum() + spread) / total, 0.0), 1.0)
 
-    # 4. the side facing the anchor reaches it unless the noise rules out a tail there; a
+    # 3. the side facing the anchor reaches it unless the noise rules out a tail there; a
     # negative noisy count may not cancel a positive one (the test runs on every column)
     c = min(max(0.0, lower), upper)
     a = int(bucket_index(edges, np.array([c]))[0])
-    if c < lo and share_bound(np.maximum(noisy[:first], 0)) > TAIL_TOLERANCE:
-        first, lo = a, c
-    if hi < c and share_bound(np.maximum(noisy[last + 1 :], 0)) > TAIL_TOLERANCE:
-        last, hi = a, c
-    # 5. each side grows while the counts beyond it show more than the tolerance
+    anchored = [False, False]  # lower, upper side moved to the anchor
+    if c < edges[first] and share_bound(np.maximum(noisy[:first], 0)) > TAIL_TOLERANCE:
+        first, anchored[0] = a, True
+    if edges[last + 1] < c and share_bound(np.maximum(noisy[last + 1 :], 0)) > TAIL_TOLERANCE:
+        last, anchored[1] = a, True
+    # 4. each side grows while the counts beyond it show more than the tolerance
     while first > 0 and noisy[:first].sum() / total > TAIL_TOLERANCE:
-        first -= 1
-        lo = float(edges[first])
+        first, anchored[0] = first - 1, False
     while last < m - 1 and noisy[last + 1 :].sum() / total > TAIL_TOLERANCE:
-        last += 1
-        hi = float(edges[last + 1])
+        last, anchored[1] = last + 1, False
+    # 5. the margin, beyond wherever a side ended but never past the anchor it was moved to
+    first = first if anchored[0] else max(first - MARGIN, 0)
+    last = last if anchored[1] else min(last + MARGIN, m - 1)
+    lo = c if anchored[0] else float(edges[first])
+    hi = c if anchored[1] else float(edges[last + 1])
     if integer:
         lo = float(max(math.floor(lo), math.ceil(lower)))
         hi = float(min(math.ceil(hi), math.floor(upper)))
@@ -443,40 +456,64 @@ class Histogram(NamedTuple):
     range) or ``None`` for a categorical column (whose cells are its distinct values);
     ``values`` what is counted (a numeric column's values without missing values and point
     masses; a categorical column's values, missing ones not counted); ``integer`` for an
-    integer-valued kind; ``masses`` its declared point masses (public)."""
+    integer-valued kind; ``masses`` its declared point masses (public); ``target`` for the
+    target column's (weighted in a joint release, :attr:`JointGaussian.target_weight`)."""
 
     edges: np.ndarray | None
     values: Any
     integer: bool = False
     masses: tuple[float, ...] = ()
+    target: bool = False
 
 
 def _histogram(
-    series: pd.Series, name: str, kind: str, ranges: Mapping[str, Any], masses: Sequence[Any]
+    series: pd.Series,
+    name: str,
+    kind: str,
+    ranges: Mapping[str, Any],
+    masses: Sequence[Any],
+    target: bool,
 ) -> Histogram:
     """The :class:`Histogram` of one released column (its values checked before)."""
     if kind == "categorical":
-        return Histogram(None, series)
+        return Histogram(None, series, target=target)
     a, b = (_number(kind, v) for v in ranges[name])
     x = _numbers(kind, series, name)
     points = tuple(_number(kind, m) for m in masses)
     return Histogram(
         log_bucket_edges(a, b), x[~np.isnan(x) & ~np.isin(x, points)],
-        kind in INTEGER_VALUED_KINDS, points,
+        kind in INTEGER_VALUED_KINDS, points, target,
     )  # fmt: skip
+
+
+def target_weight(histograms: int) -> float:
+    """The weight ``w`` of a released target's histogram among ``histograms`` in one joint
+    release: ``w^2 = TARGET_SHARE / (1 - TARGET_SHARE) (k - 1)`` (so the target carries
+    :data:`TARGET_SHARE` of the squared sensitivity ``k - 1 + w^2``), and 1 when it is the
+    only one. A function of the public number of released columns."""
+    check_count("histograms", histograms, minimum=1)
+    if histograms == 1:
+        return 1.0
+    return math.sqrt(TARGET_SHARE / (1 - TARGET_SHARE) * (histograms - 1))
 
 
 class JointGaussian(NamedTuple):
     """The plan of a joint Gaussian schema release (:func:`plan_joint_gaussian`), public.
 
     Attributes:
-      noise_multiplier: ``z``: every count gets ``N(0, sigma^2)`` with ``sigma = z sqrt(k)``.
+      noise_multiplier: ``z``: the counts, the target's multiplied by ``w``, get
+        ``N(0, sigma^2)`` with ``sigma = z sqrt(k - 1 + w^2)`` (:attr:`sensitivity`).
       histograms: ``k``, the released columns (one histogram each).
       categorical: how many of them are categorical (cells = private distinct values).
       new_key_tail: ``tau``, the bound on the probability that a value present in one
         neighbour only passes its threshold in some column.
       epsilon, delta: what the release is: :meth:`event` meets ``(epsilon, delta)`` under the
         ledger's rule (``epsilon`` as found, at most the target).
+      target_weight: ``w``, the weight of the target's histogram (:func:`target_weight`; 1
+        when no target is released, and the noise on its counts is ``sigma / w``).
+
+    The read-off of a histogram of weight ``w`` divides by ``w``: :meth:`count_sd`,
+    :meth:`level` and :meth:`category_threshold` take it (1 for every other histogram).
     """
 
     noise_multiplier: float
@@ -485,33 +522,43 @@ class JointGaussian(NamedTuple):
     new_key_tail: float
     epsilon: float = math.inf
     delta: float = 0.0
+    target_weight: float = 1.0
+
+    def weight_of(self, histogram: Histogram) -> float:
+        """A histogram's weight in the release: :attr:`target_weight` for the target's, 1."""
+        return self.target_weight if histogram.target else 1.0
+
+    @property
+    def sensitivity(self) -> float:
+        """``sqrt(k - 1 + w^2)``: one record adds ``w`` to one cell of the target's weighted
+        histogram and 1 to one cell of each other histogram (``sqrt(k)`` without a target)."""
+        return math.sqrt(self.histograms - 1 + self.target_weight**2)
 
     @property
     def sigma(self) -> float:
-        """The noise standard deviation of every count."""
-        return self.noise_multiplier * math.sqrt(self.histograms)
+        """The noise standard deviation of every weighted count."""
+        return self.noise_multiplier * self.sensitivity
 
-    @property
-    def count_sd(self) -> float:
-        """The standard deviation of one released count: the noise and the rounding to the
-        snapping grid ``g`` (``sqrt(sigma^2 + g^2 / 12)``)."""
-        return math.sqrt(self.sigma**2 + power_of_two_at_least(self.sigma) ** 2 / 12)
+    def count_sd(self, weight: float = 1.0) -> float:
+        """The standard deviation of one released count of a histogram of ``weight``: the
+        noise and the rounding to the snapping grid ``g``, ``sqrt(sigma^2 + g^2 / 12) / w``."""
+        return math.sqrt(self.sigma**2 + power_of_two_at_least(self.sigma) ** 2 / 12) / weight
 
-    def level(self, probability: float) -> float:
-        """``g / 2 + sigma Phi^-1(1 - p)`` (``g`` the snapping grid, the smallest power of two
-        ``>= sigma``): a count of 0 plus ``N(0, sigma^2)``, rounded to the grid, reaches it
-        with probability at most ``p`` (rounding moves a value by at most ``g / 2``)."""
+    def level(self, probability: float, weight: float = 1.0) -> float:
+        """``(g / 2 + sigma Phi^-1(1 - p)) / w`` (``g`` the snapping grid, the smallest power
+        of two ``>= sigma``): a count of 0 in a histogram of weight ``w`` (weighted: 0, plus
+        ``N(0, sigma^2)``, rounded to the grid, then divided by ``w``) reaches it with
+        probability at most ``p`` (rounding moves a value by at most ``g / 2``)."""
         grid = power_of_two_at_least(self.sigma)
-        return grid / 2 + self.sigma * -NormalDist().inv_cdf(probability)
+        return (grid / 2 + self.sigma * -NormalDist().inv_cdf(probability)) / weight
 
-    @property
-    def category_threshold(self) -> float:
-        """``1 + level(tau / c)``: a value of count 1 passes with probability at most ``tau /
+    def category_threshold(self, weight: float = 1.0) -> float:
+        """``1 + level(tau / c, w)``: a value of count 1 passes with probability at most ``tau /
         c``, so one record's at most ``c`` new values (one per categorical column) pass with
         probability at most ``tau`` (union bound); infinite without categorical columns."""
         if not self.categorical:
             return math.inf
-        return 1.0 + self.level(self.new_key_tail / self.categorical)
+        return 1.0 + self.level(self.new_key_tail / self.categorical, weight)
 
     def event(self) -> ev.DpEvent:
         """The release's exact event: ``gaussian_event(z)`` (:mod:`jdp.mechanisms.noise`)
@@ -520,9 +567,10 @@ class JointGaussian(NamedTuple):
 
 
 def plan_joint_gaussian(
-    *, epsilon: float, delta: float, histograms: int, categorical: int
+    *, epsilon: float, delta: float, histograms: int, categorical: int, target: bool = False
 ) -> JointGaussian:
-    """The joint Gaussian release of ``histograms`` columns meeting ``(epsilon, delta)``.
+    """The joint Gaussian release of ``histograms`` columns meeting ``(epsilon, delta)``, one
+    of them the target's when ``target`` (weighted by :func:`target_weight`).
 
     Half of ``delta`` is the new-value tail's cost: a cut costs ``(1 + e^epsilon)`` times
     its mass (:mod:`accounting.compose`), so ``tau = delta / (2 (1 + e^epsilon))`` (0 without
@@ -536,21 +584,25 @@ def plan_joint_gaussian(
     check_count("histograms", histograms, minimum=1)
     tau = delta / (2 * (1 + math.exp(epsilon))) if categorical else 0.0
 
+    w = target_weight(histograms) if target else 1.0
+
     def event(z: float) -> ev.DpEvent:
-        return JointGaussian(z, histograms, categorical, tau).event()
+        return JointGaussian(z, histograms, categorical, tau, target_weight=w).event()
 
     z = calibrate(event, target_epsilon=epsilon, target_delta=delta)
     spent = best_epsilon(event(z), delta).value
-    return JointGaussian(z, histograms, categorical, tau, spent, delta)
+    return JointGaussian(z, histograms, categorical, tau, spent, delta, w)
 
 
 def _joint_fingerprint(
     rng: np.random.Generator, histograms: Sequence[Histogram], plan: JointGaussian
 ) -> Any:
-    """The joint release's public fingerprint (:mod:`jdp.mechanisms.tape`): the buckets and
-    kinds of its histograms and the plan; the values are private."""
+    """The joint release's public fingerprint (:mod:`jdp.mechanisms.tape`): the buckets,
+    kinds and target flags of its histograms and the plan; the values are private."""
     del rng
-    return public(([h.edges for h in histograms], [h.integer for h in histograms], plan))
+    return public(
+        ([h.edges for h in histograms], [(h.integer, h.target) for h in histograms], plan)
+    )
 
 
 def histogram_counts(h: Histogram) -> tuple[Any, np.ndarray]:
@@ -570,12 +622,14 @@ def dp_joint_histograms(
     """A schema's histograms released together by one Gaussian mechanism, read off as
     bounds (numeric) and categories (categorical).
 
-    Every histogram's counts are concatenated and released with ``N(0, sigma^2)`` noise
-    (:func:`jdp.mechanisms.noise.gaussian_mechanism`, snapped to the grid ``g``). A numeric
-    column's bounds are :func:`bounds_from_counts` with an empty bucket passing with
-    probability ``RANGE_FAILURE / M`` and extending with probability
-    :data:`EXTEND_CHANCE` (:meth:`JointGaussian.level`); a categorical column's released
-    values are those whose noisy count exceeds :attr:`JointGaussian.category_threshold`.
+    Every histogram's counts, the target's (``Histogram.target``, at most one) multiplied by
+    ``w = plan.target_weight``, are concatenated and released with ``N(0, sigma^2)`` noise
+    (:func:`jdp.mechanisms.noise.gaussian_mechanism`, snapped to the grid ``g``), and the
+    target's divided by ``w`` again. A numeric column's bounds are
+    :func:`bounds_from_counts` with an empty bucket passing with probability
+    ``RANGE_FAILURE / M`` and extending with probability :data:`EXTEND_CHANCE`
+    (:meth:`JointGaussian.level` at the histogram's weight); a categorical column's released
+    values are those whose noisy count exceeds :meth:`JointGaussian.category_threshold`.
 
     Returns:
       ``(results, event)``: per histogram, in order, a :class:`DpBounds` or a tuple of
@@ -584,13 +638,15 @@ def dp_joint_histograms(
       release by the basic theorem as they do every DP category list.
 
     Privacy (``docs/privacy.md``, "Joint Gaussian schema release"):
-      Add/remove one record ``x``. Each histogram gets 1 from ``x`` in at most one cell.
-      On the cells present in both neighbours (every bucket; the values held by other
-      records too) the count vectors differ by at most 1 in at most ``k`` cells: L2
-      sensitivity ``sqrt(k)``, the Gaussian mechanism with multiplier ``z``, and all that
-      is read off them is post-processing. A value only ``x`` holds is a cell of count 1 in
-      one neighbour and absent in the other: it passes its threshold with probability at
-      most ``tau / c``, and ``x`` has at most ``c`` such values, so the release is within
+      Add/remove one record ``x``. Each histogram gets 1 from ``x`` in at most one cell
+      (``w`` in the weighted target's). On the cells present in both neighbours (every
+      bucket; the values held by other records too) the weighted count vectors differ by
+      at most 1 in at most ``k - 1`` cells and by ``w`` in one: L2 sensitivity
+      ``sqrt(k - 1 + w^2)`` (:attr:`JointGaussian.sensitivity`), the Gaussian mechanism with
+      multiplier ``z``, and all that is read off them is post-processing. A value only
+      ``x`` holds is a cell of count 1 in one neighbour and absent in the other: it passes
+      its threshold with probability at most ``tau / c`` (at its histogram's weight), and
+      ``x`` has at most ``c`` such values, so the release is within
       total variation ``tau`` of one that never shows them (a function of the common cells
       alone). The exact event is ``gaussian_event(z)`` with that cut
       (``NoiseCutDpEvent(tau)``, charged ``(1 + e^epsilon) tau`` by every accountant).
@@ -600,22 +656,35 @@ def dp_joint_histograms(
       "Differentially private set union"; Wilson et al. 2020); the stability-based histogram
       (Korolova et al. 2009).
     """
+    if len(histograms) != plan.histograms or sum(h.target for h in histograms) > 1:
+        raise ValueError(
+            f"expected the plan's {plan.histograms} histograms, at most one the target's; got "
+            f"{len(histograms)}, {sum(h.target for h in histograms)} marked target"
+        )
+    weights = [plan.weight_of(h) for h in histograms]
     cells, counts = zip(*(histogram_counts(h) for h in histograms), strict=True)
     noisy, _ = gaussian_mechanism(  # its event is plan.event()'s Gaussian part
-        rng, np.concatenate(counts), secure_noise=True,
-        l2_sensitivity=math.sqrt(plan.histograms), noise_multiplier=plan.noise_multiplier,
+        rng, np.concatenate([w * c for w, c in zip(weights, counts, strict=True)]),
+        secure_noise=True, l2_sensitivity=plan.sensitivity,
+        noise_multiplier=plan.noise_multiplier,
     )  # fmt: skip
     parts = np.split(noisy, np.cumsum([len(c) for c in counts])[:-1])
     results: list[DpBounds | tuple] = []
-    for h, part, keys in zip(histograms, parts, cells, strict=True):
+    for h, w, part, keys in zip(histograms, weights, parts, cells, strict=True):
+        part = part / w
         if h.edges is None:
-            results.append(categories_from_counts(keys, part, plan.category_threshold))
+            results.append(categories_from_counts(keys, part, plan.category_threshold(w)))
         else:
-            passing = plan.level(RANGE_FAILURE / len(part))
-            extending = plan.level(EXTEND_CHANCE)
+            passing = plan.level(RANGE_FAILURE / len(part), w)
+            extending = plan.level(EXTEND_CHANCE, w)
             results.append(
                 bounds_from_counts(
-                    part, h.edges, passing, extending, integer=h.integer, count_sd=plan.count_sd
+                    part,
+                    h.edges,
+                    passing,
+                    extending,
+                    integer=h.integer,
+                    count_sd=plan.count_sd(w),
                 )
             )
     return tuple(results), ev.EpsilonDeltaDpEvent(epsilon=plan.epsilon, delta=plan.delta)
@@ -887,8 +956,9 @@ def infer_schema_dp(
     Args:
       rng: the noise source.
       data: the private table.
-      epsilon: total budget, split equally over the columns the release has to find (the
-        columns not in ``declared``).
+      epsilon: total budget, split over the columns the release has to find (the columns
+        not in ``declared``): equally, a released target taking :data:`TARGET_SHARE` of the
+        histograms' share (budget rule below).
       kinds: each released column's kind (public: it is a property of the data format).
       ranges: a coarse public ``(a, b)`` per released numeric column (required for each; may
         be very loose: :func:`dp_bounds` searches it on a log scale); two dates (ISO text,
@@ -937,7 +1007,11 @@ def infer_schema_dp(
     ``dp-schema-histograms``). Both are thresholded histograms that need a bucket or category
     of about ``c / epsilon_k`` records to pass (Laplace: ``c`` = 6-10 for bounds, 15-16 for
     categories at the default deltas; Gaussian: ``c`` shrinks as ``1 / sqrt(k)``), so one
-    share serves both; declaring what is known is what frees budget. A
+    share serves both; declaring what is known is what frees budget. A released ``target``
+    beside other columns takes :data:`TARGET_SHARE` (half) of the histograms' budget: its
+    epsilon with Laplace noise, its share of the squared sensitivity with Gaussian noise
+    (:func:`target_weight`, noise ``sigma / sqrt(k - 1)`` on its counts); the others split the
+    rest equally. A
     :class:`DpSchemaWarning` names the numeric columns released without signal (coarse range
     kept) or with a noisy clipped share above 1%; :attr:`SchemaRelease.clipped` holds the
     shares. Categorical columns with no category above the threshold raise, all in one
@@ -986,34 +1060,43 @@ def infer_schema_dp(
     problems.raise_if_any()
     shares = report_suppressed and any(kinds[n] == "categorical" for n in released_names)
     histograms = {
-        name: _histogram(data[name], name, kinds[name], ranges, point_masses.get(name, ()))
+        name: _histogram(
+            data[name], name, kinds[name], ranges, point_masses.get(name, ()), name == target
+        )
         for name in released_names
     }
     ledger, found = PrivacyLedger(), {}
-    eps_col = epsilon / max(len(released_names) + shares * SHARES_WEIGHT, 1)
+    k = len(histograms)
+    eps_col = epsilon / max(k + shares * SHARES_WEIGHT, 1)
     if noise == "laplace":
         n_cat = sum(h.edges is None for h in histograms.values())
-        tau = threshold_for(eps_col, delta / max(n_cat, 1))
+        # the target's share of the histograms' epsilon: w^2 of k - 1 + w^2 (TARGET_SHARE)
+        units = {n: target_weight(k) ** 2 if h.target else 1.0 for n, h in histograms.items()}
+        unit = eps_col * k / sum(units.values())
+        tau = threshold_for(unit, delta / max(n_cat, 1))
         for name, h in histograms.items():
             if h.edges is None:
-                found[name], event = dp_categories(rng, h.values, epsilon=eps_col,
+                found[name], event = dp_categories(rng, h.values, epsilon=units[name] * unit,
                                                    delta=delta / n_cat)  # fmt: skip
                 ledger = ledger.record(f"dp-categories:{name}", event)
             else:
                 found[name], event = dp_bounds(
-                    rng, h.values, lower=h.edges[0], upper=h.edges[-1], epsilon=eps_col,
-                    integer=h.integer,
+                    rng, h.values, lower=h.edges[0], upper=h.edges[-1],
+                    epsilon=units[name] * unit, integer=h.integer,
                 )  # fmt: skip
                 ledger = ledger.record(f"dp-bounds:{name}", event)
+        per = f"epsilon {unit:.3g} per column"
     elif histograms:
         plan = plan_joint_gaussian(
-            epsilon=eps_col * len(histograms), delta=delta, histograms=len(histograms),
+            epsilon=eps_col * k, delta=delta, histograms=k,
             categorical=sum(h.edges is None for h in histograms.values()),
+            target=any(h.target for h in histograms.values()),
         )  # fmt: skip
         results, event = dp_joint_histograms(rng, list(histograms.values()), plan)
         found = dict(zip(histograms, results, strict=True))
         ledger = ledger.record("dp-schema-histograms", event)
-        tau = plan.category_threshold
+        tau = plan.category_threshold()
+        per = f"epsilon {eps_col:.3g} per column (one joint release)"
     columns, clipped, clipped_bound, empty = [], [], [], []
     mapped, dropped = np.zeros(len(data), bool), np.zeros(len(data), bool)
     for name in data.columns:
@@ -1050,9 +1133,6 @@ def infer_schema_dp(
                    nullable=name in nullable)
         )  # fmt: skip
     if empty:
-        per = f"epsilon {eps_col:.3g} per column" + (
-            " (one joint release)" if noise != "laplace" else ""
-        )
         raise ValueError(
             f"column(s) {', '.join(repr(n) for n in empty)}: no category passed the DP "
             f"threshold at {per} (a category needs about {tau:.0f} records to pass; none here "
