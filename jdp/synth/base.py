@@ -94,8 +94,10 @@ from jdp.random import numpy_rng
 from jdp.synth.feasibility import (
     PublicShape,
     check_shape,
+    class_domain,
     has_minimum,
     public_width,
+    release_class_counts,
     release_row_count,
 )
 from jdp.synth.registry import METHODS
@@ -241,7 +243,8 @@ class Method:
         """The table adapter: for a method with a shape minimum
         (:mod:`jdp.synth.feasibility`), warn when the table's public shape is below it (the
         row count ``rows`` as declared, else released from its own key and share of
-        ``budget``; released too when the config has public-shape settings to resolve,
+        ``budget``, as the target's class counts for a method with a minimum of the smallest
+        class; released too when the config has public-shape settings to resolve,
         :attr:`for_shape`); put the numeric columns on the config's ``scale``
         (:func:`jdp.data.quantile_scale.scale_table`: public log knots, or released quantile
         knots from their own key and share of ``budget``), encode ``data`` with the public
@@ -250,15 +253,23 @@ class Method:
         released knots, the model's own distribution of each knotted column is read from
         :data:`~jdp.data.quantile_scale.CDF_DRAWS` of its rows (post-processing,
         ``params["value_cdf"]``) for :meth:`sample` to map onto them."""
-        counted, rest = PrivacyLedger(), budget
-        judged = has_minimum(self.name)
+        counted, rest, smallest = PrivacyLedger(), budget, None
+        by_class = has_minimum(self.name, "smallest class")
+        judged = has_minimum(self.name) or by_class
+        classes = class_domain(data.schema) if by_class else None
         needs_rows = self.for_shape is not None and (
             self.for_shape(config, data.schema, rest, None) is None
         )
         if (judged or needs_rows) and rows is None:  # keys change only on a release
             count_key, key = jax.random.split(key)
-            rows, counted, rest = release_row_count(numpy_rng(count_key), len(data), rest)
-        shape = PublicShape(rows or 0.0, public_width(data.schema), rest.left.epsilon)
+            if classes is not None:  # the class counts, in place of the row count
+                target = data.frame[data.schema.target]
+                rows, smallest, counted, rest = release_class_counts(
+                    numpy_rng(count_key), target, classes, rest
+                )
+            else:
+                rows, counted, rest = release_row_count(numpy_rng(count_key), len(data), rest)
+        shape = PublicShape(rows or 0.0, public_width(data.schema), rest.left.epsilon, smallest)
         scale = getattr(config, "scale", MIN_MAX)  # a user's method may have none
         scale_key = None
         if scale.spends and any(needs_knots(c) for c in data.schema.columns):

@@ -49,9 +49,16 @@ def test_the_row_count_is_a_laplace_release_of_its_share():
 def test_a_minimum_lies_between_its_measured_failure_and_success(monkeypatch):
     monkeypatch.setattr(F, "_MINIMUM", {})
     m = F.register_minimum("slow", failed="spambase", worked="adult-5k")
-    assert F.MEASURED_AT["spambase"] < m < F.MEASURED_AT["adult-5k"]
+    assert F.MEASURED_AT["rows"]["spambase"] < m < F.MEASURED_AT["rows"]["adult-5k"]
+    c = F.register_minimum("slow", failed="creditcard-paper-5k", worked="adult-5k",
+                           of="smallest class")  # fmt: skip
+    measured = F.MEASURED_AT["smallest class"]
+    assert measured["creditcard-paper-5k"] < c < measured["adult-5k"]
+    assert F.has_minimum("slow") and F.has_minimum("slow", "smallest class")
     with pytest.raises(ValueError, match="below"):
         F.register_minimum("slow", failed="adult-5k", worked="crx")
+    with pytest.raises(ValueError, match="expected of in"):
+        F.register_minimum("slow", failed="adult-5k", worked="adult", of="columns")
 
 
 def test_a_share_too_small_to_release_gives_the_public_cap_and_spends_nothing():
@@ -61,7 +68,7 @@ def test_a_share_too_small_to_release_gives_the_public_cap_and_spends_nothing():
 
 
 def test_below_the_minimum_warns_and_names_a_method_that_passes(monkeypatch):
-    monkeypatch.setattr(F, "_MINIMUM", {"slow": 30.0, "clustmix": 100.0})
+    monkeypatch.setattr(F, "_MINIMUM", {("slow", "rows"): 30.0, ("clustmix", "rows"): 100.0})
     small = F.PublicShape(rows=500.0, width=50, epsilon=1.0)  # 10 per width
     with pytest.warns(F.CannotWorkWarning, match="slow cannot work here.*marginals"):
         assert F.check_shape("slow", small) is not None
@@ -72,10 +79,47 @@ def test_below_the_minimum_warns_and_names_a_method_that_passes(monkeypatch):
 
 
 def test_the_message_hides_the_row_count_unless_asked(monkeypatch):
-    monkeypatch.setattr(F, "_MINIMUM", {"slow": 30.0})
-    with pytest.warns(F.CannotWorkWarning) as record:
-        F.check_shape("slow", F.PublicShape(rows=517.0, width=50, epsilon=1.0))
-    assert "517" not in str(record[0].message)
+    monkeypatch.setattr(F, "_MINIMUM", {("slow", "rows"): 30.0, ("slow", "smallest class"): 9.0})
+    shapes = (F.PublicShape(517.0, 50, 1.0), F.PublicShape(5170.0, 50, 1.0, 223.0))
+    for shape, count in zip(shapes, ("517", "223"), strict=True):
+        with pytest.warns(F.CannotWorkWarning) as record:
+            F.check_shape("slow", shape)
+        assert count not in str(record[0].message)
+
+
+def test_the_smallest_class_has_its_own_minimum(monkeypatch):
+    """A table above a method's row minimum whose smallest class is below its class minimum
+    warns, naming that count, and the fallback judged by both; a count not released (None)
+    is not judged."""
+    monkeypatch.setattr(F, "_MINIMUM", {("slow", "rows"): 30.0, ("slow", "smallest class"): 9.0,
+                                        ("marginals", "smallest class"): 8.0})  # fmt: skip
+    rare = F.PublicShape(rows=5000.0, width=30, epsilon=1.0, smallest_class=222.0)  # 7.4
+    assert rare.per_width("smallest class") == pytest.approx(7.4)
+    with pytest.warns(F.CannotWorkWarning, match="smallest target class.*clustmix") as record:
+        assert F.check_shape("slow", rare) is not None
+    assert "7.4 records per width" in str(record[0].message)
+    assert F.alternative(F.PublicShape(5000.0, 30, 1.0, 700.0)) == "marginals"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert F.check_shape("slow", F.PublicShape(5000.0, 30, 1.0, 300.0)) is None
+        assert F.check_shape("slow", F.PublicShape(5000.0, 30, 1.0, None)) is None
+
+
+def test_the_class_counts_are_one_laplace_release_of_their_share():
+    """The target's class counts in the schema's order (a class absent from the data counts
+    0): one entry of CLASS_COUNT_SHARE of epsilon, the sum and least within 6 sd of the
+    truth (Laplace sd sqrt(2) / (share epsilon) per count)."""
+    budget = PrivacyBudget(epsilon=2.0, delta=1e-6)
+    target = pd.Series(["n"] * 900 + ["p"] * 100)
+    rows, smallest, ledger, rest = F.release_class_counts(
+        np.random.default_rng(1), target, ("n", "p", "q"), budget
+    )
+    ((entry),) = ledger.entries
+    assert entry.label == "class counts" and isinstance(entry.event, ev.LaplaceDpEvent)
+    np.testing.assert_allclose(ledger.epsilon(0.0), F.CLASS_COUNT_SHARE * 2.0, rtol=1e-9)
+    assert rest == PrivacyBudget(epsilon=2.0 * (1 - F.CLASS_COUNT_SHARE), delta=1e-6)
+    sd = np.sqrt(2) / (F.CLASS_COUNT_SHARE * 2.0)
+    assert abs(rows - 1000) < 6 * sd * np.sqrt(3) and abs(smallest - 0) < 6 * sd
 
 
 def frame(n: int, seed: int) -> pd.DataFrame:
@@ -111,9 +155,44 @@ def test_a_declared_count_is_read_for_free_and_decides_alone():
 
 
 def test_without_a_declared_count_the_noisy_count_opens_the_ledger_within_budget():
+    """pca-gauss has a minimum of the smallest class and SCHEMA a categorical target: the
+    class counts are released in place of the row count; dpgm has only a row minimum."""
+    get_method("dpgm")
+    assert F.has_minimum("pca-gauss", "smallest class") and not F.has_minimum(
+        "dpgm", "smallest class"
+    )
     model, _ = tiny_fit(300, rows=None)
-    assert model.ledger.entries[0].label == "row count"
+    assert model.ledger.entries[0].label == "class counts"
     assert model.epsilon() <= 1.0 * (1 + 1e-9)
+
+
+def test_a_rare_class_warns_before_the_fit_and_a_common_one_does_not():
+    """A 60-wide table of 4,000 rows (66 rows per width, above pca-gauss's row minimum):
+    with 100 records in its smaller class (1.7 per width, 15 noise sd below the class
+    minimum) the fit warns; with 2,000 (33 per width, 50 sd above) it does not."""
+    wide = Schema(
+        columns=(
+            Column(name="x", kind="continuous", lower=0, upper=1),
+            Column(name="c", kind="categorical", categories=tuple(f"k{i}" for i in range(59))),
+            Column(name="y", kind="categorical", categories=("n", "p")),
+        ),
+        target="y",
+    )
+    rng = np.random.default_rng(5)
+    n = 4000
+    for minority, warns in ((100, True), (2000, False)):
+        data = pd.DataFrame({
+            "x": rng.uniform(size=n), "c": rng.choice(wide["c"].categories, n),
+            "y": np.where(np.arange(n) < minority, "p", "n"),
+        })  # fmt: skip
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            budget = PrivacyBudget(epsilon=1.0, delta=1e-5)
+            fit_model(key_from_seed(0), "pca-gauss", data, budget, schema=wide)
+        said = [w for w in caught if issubclass(w.category, F.CannotWorkWarning)]
+        assert len(said) == warns
+        if warns:
+            assert "smallest target class" in str(said[0].message)
 
 
 @pytest.mark.parametrize("rows", [0.0, -5.0, float("nan")])

@@ -410,7 +410,7 @@ def test_registered_table_fit_and_sample(config, labels) -> None:
     table, ds = _adult_table(400)
     budget = PrivacyBudget(epsilon=1.0, delta=1e-5)
     model = fit_model(key_from_seed(0), "pca-gauss", table, budget, config)
-    assert model.ledger.labels == ["row count", *labels]  # the shape rule's count first
+    assert model.ledger.labels == ["class counts", *labels]  # the shape rule's counts first
     assert model.epsilon() <= 1.0 * (1 + 1e-9)
     out = sample_model(key_from_seed(1), model, 50)
     assert list(out.columns) == ds.schema.names
