@@ -205,11 +205,16 @@ def release_class_counts(
     :func:`release_counts`, :data:`CLASS_COUNT_SHARE`, entry "class counts"); returns their
     sum (the row count) and their least (the smallest class: post-processing), the ledger and
     the budget left."""
-    counts = target.value_counts().reindex(list(classes), fill_value=0).to_numpy()
     noisy, ledger, rest = release_counts(
-        rng, counts, budget, share=CLASS_COUNT_SHARE, label="class counts"
+        rng, class_counts(target, classes), budget, share=CLASS_COUNT_SHARE, label="class counts"
     )
     return float(noisy.sum()), float(noisy.min()), ledger, rest
+
+
+def class_counts(target: pd.Series, classes: tuple) -> np.ndarray:
+    """The number of records of each class, in the order of ``classes``; a missing value or
+    one outside ``classes`` counts in none (one record changes at most one count, by 1)."""
+    return target.value_counts().reindex(list(classes), fill_value=0).to_numpy(np.float64)
 
 
 def shortfall(method: str, shape: PublicShape) -> tuple[str, float, float] | None:

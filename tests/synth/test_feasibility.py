@@ -199,3 +199,16 @@ def test_a_rare_class_warns_before_the_fit_and_a_common_one_does_not():
 def test_a_declared_count_must_be_positive(rows):
     with pytest.raises(ValueError, match="rows"):
         tiny_fit(50, rows=rows)
+
+
+def test_one_record_moves_one_class_count_by_one():
+    """The class counts' L1 sensitivity (docs/privacy.md, "The smallest class"): adding any
+    one record -- of a class, of a class absent so far, with a missing target -- changes the
+    count vector by at most 1 in one entry."""
+    classes = ("n", "p", "q")
+    base = pd.Series(["n"] * 7 + ["p"] * 3 + [None])
+    before = F.class_counts(base, classes)
+    np.testing.assert_array_equal(before, [7.0, 3.0, 0.0])
+    for extra, moved in (("n", 1), ("p", 1), ("q", 1), (None, 0), (np.nan, 0)):
+        after = F.class_counts(pd.concat([base, pd.Series([extra])], ignore_index=True), classes)
+        assert np.abs(after - before).sum() == moved and np.abs(after - before).max() <= 1
