@@ -125,6 +125,7 @@ MEASURED_AT = {
         "adult": 32561 / 110,
     },
     "smallest class": {
+        "creditcard-5k": 7 / 30,
         "creditcard-paper-5k": 222 / 29,
         "spambase": 1218 / 111,
         "adult-5k": 1221 / 110,

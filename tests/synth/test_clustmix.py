@@ -238,8 +238,8 @@ def test_cli_fit_paper_mode_shows_the_label_and_bad_options_write_nothing(tmp_pa
     assert PAPER_CLAIM in out and "NOT a DP guarantee" in out
     saved = json.loads((tmp_path / "m" / "model.json").read_text())
     modes = {e["label"]: e["mode"] for e in saved["ledger"]["entries"]}
-    # every phase follows the paper; the shape rule's row count is a real Laplace release
-    assert modes.pop("row count") == "strict" and set(modes.values()) == {"paper"}
+    # every phase follows the paper; the shape rule's class counts are a real Laplace release
+    assert modes.pop("class counts") == "strict" and set(modes.values()) == {"paper"}
     for bad in (["--set", "alpha=2"], ["--set", "n_clusters=100000", "--set", "mode=paper"]):
         code = main(base + ["--out", str(tmp_path / "bad")] + bad)
         _, err = capsys.readouterr()

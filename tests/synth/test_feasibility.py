@@ -156,14 +156,18 @@ def test_a_declared_count_is_read_for_free_and_decides_alone():
 
 def test_without_a_declared_count_the_noisy_count_opens_the_ledger_within_budget():
     """pca-gauss has a minimum of the smallest class and SCHEMA a categorical target: the
-    class counts are released in place of the row count; dpgm has only a row minimum."""
-    get_method("dpgm")
-    assert F.has_minimum("pca-gauss", "smallest class") and not F.has_minimum(
-        "dpgm", "smallest class"
-    )
+    class counts are released in place of the row count; without a categorical target, the
+    row count."""
+    assert F.has_minimum("pca-gauss", "smallest class")
     model, _ = tiny_fit(300, rows=None)
     assert model.ledger.entries[0].label == "class counts"
     assert model.epsilon() <= 1.0 * (1 + 1e-9)
+    untargeted = Schema(columns=SCHEMA.columns)
+    budget = PrivacyBudget(epsilon=1.0, delta=1e-5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", F.CannotWorkWarning)
+        model = fit_model(key_from_seed(0), "pca-gauss", frame(300, 1), budget, schema=untargeted)
+    assert model.ledger.entries[0].label == "row count"
 
 
 def test_a_rare_class_warns_before_the_fit_and_a_common_one_does_not():
