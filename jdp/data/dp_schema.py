@@ -102,9 +102,10 @@ RANGE_FAILURE = 1e-3
 #: (the grid point Lambda: 0.18-0.30, since Lambda is within a factor 2 above lambda).
 EXTEND_CHANCE = 1 / 3
 #: Buckets added beyond the extended bounds on each side (each doubles the distance covered):
-#: a tail decaying over doubling buckets too thin for the noise (creditcard's components lose
-#: 2-3% per side to one margin bucket at a schema epsilon of 0.3 on 5,000 rows) ends within two.
-MARGIN = 2
+#: a tail decaying over doubling buckets too thin for the noise to show (creditcard's
+#: components at a schema epsilon of 0.3 on 5,000 rows: 2-3% of a column past one bucket,
+#: up to 2.5% past two) ends within three.
+MARGIN = 3
 SUPPRESSED = ("drop", "other")
 #: A released column whose noisy share of values outside its bounds exceeds this is named in
 #: a :class:`DpSchemaWarning`.
@@ -114,6 +115,9 @@ CLIPPED_WARNING = 0.01
 CLIPPED_BOUND_WARNING = 0.05
 #: The one-sided 95% normal quantile of :attr:`DpBounds.clipped_bound`.
 Z_95 = 1.645
+#: The probability that pure noise beyond a side of the bounds shows a window of buckets worth
+#: extending to (:func:`bounds_from_counts`, step 4).
+SHOW_FAILURE = 0.05
 #: The side of a column's bounds that faces the anchor (:func:`log_bucket_edges`) is widened
 #: to the anchor when the 95% upper bound on the share of values between them exceeds this.
 TAIL_TOLERANCE = 0.02
@@ -229,18 +233,21 @@ def dp_bounds(
        noise of many empty buckets cannot cancel a tail) exceeds :data:`TAIL_TOLERANCE`: the
        noise cannot rule out a tail there, and widening towards the anchor costs at most the
        bounds' own extent;
-    4. *what the counts show outside*: each side grows one bucket at a time while the noisy
-       share of values beyond it (the snapped counts' sum over their total) exceeds
-       :data:`TAIL_TOLERANCE`: a mass the core missed (the other half of a signed column
-       whose two halves sit in doubling buckets on either side of 0, with the near-empty
-       buckets of tiny values between them, as creditcard's centred components: 40% of V20
-       was outside before this step) or a thin far tail the release can see. Pure noise
-       extends a side only while its sum stays above the tolerance, a geometric number of
-       buckets;
+    4. *what the counts show outside*: each side extends to the far end of the window of
+       buckets beyond it whose noisy sum most exceeds :data:`TAIL_TOLERANCE` of the total,
+       in noise standard deviations, while that excess is significant (pure noise shows one
+       with probability at most :data:`SHOW_FAILURE`, Bonferroni over the windows, normal
+       approximation): a mass the core missed (the other half of a signed column whose two
+       halves sit in doubling buckets on either side of 0, with the near-empty buckets of
+       tiny values between them, as creditcard's centred components: 40% of V20 was outside
+       before this step) or a far tail the release can see. It once grew one bucket at a
+       time while the plain noisy sum beyond exceeded the tolerance: the sums of many empty
+       buckets, correlated from one step to the next, walked a side of some column to
+       ``1e7``-``1e8`` times the data's extent in most releases with a loose range such as
+       ``[-1e9, 1e9]``;
     5. *margin*: :data:`MARGIN` more buckets on each side, inside the coarse range and not
-       past the anchor a side was moved to; last, so that it also covers a side that step 4
-       stopped where the noisy share beyond fell under the tolerance while the true one did
-       not (a 3% tail of creditcard's V5 just beyond).
+       past the anchor a side was moved to; last, so that it also covers a tail past where
+       step 4 stopped that the noise hides (a 3% tail of creditcard's V5 just beyond).
 
     Each bucket doubles the distance from the anchor, so the bounds stay within a small
     factor of the data they cover rather than at the coarse range, and what is clipped is
@@ -329,11 +336,28 @@ def bounds_from_counts(
         first, anchored[0] = a, True
     if edges[last + 1] < c and share_bound(np.maximum(noisy[last + 1 :], 0)) > TAIL_TOLERANCE:
         last, anchored[1] = a, True
+
     # 4. each side grows while the counts beyond it show more than the tolerance
-    while first > 0 and noisy[:first].sum() / total > TAIL_TOLERANCE:
-        first, anchored[0] = first - 1, False
-    while last < m - 1 and noisy[last + 1 :].sum() / total > TAIL_TOLERANCE:
-        last, anchored[1] = last + 1, False
+    def reach(beyond: np.ndarray) -> int:
+        """Buckets to take beyond a side (``beyond`` nearest first): up to the far end of
+        the window of them whose noisy sum most exceeds the tolerance, in noise standard
+        deviations, when that is significant (:data:`SHOW_FAILURE`, Bonferroni over the
+        windows); 0 otherwise."""
+        sums = np.concatenate([[0.0], np.cumsum(beyond)])
+        start, end = np.triu_indices(len(beyond) + 1, 1)  # the windows [start, end)
+        excess = sums[end] - sums[start] - TAIL_TOLERANCE * total
+        if count_sd > 0:
+            score = excess / (count_sd * np.sqrt(end - start))
+            level = -NormalDist().inv_cdf(SHOW_FAILURE / len(start))
+        else:  # noise-free counts: any excess shows
+            score, level = excess, 0.0
+        best = int(np.argmax(score))
+        return int(end[best]) if score[best] > level else 0
+
+    while first > 0 and (step := reach(noisy[:first][::-1])):
+        first, anchored[0] = first - step, False
+    while last < m - 1 and (step := reach(noisy[last + 1 :])):
+        last, anchored[1] = last + step, False
     # 5. the margin, beyond wherever a side ended but never past the anchor it was moved to
     first = first if anchored[0] else max(first - MARGIN, 0)
     last = last if anchored[1] else min(last + MARGIN, m - 1)
