@@ -131,7 +131,9 @@ DEFAULT_DELTA = 1e-7
 #: column (when others are released beside it): its classes are what a downstream model
 #: predicts, and a class the release suppresses drops its records (a target has no "other").
 #: With Gaussian noise it is the target's share of the squared sensitivity
-#: (:func:`target_weight`), with Laplace noise its share of the epsilon.
+#: (:func:`target_weight`), with Laplace noise its share of the epsilon. A third costs the
+#: other columns 1.2x the noise and lets a class of 222 records in 5,000 pass 98.7% of the time
+#: on a 30-column table; a half cost them 1.4x (creditcard's clipped share went to 5%).
 TARGET_SHARE = 1 / 3
 #: How :func:`infer_schema_dp` noises its histograms: one joint Gaussian release of all of
 #: them (:func:`dp_joint_histograms`), or one snapped Laplace release per column.
@@ -549,7 +551,8 @@ class JointGaussian(NamedTuple):
     target_weight: float = 1.0
 
     def weight_of(self, histogram: Histogram) -> float:
-        """A histogram's weight in the release: :attr:`target_weight` for the target's, 1."""
+        """A histogram's weight in the release: :attr:`target_weight` for the target's, 1 for
+        any other."""
         return self.target_weight if histogram.target else 1.0
 
     @property
@@ -1032,10 +1035,10 @@ def infer_schema_dp(
     of about ``c / epsilon_k`` records to pass (Laplace: ``c`` = 6-10 for bounds, 15-16 for
     categories at the default deltas; Gaussian: ``c`` shrinks as ``1 / sqrt(k)``), so one
     share serves both; declaring what is known is what frees budget. A released ``target``
-    beside other columns takes :data:`TARGET_SHARE` (half) of the histograms' budget: its
+    beside other columns takes :data:`TARGET_SHARE` (a third) of the histograms' budget: its
     epsilon with Laplace noise, its share of the squared sensitivity with Gaussian noise
-    (:func:`target_weight`, noise ``sigma / sqrt(k - 1)`` on its counts); the others split the
-    rest equally. A
+    (:func:`target_weight`: noise ``z / sqrt(TARGET_SHARE)`` on its counts whatever ``k``);
+    the others split the rest equally. A
     :class:`DpSchemaWarning` names the numeric columns released without signal (coarse range
     kept) or with a noisy clipped share above 1%; :attr:`SchemaRelease.clipped` holds the
     shares. Categorical columns with no category above the threshold raise, all in one
