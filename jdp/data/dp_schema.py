@@ -81,6 +81,7 @@ from jdp.data.schema import (
     dates_to_days,
     write_atomic,
 )
+from jdp.mechanisms.consistency import window_reach
 from jdp.mechanisms.noise import (
     LAPLACE_RELEASE_CUT,
     Snapping,
@@ -115,9 +116,6 @@ CLIPPED_WARNING = 0.01
 CLIPPED_BOUND_WARNING = 0.05
 #: The one-sided 95% normal quantile of :attr:`DpBounds.clipped_bound`.
 Z_95 = 1.645
-#: The probability that pure noise beyond a side of the bounds shows a window of buckets worth
-#: extending to (:func:`bounds_from_counts`, step 4).
-SHOW_FAILURE = 0.05
 #: The side of a column's bounds that faces the anchor (:func:`log_bucket_edges`) is widened
 #: to the anchor when the 95% upper bound on the share of values between them exceeds this.
 TAIL_TOLERANCE = 0.02
@@ -246,8 +244,9 @@ def dp_bounds(
        bounds' own extent;
     4. *what the counts show outside*: each side extends to the far end of the window of
        buckets beyond it whose noisy sum most exceeds :data:`TAIL_TOLERANCE` of the total,
-       in noise standard deviations, while that excess is significant (pure noise shows one
-       with probability at most :data:`SHOW_FAILURE`, Bonferroni over the windows, normal
+       in noise standard deviations, while that excess is significant
+       (:func:`jdp.mechanisms.consistency.window_reach`: pure noise shows one with
+       probability at most its ``SHOW_FAILURE``, Bonferroni over the windows, normal
        approximation): a mass the core missed (the other half of a signed column whose two
        halves sit in doubling buckets on either side of 0, with the near-empty buckets of
        tiny values between them, as creditcard's centred components: 40% of V20 was outside
@@ -349,25 +348,10 @@ def bounds_from_counts(
         last, anchored[1] = a, True
 
     # 4. each side grows while the counts beyond it show more than the tolerance
-    def reach(beyond: np.ndarray) -> int:
-        """Buckets to take beyond a side (``beyond`` nearest first): up to the far end of
-        the window of them whose noisy sum most exceeds the tolerance, in noise standard
-        deviations, when that is significant (:data:`SHOW_FAILURE`, Bonferroni over the
-        windows); 0 otherwise."""
-        sums = np.concatenate([[0.0], np.cumsum(beyond)])
-        start, end = np.triu_indices(len(beyond) + 1, 1)  # the windows [start, end)
-        excess = sums[end] - sums[start] - TAIL_TOLERANCE * total
-        if count_sd > 0:
-            score = excess / (count_sd * np.sqrt(end - start))
-            level = -NormalDist().inv_cdf(SHOW_FAILURE / len(start))
-        else:  # noise-free counts: any excess shows
-            score, level = excess, 0.0
-        best = int(np.argmax(score))
-        return int(end[best]) if score[best] > level else 0
-
-    while first > 0 and (step := reach(noisy[:first][::-1])):
+    floor = TAIL_TOLERANCE * total
+    while first > 0 and (step := window_reach(noisy[:first][::-1], count_sd, floor=floor)):
         first, anchored[0] = first - step, False
-    while last < m - 1 and (step := reach(noisy[last + 1 :])):
+    while last < m - 1 and (step := window_reach(noisy[last + 1 :], count_sd, floor=floor)):
         last, anchored[1] = last + step, False
     # 5. the margin, beyond wherever a side ended but never past the anchor it was moved to
     first = first if anchored[0] else max(first - MARGIN, 0)

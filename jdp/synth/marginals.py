@@ -33,8 +33,8 @@ Privacy:
   With ``bins="auto"`` and no declared row count, a noisy row count is released first from
   1% of epsilon (:func:`jdp.synth.feasibility.release_row_count`, its own ledger entry) to
   choose the public number of cells (:func:`auto_bins`); the histograms get the rest.
-  Norm-sub and the lone-cell rule (:mod:`jdp.mechanisms.consistency`), normalising and
-  sampling are post-processing. Beyond that count (a release of its own, kept only through
+  The support rule, norm-sub and the lone-cell rule (:mod:`jdp.mechanisms.consistency`),
+  normalising and sampling are post-processing. Beyond that count (a release of its own, kept only through
   the number of cells it chose), the model keeps the noisy cells and their public noise sd. See ``docs/privacy.md``, "DP marginals".
 """
 
@@ -56,7 +56,13 @@ from jdp.data.cells import CellCodec, cell_values, n_bins
 from jdp.data.quantile_scale import LOG, NumericScale
 from jdp.data.schema import Column, Schema
 from jdp.data.transforms import integer_runs, numeric_state, run_bounds, value_cells
-from jdp.mechanisms.consistency import AUTO_BINS, cells_for_noise, distribution, pooled_totals
+from jdp.mechanisms.consistency import (
+    AUTO_BINS,
+    cells_for_noise,
+    distribution,
+    pooled_totals,
+    support,
+)
 from jdp.mechanisms.noise import gaussian_event, gaussian_mechanism, laplace_mechanism
 from jdp.random import numpy_rng
 from jdp.synth.base import FittedModel, Method, Params, register
@@ -357,8 +363,10 @@ def column_probabilities(
     """Each column's sampling distribution over its ``bins`` cells (per class for a
     conditioned feature: one row per class): :func:`jdp.mechanisms.consistency.distribution`
     of its noisy counts, to the class's pooled total (:func:`noisy_totals`), a numeric
-    column's value cells freed of lone noise spikes (the released noise sd
-    ``params["noise_sd"]``; a model saved without it skips that step); the target's
+    column's value cells cut to the :func:`~jdp.mechanisms.consistency.support` of its counts
+    summed over the classes (noise sd ``sqrt(K)`` times the cells') and freed of lone noise
+    spikes (the released noise sd ``params["noise_sd"]``; a model saved without it skips
+    both steps); the target's
     distribution is its pooled class totals clipped at 0. Post-processing."""
     hists = noisy_histograms(params, schema, config)
     totals = noisy_totals(hists, len(schema))
@@ -367,7 +375,13 @@ def column_probabilities(
     for col, h in zip(schema.columns, hists):
         ordered = value_cells(col, config.bins) if col.is_numeric else 0
         if h.ndim == 2:
-            rows = [distribution(r, t, ordered=ordered, noise_sd=sd) for r, t in zip(h, totals)]
+            keep = None
+            if ordered and sd is not None:  # one support per column, from the pooled classes
+                keep = support(h[:, :ordered].sum(axis=0), sd * np.sqrt(len(h)))
+            rows = [
+                distribution(r, t, ordered=ordered, noise_sd=sd, keep=keep)
+                for r, t in zip(h, totals)
+            ]
             probs.append(np.stack(rows))
         elif len(totals) > 1:
             probs.append(distribution(totals, 0.0))

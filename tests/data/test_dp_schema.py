@@ -27,6 +27,7 @@ from jdp.data.dp_schema import (
     threshold_for,
 )
 from jdp.data.schema import Column, Schema, SuppressedCategoryWarning
+from jdp.mechanisms.consistency import SHOW_FAILURE
 from jdp.mechanisms.noise import (
     LAPLACE_RELEASE_CUT,
     laplace_event,
@@ -915,7 +916,7 @@ def test_a_loose_range_does_not_walk_the_bounds_out():
         for bounds in results:
             assert bounds.lower <= x.min() and x.max() <= bounds.upper
             far += (bounds.lower < -reach) + (bounds.upper > reach)
-    p = dps.RANGE_FAILURE + dps.SHOW_FAILURE + dps.EXTEND_CHANCE**3
+    p = dps.RANGE_FAILURE + SHOW_FAILURE + dps.EXTEND_CHANCE**3
     assert far / 600 <= p + 5 * np.sqrt(p * (1 - p) / 600)
 
 

@@ -13,6 +13,7 @@ from scipy import stats
 from accounting import PrivacyBudget
 from accounting import events as ev
 from accounting.compose import split_approximate
+from jdp.data.quantile_scale import MIN_MAX
 from jdp.data.schema import ClipWarning, Column, Schema
 from jdp.mechanisms.noise import snapping_laplace_parameters
 from jdp.random import key_from_seed
@@ -264,6 +265,35 @@ def test_noise_in_empty_cells_is_not_spread_over_the_range():
     clipped = np.maximum(noisy, 0) / np.maximum(noisy, 0).sum()
     assert 1 - clipped[occupied] > 0.01  # the old rule's spread is there to remove
     assert 1 - p[occupied] < 0.1 * (1 - clipped[occupied])
+
+
+def test_a_conditioned_column_is_trimmed_to_the_support_of_its_pooled_classes():
+    """Two classes, eight value cells, noise sd 10: a bulk of 15 per cell in cells 0-2 and a
+    pair of 13s in cells 6-7 per class. Per class nothing is significant (bulk score 2.6
+    against the Bonferroni level 2.99), so each class alone would keep the far pair (its
+    cells flank each other, norm-sub has nothing to subtract: 37% of the class). Pooled, the
+    bulk shows (3.7) and the pair does not (2.6 against 2.71): it goes in both classes."""
+    schema = Schema(
+        columns=(
+            Column(name="x", kind="continuous", lower=0.0, upper=8.0),
+            Column(name="y", kind="categorical", categories=("a", "b")),
+        ),
+        target="y",
+    )
+    row = [15.0, 15.0, 15.0, 0.0, 0.0, 0.0, 13.0, 13.0]
+    config = MarginalsConfig(bins=8, refine=False, scale=MIN_MAX)
+    frame = pd.DataFrame({"x": [1.0, 7.0], "y": ["a", "b"]})
+    model = base.FittedModel(
+        method="marginals",
+        params={"noisy_counts": np.array(row + row + [100.0, 100.0]), "noise_sd": np.array([10.0])},
+        schema=schema,
+        config=config,
+        budget=BUDGET,
+        ledger=fit(0, frame, schema, bins=8, refine=False, scale=MIN_MAX).ledger,
+    )
+    p, _ = column_probabilities(model.params, model.schema, model.config)
+    np.testing.assert_array_equal(p[:, 3:], 0.0)
+    np.testing.assert_allclose(p[:, :3], 1 / 3)
 
 
 def test_save_load_sample_identical(adult, rows3000, tmp_path):
