@@ -90,8 +90,9 @@ def choose_method(
     ``"ghost"``, which cannot be exact for one), ``"ghost"`` where it is exact, else
     ``"general"``.
 
-    ``example`` is a batch of at least one example (the leading axis is kept); the checks run
-    on its shapes and on synthetic inputs, so the choice reveals nothing about the data.
+    ``example`` is a batch of at least one example (the leading axis is kept); the checks are
+    structural and run on its shapes alone (traced, not compiled), so the choice reveals
+    nothing about the data.
 
     Raises:
         ValueError: an unknown ``method``, or ``method="ghost"`` / ``"ghost_penalty"`` for a

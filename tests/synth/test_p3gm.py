@@ -331,6 +331,27 @@ def test_variants_differ_only_where_they_should(arrays):
     assert z_vae == pytest.approx(z, rel=0.01)
 
 
+@pytest.mark.parametrize("variant", ["p3gm", "p3gm-ae", "dp-vae"])
+def test_the_trained_loss_takes_the_ghost_path_and_it_is_exact(arrays, variant):
+    """The path choice is structural (:func:`jdp.dpsgd.ghost_clipping.ghost_support`); the
+    numerical comparison of both paths runs here, on each variant's own DP-SGD loss."""
+    from jdp.dpsgd.ghost_clipping import compare_paths
+    from jdp.dpsgd.step import choose_method
+
+    x, codec = arrays
+    chosen = get_variant(variant)
+    fixed = {}
+    if chosen.fixed_mean:
+        fixed, _ = Ph.encoding_phase(
+            np.random.default_rng(0), x, codec.row_norm_bound, TINY, None, codec.target_coords
+        )
+    params = Ph.init_networks(jax.random.key(0), TINY, chosen, codec.layout, fixed)
+    loss_fn = Ph.negative_elbo(fixed, codec.layout, TINY, chosen)
+    example = jnp.asarray(x[:1], jnp.float32)
+    assert choose_method(loss_fn, params, example) == "ghost"
+    assert compare_paths(loss_fn, params, example) is None
+
+
 def test_mixture_kl_approximation_reduces_to_the_exact_kl_for_one_component():
     rng = np.random.default_rng(0)
     mean, logvar = rng.normal(size=4), rng.normal(size=4)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -364,6 +365,23 @@ def initial_decoder(
     return carry[0]
 
 
+def negative_elbo(
+    fixed: dict[str, Any], layout: HeadLayout, config: P3GMConfig, variant: Variant | str
+) -> Callable[[dict[str, Any], jax.Array, jax.Array], jax.Array]:
+    """DP-SGD's loss of ONE example: ``KL - log p(x | z)`` (:func:`example_terms`), the row
+    rounded to float32 first (as a float32 copy of the table would hold it)."""
+    fixed_j = jax.tree_util.tree_map(jnp.asarray, fixed)
+
+    def loss_fn(params: dict[str, Any], example: jax.Array, k: jax.Array) -> jax.Array:
+        example = example.astype(jnp.float32)
+        ll, kl = example_terms(
+            params, fixed_j, example, k, config=config, variant=variant, layout=layout
+        )
+        return kl - ll
+
+    return loss_fn
+
+
 def decoding_phase(
     key: jax.Array,
     x: np.ndarray,
@@ -395,15 +413,7 @@ def decoding_phase(
             trainable["decoder"] = initial_decoder(
                 jax.random.fold_in(init_key, 1), trainable["decoder"], fixed, layout, config
             )
-    fixed_j = jax.tree_util.tree_map(jnp.asarray, fixed)
-
-    def loss_fn(params: dict[str, Any], example: jax.Array, k: jax.Array) -> jax.Array:
-        example = example.astype(jnp.float32)  # the batch's rows, rounded as float32 rows were
-        ll, kl = example_terms(
-            params, fixed_j, example, k, config=config, variant=variant, layout=layout
-        )
-        return kl - ll
-
+    loss_fn = negative_elbo(fixed, layout, config, variant)
     if noise_multiplier is None:
         dpsgd = dataclasses.replace(config.dpsgd, l2_clip_norm=math.inf).with_noise(0.0)
     else:
