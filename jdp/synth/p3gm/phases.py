@@ -408,7 +408,8 @@ def decoding_phase(
     variant = get_variant(variant)
     init_key, train_key = jax.random.split(key)
     if trainable is None:
-        trainable = init_networks(init_key, config, variant, layout, fixed)
+        # one program (flax's eager initialisers compiled one per kernel shape: 21 programs)
+        trainable = jax.jit(lambda k: init_networks(k, config, variant, layout, fixed))(init_key)
         if variant.fixed_mean and config.decoder_init_steps > 0:
             trainable["decoder"] = initial_decoder(
                 jax.random.fold_in(init_key, 1), trainable["decoder"], fixed, layout, config
