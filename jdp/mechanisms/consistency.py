@@ -195,8 +195,11 @@ def distribution(
     ``ordered`` cells outside ``keep`` (default: their own :func:`support`; a caller with
     several histograms of one column passes the support of their pooled counts) are set to 0
     first; then :func:`norm_sub` to the estimated ``total`` (where ``total <= 0``: the noisy
-    counts clipped at 0), the ordered cells through :func:`drop_isolated`, normalised (uniform
-    when nothing is left). Post-processing."""
+    counts clipped at 0), the ordered cells through :func:`drop_isolated`; where cells were
+    cut, what the kept cells fall short of ``total`` goes to the ordered cells, in proportion
+    to their mass (the cut cells were ordered ones: without this, a zero-inflated column's
+    point mass took the share of the tail the cut removed, and its mean fell with it);
+    normalised (uniform when nothing is left). Post-processing."""
     noisy = np.asarray(noisy, dtype=np.float64)
     if ordered and noise_sd is not None:
         keep = support(noisy[:ordered], noise_sd) if keep is None else keep
@@ -204,6 +207,9 @@ def distribution(
     kept = norm_sub(noisy, total) if total > 0 else np.maximum(noisy, 0.0)
     if ordered and noise_sd is not None:
         kept[:ordered] = drop_isolated(kept[:ordered], noisy[:ordered], noise_sd)
+        value = kept[:ordered].sum()
+        if total > 0 and not keep.all() and value > 0:
+            kept[:ordered] *= 1.0 + max(total - kept.sum(), 0.0) / value
     if kept.sum() <= 0:
         kept = np.maximum(noisy, 0.0)
     return kept / kept.sum() if kept.sum() > 0 else np.full(noisy.size, 1.0 / noisy.size)
