@@ -156,9 +156,9 @@ def account_dpsgd(
 
 def _noise_cut(params: int) -> float:
     """The sampler's cut per step charged for ``params`` parameters: one pair each and the
-    overflow of one leaf holding them all, an upper bound on
-    :func:`jdp.dpsgd.noise.noise_cut` of any model with that many (the overflow bound is
-    superadditive, so one leaf is its worst arrangement)."""
+    overflow of one draw holding them all, an upper bound on
+    :func:`jdp.dpsgd.noise.noise_cut` of any model with that many (one draw per dtype; the
+    overflow bound is superadditive, so one draw is its worst arrangement)."""
     from accounting.validation import check_count
     from jdp.dpsgd.noise import PAIR_TAIL_MASS, deep_overflow  # JAX: imported only when asked
 

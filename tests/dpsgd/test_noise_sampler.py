@@ -29,6 +29,7 @@ from jdp.dpsgd.noise import (
     box_muller,
     deep_overflow,
     gaussian_noise,
+    gaussian_noise_like,
     noise_cut,
     standard_normal,
     standard_normals,
@@ -143,9 +144,28 @@ def test_draws_side_by_side_are_the_draws_one_by_one():
         start += m
 
 
-def test_noise_cut_counts_the_pairs_and_the_overflow_of_each_leaf():
-    tree = {"w": jnp.zeros((3, 5)), "b": jnp.zeros(7), "s": jax.ShapeDtypeStruct((1,), jnp.float32)}
-    expected = sum(p * PAIR_TAIL_MASS + deep_overflow(p) for p in (8, 4, 1))
+def test_noise_cut_counts_the_pairs_and_the_overflow_of_each_draw():
+    """One draw per dtype: 15 + 7 + 1 float32 coordinates are 12 pairs, 3 float64 ones 2."""
+    tree = {
+        "w": jnp.zeros((3, 5)),
+        "b": jnp.zeros(7),
+        "s": jax.ShapeDtypeStruct((1,), jnp.float32),
+        "d": jax.ShapeDtypeStruct((3,), jnp.float64),
+    }
+    expected = sum(p * PAIR_TAIL_MASS + deep_overflow(p) for p in (12, 2))
     assert noise_cut(tree) == pytest.approx(expected)
     # the overflow: P(Bin(n, 2^-32) > DEEP_SLOTS) <= (e mu / k)^k, 1e-57 at a billion pairs
     assert deep_overflow(10**9) < 1e-56 and deep_overflow(2**38) == 1.0
+
+
+def test_noise_over_a_tree_is_one_draw_per_dtype_sliced_into_its_leaves():
+    """What :func:`noise_cut` charges is what :func:`gaussian_noise_like` draws: the float32
+    leaves are consecutive slices of one :func:`gaussian_noise` from the first of the key's
+    splits (leaves in the tree's flattening order)."""
+    tree = {"a": jnp.zeros((4, 3), jnp.float32), "b": jnp.zeros(5, jnp.float32)}
+    key = jax.random.key(3)
+    noise = gaussian_noise_like(key, tree, 2.0)
+    (first,) = jax.random.split(key, 1)
+    flat = gaussian_noise(first, 2.0, (17,), jnp.float32)
+    np.testing.assert_array_equal(noise["a"], flat[:12].reshape(4, 3))
+    np.testing.assert_array_equal(noise["b"], flat[12:])
