@@ -237,6 +237,13 @@ def networks(
     return encoder, Decoder(config.hidden, raw_width(layout))
 
 
+#: XLA options for a program run once on a CPU (the networks' initialisation): no backend
+#: (LLVM) optimisation, which cuts its compilation from 1.6 s to 0.5 s for DP-VAE's
+#: networks on Adult; the initial weights are the same draws, up to float rounding. Other
+#: backends compile as usual (a TPU's compiler may not know the option).
+RUN_ONCE_OPTIONS = {"xla_backend_optimization_level": 0}
+
+
 def init_networks(
     key: jax.Array,
     config: P3GMConfig,
@@ -409,7 +416,10 @@ def decoding_phase(
     init_key, train_key = jax.random.split(key)
     if trainable is None:
         # one program (flax's eager initialisers compiled one per kernel shape: 21 programs)
-        trainable = jax.jit(lambda k: init_networks(k, config, variant, layout, fixed))(init_key)
+        options = RUN_ONCE_OPTIONS if jax.default_backend() == "cpu" else None
+        trainable = jax.jit(
+            lambda k: init_networks(k, config, variant, layout, fixed), compiler_options=options
+        )(init_key)
         if variant.fixed_mean and config.decoder_init_steps > 0:
             trainable["decoder"] = initial_decoder(
                 jax.random.fold_in(init_key, 1), trainable["decoder"], fixed, layout, config
