@@ -34,8 +34,9 @@ Privacy:
   1% of epsilon (:func:`jdp.synth.feasibility.release_row_count`, its own ledger entry) to
   choose the public number of cells (:func:`auto_bins`); the histograms get the rest.
   The support rule, norm-sub and the lone-cell rule (:mod:`jdp.mechanisms.consistency`),
-  normalising and sampling are post-processing. Beyond that count (a release of its own, kept only through
-  the number of cells it chose), the model keeps the noisy cells and their public noise sd. See ``docs/privacy.md``, "DP marginals".
+  normalising and sampling are post-processing. Beyond that count (a release of its own,
+  kept only through the number of cells it chose), the model keeps the noisy cells and their
+  public noise sd. See ``docs/privacy.md``, "DP marginals".
 """
 
 from __future__ import annotations
