@@ -53,6 +53,7 @@ from jdp.mechanisms.noise import gaussian_event
 from jdp.mechanisms.release import record_release
 from jdp.nn.gan import Critic, Generator, SequenceCritic, SequenceGenerator
 from jdp.nn.heads import HeadLayout, heads_for_spans, layout_width
+from jdp.nn.once import run_once
 from jdp.random import numpy_rng
 from jdp.synth import states
 from jdp.synth.base import Params
@@ -161,13 +162,18 @@ def networks(
 def init_state(
     key: jax.Array, config: DPGANConfig, layout: HeadLayout
 ) -> tuple[Any, GeneratorState]:
-    """(critic params, :class:`GeneratorState`), drawn before any data is read."""
+    """(critic params, :class:`GeneratorState`), drawn before any data is read, as one
+    program (:func:`jdp.nn.once.run_once`)."""
     generator, critic = networks(config, layout)
-    g_key, c_key = jax.random.split(key)
-    g_params = generator.init(g_key, jnp.zeros((1, config.latent_dim)))
-    c_params = critic.init(c_key, jnp.zeros((1, layout_width(layout))))
     opt = generator_optimizer(config.generator_learning_rate)
-    return c_params, GeneratorState(g_params, opt.init(g_params), g_params)
+
+    def draw(key: jax.Array) -> tuple[Any, GeneratorState]:
+        g_key, c_key = jax.random.split(key)
+        g_params = generator.init(g_key, jnp.zeros((1, config.latent_dim)))
+        c_params = critic.init(c_key, jnp.zeros((1, layout_width(layout))))
+        return c_params, GeneratorState(g_params, opt.init(g_params), g_params)
+
+    return run_once(draw, key)
 
 
 # -- the critic's DP-SGD run and its noise ---------------------------------------------------
@@ -367,15 +373,20 @@ def sample_arrays(
     categories. Post-processing of the generator and the counts (``params`` without
     ``"state_counts"``, e.g. a generator during training, is fine without state blocks)."""
     generator, _ = networks(config, codec.layout)
-    z = draw_latent(key, (n, config.latent_dim))
     gen = jax.tree_util.tree_map(jnp.asarray, params["generator"])
-    x = np.asarray(_generate(generator, gen, z), dtype=np.float64)
+    x = np.asarray(_generate(generator, (n, config.latent_dim), gen, key), dtype=np.float64)
     if not codec.state_blocks:
         return x
     counts = np.asarray(params["state_counts"])
     return states.match_state_counts(x, np.zeros(n, np.int64), counts, codec.state_blocks)
 
 
-@functools.partial(jax.jit, static_argnums=0)
-def _generate(generator: Generator | SequenceGenerator, params: Any, z: jax.Array) -> jax.Array:
-    return generator.apply(params, z, method="output")
+@functools.partial(jax.jit, static_argnums=(0, 1))
+def _generate(
+    generator: Generator | SequenceGenerator,
+    shape: tuple[int, int],
+    params: Any,
+    key: jax.Array,
+) -> jax.Array:
+    """The generator's output on a latent draw of ``shape``: one program, the draw in it."""
+    return generator.apply(params, draw_latent(key, shape), method="output")

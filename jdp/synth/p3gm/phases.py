@@ -49,6 +49,7 @@ from jdp.nn.heads import (
     raw_width,
     uniform_binned_heads,
 )
+from jdp.nn.once import run_once
 from jdp.nn.vae import Decoder, Encoder, kl_to_mixture, kl_to_standard_normal
 from jdp.progress import phase
 from jdp.synth.p3gm.config import P3GMConfig
@@ -237,13 +238,6 @@ def networks(
     return encoder, Decoder(config.hidden, raw_width(layout))
 
 
-#: XLA options for a program run once on a CPU (the networks' initialisation): no backend
-#: (LLVM) optimisation, which cuts its compilation from 1.6 s to 0.5 s for DP-VAE's
-#: networks on Adult; the initial weights are the same draws, up to float rounding. Other
-#: backends compile as usual (a TPU's compiler may not know the option).
-RUN_ONCE_OPTIONS = {"xla_backend_optimization_level": 0}
-
-
 def init_networks(
     key: jax.Array,
     config: P3GMConfig,
@@ -415,11 +409,7 @@ def decoding_phase(
     variant = get_variant(variant)
     init_key, train_key = jax.random.split(key)
     if trainable is None:
-        # one program (flax's eager initialisers compiled one per kernel shape: 21 programs)
-        options = RUN_ONCE_OPTIONS if jax.default_backend() == "cpu" else None
-        trainable = jax.jit(
-            lambda k: init_networks(k, config, variant, layout, fixed), compiler_options=options
-        )(init_key)
+        trainable = run_once(lambda k: init_networks(k, config, variant, layout, fixed), init_key)
         if variant.fixed_mean and config.decoder_init_steps > 0:
             trainable["decoder"] = initial_decoder(
                 jax.random.fold_in(init_key, 1), trainable["decoder"], fixed, layout, config
