@@ -60,6 +60,7 @@ from jdp.dpsgd.settings import AUTO_STEPS_PER_DISPATCH
 from jdp.dpsgd.step import DPSGDState, StepKeys, choose_method, dp_sgd
 from jdp.mechanisms.tape import public, released
 from jdp.nn.heads import HeadLayout, layout_width
+from jdp.nn.once import run_once
 from jdp.progress import phase
 from jdp.random import numpy_rng
 from jdp.synth.dpgm.generators import Generator
@@ -92,11 +93,6 @@ def _fingerprint(
     clusters' keys; the rows ``xs`` are private (their count and sizes included)."""
     del xs
     return public((generator, layout, dp, performance)), np.asarray(jax.random.key_data(keys))
-
-
-def _stack(trees: Sequence[Any]) -> Any:
-    """Trees of equal structure stacked leaf-wise on a new leading (cluster) axis."""
-    return jax.tree_util.tree_map(lambda *leaves: jnp.stack(leaves), *trees)
 
 
 def _stack_clusters(blocks: Sequence[BlockIndices], starts: Sequence[int]) -> BlockIndices:
@@ -198,31 +194,33 @@ def train_clusters(
         )
         for n in sizes
     )  # fmt: skip
-    states, step_keys, move_keys, selections, method = [], [], [], [], None
-    for key, n in zip(keys, sizes, strict=True):
+
+    def start(key: jax.Array) -> tuple[DPSGDState, StepKeys, Any, jax.Array]:
         init_key, train_key = jax.random.split(key)
         params = generator.init(init_key, width)
         run_key, model_state, move_key = generator.start(train_key, width)
         sample_key, noise_key, example_key, clip_key = jax.random.split(run_key, 4)
-        if method is None:  # chosen on a zero record of the public shape
-            example = {"x": jnp.zeros((1, width)), "w": jnp.zeros((1,))}
-            method = choose_method(
-                generator.example_loss(layout), params, example, method=path.name,
-                model_state=model_state,
-            )  # fmt: skip
         opt_state = optax.chain(_aggregate(dp, noise_key), generator.optimizer()).init(params)
         zero = jnp.zeros((), jnp.int32)
-        states.append(DPSGDState(params, opt_state, model_state, zero, zero))
-        step_keys.append(StepKeys(example_key, clip_key))
-        move_keys.append(move_key)
-        selections.append(
-            dp.sampling.batches(
-                numpy_rng(sample_key), n, sampling_prob=dp.sampling_prob, steps=dp.num_steps,
-                padded_size=padded, overflow=performance.overflow,
-            )
-        )  # fmt: skip
+        state = DPSGDState(params, opt_state, model_state, zero, zero)
+        return state, StepKeys(example_key, clip_key), move_key, sample_key
+
+    # every cluster's start, stacked on a leading cluster axis, as one program
+    state, step_keys, move_keys, sample_keys = run_once(jax.vmap(start), keys)
+    first, *_ = jax.eval_shape(start, keys[0])  # shapes: the choice is structural
+    method = choose_method(  # on a zero record of the public shape
+        generator.example_loss(layout), first.params,
+        {"x": jnp.zeros((1, width)), "w": jnp.zeros((1,))},
+        method=path.name, model_state=first.model_state,
+    )  # fmt: skip
+    selections = [
+        dp.sampling.batches(
+            numpy_rng(sample_key), n, sampling_prob=dp.sampling_prob, steps=dp.num_steps,
+            padded_size=padded, overflow=performance.overflow,
+        )
+        for sample_key, n in zip(sample_keys, sizes, strict=True)
+    ]  # fmt: skip
     program = _program(generator, layout, dp, method, path.microbatch_size)
-    state, step_keys, move_keys = _stack(states), _stack(step_keys), _stack(move_keys)
     size = block_steps(dp.num_steps, performance)
     with phase(f"DP-SGD step ({len(xs)} clusters)", dp.num_steps) as shown:
         for _ in range(math.ceil(dp.num_steps / size)):
