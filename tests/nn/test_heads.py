@@ -272,3 +272,45 @@ def test_binned_and_state_log_likelihood():
         check_layout([("binned", 1)])
     with pytest.raises(ValueError, match="expected a value head before a 'state' head"):
         check_layout([("categorical", 2), ("state", 2)])
+
+
+def test_a_layouts_likelihood_is_the_sum_of_its_heads_with_state_gates_and_batches():
+    """All heads at once equal head by head: each head's own single-head likelihood, a
+    ``state`` head's "value" indicator gating the head before it, one row of a batch at a
+    time, and the same gradient (float64, so sums in another order agree to rounding)."""
+    layout = (
+        ("bernoulli", 2), ("state", 2), ("gaussian", 3), ("binned", 5), ("state", 3),
+        ("categorical", 4), ("binned", 3), ("state", 2), ("bernoulli", 1),
+    )  # fmt: skip
+    rng = np.random.default_rng(0)
+    n = 6
+    raw = jnp.asarray(3.0 * rng.standard_normal((n, raw_width(layout))))
+    x = into_heads(jnp.asarray(rng.uniform(size=(n, layout_width(layout)))), layout)
+
+    def by_head(r: jax.Array, v: jax.Array) -> jax.Array:
+        total, terms, at_raw, at_data = 0.0, [], 0, 0
+        for kind, width in layout:
+            size = 1 if kind == "binned" else width
+            rh, vh = r[at_raw : at_raw + width], v[at_data : at_data + size]
+            term = log_likelihood(rh, vh, ((kind, width),))
+            if kind == "state":
+                terms[-1] = vh[0] * terms[-1]
+            terms.append(term)
+            at_raw, at_data = at_raw + width, at_data + size
+        for term in terms:
+            total = total + term
+        return total
+
+    with jax.enable_x64(True):
+        raw64, x64 = raw.astype(jnp.float64), x.astype(jnp.float64)
+        want = jax.jit(jax.vmap(by_head))(raw64, x64)  # one row at a time
+        ll = jax.jit(log_likelihood, static_argnums=2)
+        np.testing.assert_allclose(ll(raw64, x64, layout), want, rtol=1e-12)
+        got_grad = jax.jit(jax.grad(ll), static_argnums=2)(raw64[0], x64[0], layout)
+        want_grad = jax.jit(jax.grad(by_head))(raw64[0], x64[0])
+        np.testing.assert_allclose(got_grad, want_grad, rtol=1e-12, atol=1e-15)
+    # gated value heads get no gradient where their state is not "value"
+    off = jnp.asarray(np.asarray(x[0]).copy())
+    off = off.at[2].set(0.0).at[3].set(1.0)  # the first state head: not "value"
+    grad = jax.jit(jax.grad(log_likelihood), static_argnums=2)(raw[0], off, layout)
+    np.testing.assert_array_equal(np.asarray(grad[:2]), 0.0)
