@@ -277,7 +277,9 @@ class _Plan:
     head's width, ``binned``/``block``/``bernoulli``/``gaussian`` its head's kind, ``gated``
     the heads followed by a ``state`` head and ``gate`` the data coordinate of that state's
     "value" indicator; ``data_member`` and ``data_kind`` the membership matrix and the
-    kind of each data coordinate (:func:`into_heads`)."""
+    kind of each data coordinate (:func:`into_heads`); ``padded`` each head's raw
+    coordinates as a row of the widest head's width (its last one repeated) and
+    ``padded_ok`` which of them are its own (the heads' maxima in one reduction)."""
 
     head: np.ndarray
     member: np.ndarray
@@ -292,6 +294,8 @@ class _Plan:
     gate: np.ndarray
     data_member: np.ndarray
     data_kind: np.ndarray
+    padded: np.ndarray
+    padded_ok: np.ndarray
 
 
 @functools.lru_cache(maxsize=64)
@@ -307,6 +311,7 @@ def _plan(layout: HeadLayout) -> _Plan:
     member = np.zeros((len(head), len(layout)), np.float32)
     member[np.arange(len(head)), head] = 1.0
     gated = np.append(kinds[1:] == "state", False)
+    cols = np.arange(widths.max())[None, :]
     index = np.int32  # one integer type whether or not 64-bit mode is on
     return _Plan(
         head=head.astype(index),
@@ -322,6 +327,10 @@ def _plan(layout: HeadLayout) -> _Plan:
         gate=np.where(gated, np.append(data_starts[1:], 0), 0).astype(index),
         data_member=member[np.repeat(raw_starts, data_widths)],
         data_kind=np.repeat(kinds, data_widths),
+        padded=np.minimum(
+            raw_starts[:, None] + cols, raw_starts[:, None] + widths[:, None] - 1
+        ).astype(index),
+        padded_ok=cols < widths[:, None],
     )
 
 
@@ -354,7 +363,8 @@ def log_likelihood(
     member = jnp.asarray(plan.member, raw.dtype)
     v = x[..., plan.data]
     target = jnp.where(plan.binned, binned_cell(v, plan.cells) == plan.offset, v)
-    peak = jax.lax.stop_gradient(jnp.max(jnp.where(member > 0, raw[..., None], -jnp.inf), -2))
+    heads = jnp.where(plan.padded_ok, raw[..., plan.padded], -jnp.inf)  # (..., H, widest)
+    peak = jax.lax.stop_gradient(jnp.max(heads, axis=-1))
     normaliser = jnp.log(jnp.exp(raw - peak[..., plan.head]) @ member) + peak
     terms = jnp.where(plan.block, target * (raw - normaliser[..., plan.head]), 0.0)
     bernoulli = v * jax.nn.log_sigmoid(raw) + (1.0 - v) * jax.nn.log_sigmoid(-raw)
