@@ -11,14 +11,19 @@ floating-point safe (Mironov 2012): see ``secure_noise`` in :mod:`jdp.mechanisms
 
 from __future__ import annotations
 
+import math
 import secrets
+from typing import Any
 
 import jax
 import numpy as np
 
 from accounting.validation import check_count
 
-__all__ = ["key_from_seed", "numpy_rng"]
+__all__ = ["key_from_seed", "normal", "numpy_rng"]
+
+#: :func:`normal` draws a multiple of this many values.
+DRAW_MULTIPLE = 16
 
 
 def key_from_seed(seed: int | None) -> jax.Array:
@@ -50,3 +55,21 @@ def numpy_rng(key: jax.Array) -> np.random.Generator:
     if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):
         key = jax.random.key_data(key)
     return np.random.default_rng(np.asarray(key, dtype=np.uint32).ravel().tolist())
+
+
+def normal(key: jax.Array, shape: tuple[int, ...], dtype: Any = float) -> jax.Array:
+    """``N(0, I)`` of ``shape`` (not privacy noise: latent draws, reparametrisations): one
+    flat ``jax.random.normal`` of ``prod(shape)`` rounded up to a multiple of
+    :data:`DRAW_MULTIPLE` values, the first ``prod(shape)`` shaped.
+
+    When ``prod(shape)`` is a multiple, the values are ``jax.random.normal(key, shape)``'s
+    (it draws flat too); otherwise a different draw of the same law. The reason is XLA's
+    CPU compiler: a threefry draw whose last axis is short and not a multiple of 8 compiles
+    about 3x slower (``(414, 10)``: 0.9 s, the same draw flat 0.27 s), and a draw inside a
+    per-example function becomes, batched by ``vmap``, one of shape ``(examples, size)``
+    (``(414, 16)``: 0.21 s against 0.7 s for ``(414, 10)``: about 0.5 s of every P3GM
+    DP-SGD step's compilation).
+    """
+    size = math.prod(shape)
+    drawn = -(-size // DRAW_MULTIPLE) * DRAW_MULTIPLE
+    return jax.random.normal(key, (drawn,), dtype)[:size].reshape(shape)

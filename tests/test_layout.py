@@ -250,6 +250,7 @@ NON_PRIVACY_DRAWS: dict[tuple[str, str], str] = {
     ("jdp/encoding/rff.py", "draw_rff"): "RFF frequencies (data-independent)",
     ("jdp/dpsgd/ghost_clipping.py", "_synthetic_batch.fake"): "structural probe on fake inputs",
     ("jdp/nn/rbm.py", "RBM.setup"): "RBM weight initialisation (data-independent)",
+    ("jdp/random.py", "normal"): "the latent normal draw; its callers are listed here",
     # sampling from a fitted (released) model: post-processing
     ("jdp/encoding/em.py", "sample"): "sampling a released mixture",
     ("jdp/synth/pca_gauss", "sample_gaussian"): "sampling a released Gaussian",
@@ -270,20 +271,23 @@ NON_PRIVACY_DRAWS: dict[tuple[str, str], str] = {
 
 
 def _function_draws(tree: ast.Module) -> Iterator[tuple[str, int, str]]:
-    """``(enclosing qualified function name, line, attribute)`` of every ``x.normal(...)``,
-    ``x.laplace(...)``, ``x.standard_normal(...)`` call (``"<module>"`` at top level)."""
+    """``(enclosing qualified function name, line, name)`` of every ``x.normal(...)``,
+    ``x.laplace(...)``, ``x.standard_normal(...)``, ``x.gumbel(...)`` call, and of the same
+    names called bare (``normal(...)`` of :func:`jdp.random.normal`) (``"<module>"`` at top
+    level)."""
 
     def walk(node: ast.AST, scope: tuple[str, ...]) -> Iterator[tuple[str, int, str]]:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
                 yield from walk(child, (*scope, child.name))
                 continue
-            if (
-                isinstance(child, ast.Call)
-                and isinstance(child.func, ast.Attribute)
-                and child.func.attr in NOISE_CALLS
-            ):
-                yield ".".join(scope) or "<module>", child.lineno, child.func.attr
+            name = (
+                child.func.attr if isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute)
+                else child.func.id if isinstance(child, ast.Call) and isinstance(child.func, ast.Name)
+                else None
+            )  # fmt: skip
+            if name in NOISE_CALLS:
+                yield ".".join(scope) or "<module>", child.lineno, name
             yield from walk(child, scope)
 
     return walk(tree, ())
@@ -326,3 +330,16 @@ def test_non_privacy_allowlist_names_existing_draws():
 
 def test_privacy_noise_is_drawn_only_in_mechanisms_or_dpsgd_noise():
     assert stray_noise_draws() == []
+
+
+def test_the_draw_finder_sees_attribute_and_bare_calls():
+    source = (
+        "from jdp.random import normal\n"
+        "def f(key):\n"
+        "    a = jax.random.normal(key, (3,))\n"
+        "    def g():\n"
+        "        return normal(key, (3,)) + rng.laplace(size=2)\n"
+        "    return a, g, normal\n"
+    )
+    found = [(fn, name) for fn, _, name in _function_draws(ast.parse(source))]
+    assert found == [("f", "normal"), ("f.g", "normal"), ("f.g", "laplace")]

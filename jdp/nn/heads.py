@@ -67,6 +67,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jdp.random import normal
+
 HeadKind = Literal["bernoulli", "tanh", "gaussian", "categorical", "binned", "state"]
 HeadLayout = tuple[tuple[HeadKind, int], ...]
 KINDS: tuple[str, ...] = ("bernoulli", "tanh", "gaussian", "categorical", "binned", "state")
@@ -409,7 +411,7 @@ def decode_sample(
         if stochastic and kind == "bernoulli":
             mean = jax.random.bernoulli(sub, mean).astype(raw.dtype)
         elif stochastic and kind == "gaussian":
-            mean = mean + jax.random.normal(sub, r.shape, raw.dtype)
+            mean = mean + normal(sub, r.shape, raw.dtype)
         parts.append(mean)
     return jnp.concatenate(parts, axis=-1)
 

@@ -20,6 +20,7 @@ import optax
 
 from jdp.dpsgd import GradientPenaltyLoss
 from jdp.nn.gan import Critic, Generator, SequenceCritic, SequenceGenerator
+from jdp.random import normal
 
 
 class GeneratorState(NamedTuple):
@@ -45,7 +46,7 @@ def generator_optimizer(learning_rate: float) -> optax.GradientTransformation:
 
 def draw_latent(key: jax.Array, shape: tuple[int, ...]) -> jax.Array:
     """The generator's input noise ``z ~ N(0, I)`` (not privacy noise: a latent draw)."""
-    return jax.random.normal(key, shape)
+    return normal(key, shape)
 
 
 def make_critic_loss(

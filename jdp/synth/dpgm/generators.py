@@ -48,6 +48,7 @@ from jdp.data.transforms import TableEncoder
 from jdp.nn import rbm as rbm_lib
 from jdp.nn.heads import HeadLayout, activate, layout_width, log_likelihood
 from jdp.nn.vae import Decoder, Encoder, kl_to_standard_normal
+from jdp.random import normal
 from jdp.synth.dpgm.config import DPGMConfig
 
 __all__ = ["GENERATORS", "Generator", "RBMGenerator", "VAEGenerator", "generator_for"]
@@ -135,7 +136,7 @@ class VAEGenerator:
         def loss(params: Any, example: dict[str, jax.Array], key: jax.Array) -> jax.Array:
             x = example["x"]
             mean, logvar = encoder.apply(params["encoder"], x)
-            z = mean + jnp.exp(0.5 * logvar) * jax.random.normal(key, mean.shape)
+            z = mean + jnp.exp(0.5 * logvar) * normal(key, mean.shape)
             ll = log_likelihood(decoder.apply(params["decoder"], z), x, layout)
             return example["w"] * (kl_to_standard_normal(mean, logvar) - ll)
 
@@ -155,7 +156,7 @@ class VAEGenerator:
     def sample(self, key: jax.Array, params: Any, layout: HeadLayout, n: int) -> jax.Array:
         """The decoder's activated heads (Bernoulli means, softmax blocks) at ``z ~ N(0, I)``."""
         _, decoder = self.modules(layout_width(layout))
-        z = jax.random.normal(key, (n, self.latent_dim))
+        z = normal(key, (n, self.latent_dim))
         return activate(decoder.apply(params["decoder"], z), layout)
 
 

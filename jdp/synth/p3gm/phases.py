@@ -52,6 +52,7 @@ from jdp.nn.heads import (
 from jdp.nn.once import run_once
 from jdp.nn.vae import Decoder, Encoder, kl_to_mixture, kl_to_standard_normal
 from jdp.progress import phase
+from jdp.random import normal
 from jdp.synth.p3gm.config import P3GMConfig
 from jdp.synth.p3gm.variants import Variant, get_variant
 
@@ -296,7 +297,7 @@ def example_terms(
             kl = kl_to_mixture(mean, logvar, *standardized_prior(fixed))
         else:
             kl = kl_to_standard_normal(mean, logvar)
-        z = mean + jnp.exp(0.5 * logvar) * jax.random.normal(key, mean.shape)
+        z = mean + jnp.exp(0.5 * logvar) * normal(key, mean.shape)
     return log_likelihood(decoder.apply(trainable["decoder"], z), x, layout), kl
 
 
@@ -339,7 +340,7 @@ def initial_decoder(
     def loss(params: Any, k: jax.Array) -> jax.Array:
         k_c, k_z = jax.random.split(k)
         comp = jax.random.categorical(k_c, jnp.log(weights), shape=(batch,))
-        noise = jax.random.normal(k_z, (batch, means.shape[1]))
+        noise = normal(k_z, (batch, means.shape[1]))
         u = means[comp] + jnp.einsum("bij,bj->bi", chols[comp], noise)
         target = into_heads(inverse_projection(fixed, u * scale["std"] + scale["mean"]), layout)
         raw = decoder.apply(params, u.astype(jnp.float32))
