@@ -330,39 +330,43 @@ def initial_decoder(
     reconstruction of a numeric coordinate is a conditional mean, and fitting a histogram to
     it would start the column collapsed at that mean, which DP-SGD then has to undo.
     """
-    fixed = jax.tree_util.tree_map(jnp.asarray, fixed)
     decoder = Decoder(config.hidden, raw_width(layout))
-    weights, means, chols = standardized_prior(fixed)
-    scale = fixed["latent_scale"]
     optimizer = optax.adam(config.learning_rate)
     batch = config.decoder_init_batch
-
-    def loss(params: Any, k: jax.Array) -> jax.Array:
-        k_c, k_z = jax.random.split(k)
-        comp = jax.random.categorical(k_c, jnp.log(weights), shape=(batch,))
-        noise = normal(k_z, (batch, means.shape[1]))
-        u = means[comp] + jnp.einsum("bij,bj->bi", chols[comp], noise)
-        target = into_heads(inverse_projection(fixed, u * scale["std"] + scale["mean"]), layout)
-        raw = decoder.apply(params, u.astype(jnp.float32))
-        ll = jax.vmap(functools.partial(log_likelihood, layout=layout, skip=("binned",)))
-        return -jnp.mean(ll(raw, target))
-
-    def step(carry: tuple[Any, Any], k: jax.Array) -> tuple[tuple[Any, Any], None]:
-        params, state = carry
-        grads = jax.grad(loss)(params, k)
-        updates, state = optimizer.update(grads, state, params)
-        return (optax.apply_updates(params, updates), state), None
-
     steps = config.decoder_init_steps
-    keys = jax.random.split(key, steps)
     # the scan in equal chunks (the same steps, so the same result) to show its progress
     chunks = max(c for c in range(1, _INIT_CHUNKS + 1) if steps % c == 0)
     size = steps // chunks
-    run = jax.jit(lambda carry, ks: jax.lax.scan(step, carry, ks)[0])
+
+    def run(carry: tuple[Any, Any], fixed: dict[str, Any], key: jax.Array, start: jax.Array):
+        # one program for every chunk: the prior, the keys and the chunk's slice of them in it
+        weights, means, chols = standardized_prior(fixed)
+        scale = fixed["latent_scale"]
+
+        def loss(params: Any, k: jax.Array) -> jax.Array:
+            k_c, k_z = jax.random.split(k)
+            comp = jax.random.categorical(k_c, jnp.log(weights), shape=(batch,))
+            noise = normal(k_z, (batch, means.shape[1]))
+            u = means[comp] + jnp.einsum("bij,bj->bi", chols[comp], noise)
+            x = inverse_projection(fixed, u * scale["std"] + scale["mean"])
+            raw = decoder.apply(params, u.astype(jnp.float32))
+            ll = jax.vmap(functools.partial(log_likelihood, layout=layout, skip=("binned",)))
+            return -jnp.mean(ll(raw, into_heads(x, layout)))
+
+        def step(carry: tuple[Any, Any], k: jax.Array) -> tuple[tuple[Any, Any], None]:
+            params, state = carry
+            grads = jax.grad(loss)(params, k)
+            updates, state = optimizer.update(grads, state, params)
+            return (optax.apply_updates(params, updates), state), None
+
+        keys = jax.lax.dynamic_slice_in_dim(jax.random.split(key, steps), start, size)
+        return jax.lax.scan(step, carry, keys)[0]
+
+    chunk = jax.jit(run)
     carry = (decoder_params, optimizer.init(decoder_params))
     with phase("decoder init step", total=steps) as shown:
         for i in range(chunks):
-            carry = run(carry, keys[i * size : (i + 1) * size])
+            carry = chunk(carry, fixed, key, i * size)
             shown.update(size)
     return carry[0]
 
