@@ -10,7 +10,13 @@ command again (it reads the programs back). The table reports each run's CPU sec
 system of that child) and wall seconds, and ``second / first`` in CPU seconds; the target is
 at most 0.7.
 
-    python scripts/bench_compile_cache.py [--quick] [--json] [--methods p3gm,dp-gan] [--seed S]
+``--baseline DIR`` first runs the same three fits with the ``jdp`` and ``accounting``
+packages found in DIR (e.g. a worktree of an earlier commit), its own cache directory: the
+"code" column tells the two apart, and the cold (``off``) CPU seconds of this tree over the
+baseline's are printed per method.
+
+    python scripts/bench_compile_cache.py [--quick] [--json] [--methods p3gm,dp-gan]
+        [--baseline DIR] [--seed S]
 
 ``--quick`` fits P3GM on bench_memory's short schedule (20 DP-SGD steps: the share of the
 fit the cache can save is then larger than in a full fit). The table also goes to
@@ -31,27 +37,43 @@ TARGET = 0.7
 
 
 def compute(args: argparse.Namespace) -> dict:
+    codes = {"this tree": None}
+    if args.baseline is not None:
+        codes = {"baseline": args.baseline.resolve(), **codes}
     runs = []
     with tempfile.TemporaryDirectory(prefix="bench_compile_cache_") as tmp:
         data, schema, rows = write_table(Path(tmp), 1)
         for method in args.methods:
             options = OPTIONS.get(method, ()) if args.quick else ()
-            cache = {"XDG_CACHE_HOME": str(Path(tmp) / f"cache_{method}")}
-            for name, environ in (("off", {"JDP_COMPILE_CACHE": "off"}), ("first", cache),
-                                  ("second", cache)):  # fmt: skip
-                H.log(f"{method} on {rows} rows, cache {name} ...")
-                out = Path(tmp) / f"model_{method}"
-                run = fit_in_child(
-                    method, data, schema, out, args.seed, None, environ=environ, options=options
-                )
-                runs.append({"method": method, "cache": name, "options": options, **run})
-    for method in args.methods:
-        first, second = (
-            next(r for r in runs if (r["method"], r["cache"]) == (method, name))
-            for name in ("first", "second")
-        )
-        second["ratio"] = second["cpu_s"] / first["cpu_s"]
+            for code, packages in codes.items():
+                cache = {"XDG_CACHE_HOME": str(Path(tmp) / f"cache_{method}_{len(runs)}")}
+                for name, environ in (("off", {"JDP_COMPILE_CACHE": "off"}), ("first", cache),
+                                      ("second", cache)):  # fmt: skip
+                    H.log(f"{method} on {rows} rows, {code}, cache {name} ...")
+                    out = Path(tmp) / f"model_{method}"
+                    run = fit_in_child(
+                        method, data, schema, out, args.seed, packages, environ=environ,
+                        options=options,
+                    )  # fmt: skip
+                    runs.append(
+                        {"code": code, "method": method, "cache": name, "options": options, **run}
+                    )
+    for run in runs:
+        if run["cache"] == "second":
+            first = next(
+                r for r in runs
+                if (r["code"], r["method"], r["cache"]) == (run["code"], run["method"], "first")
+            )  # fmt: skip
+            run["ratio"] = run["cpu_s"] / first["cpu_s"]
     return {"rows": rows, "target": TARGET, "runs": runs}
+
+
+def _cold(runs: list[dict], code: str, method: str) -> float | None:
+    """The CPU seconds of ``code``'s fit of ``method`` with the cache off, if it ran."""
+    found = [
+        r["cpu_s"] for r in runs if (r["code"], r["method"], r["cache"]) == (code, method, "off")
+    ]
+    return found[0] if found else None
 
 
 def render(result: dict) -> str:
@@ -60,16 +82,24 @@ def render(result: dict) -> str:
             f"jdp fit on Adult's training split ({result['rows']} rows), three fresh processes "
             "per method: cache off, first run on an empty cache, the same command again"
         ),
-        f"{'method':>10} {'cache':>7} {'CPU s':>7} {'wall s':>7} {'second/first CPU':>17}",
+        (
+            f"{'code':>10} {'method':>10} {'cache':>7} {'CPU s':>7} {'wall s':>7} "
+            f"{'second/first CPU':>17}"
+        ),
     ]
     for r in result["runs"]:
         ratio = f"{r['ratio']:.2f}" if "ratio" in r else ""
         lines.append(
-            f"{r['method']:>10} {r['cache']:>7} {r['cpu_s']:>7.1f} {r['wall_s']:>7.1f} {ratio:>17}"
+            f"{r.get('code', 'this tree'):>10} {r['method']:>10} {r['cache']:>7} "
+            f"{r['cpu_s']:>7.1f} {r['wall_s']:>7.1f} {ratio:>17}"
         )
     options = {r["method"]: r["options"] for r in result["runs"] if r["options"]}
     for method, opts in options.items():
         lines.append(f"  {method}: " + " ".join(f"--set {o}" for o in opts))
+    for method in dict.fromkeys(r["method"] for r in result["runs"]):
+        base, now = (_cold(result["runs"], code, method) for code in ("baseline", "this tree"))
+        if base is not None and now is not None:
+            lines.append(f"  {method}: cold CPU seconds, baseline / this tree: {base / now:.2f}")
     lines.append(f"target: second / first CPU seconds <= {result['target']}")
     return "\n".join(lines)
 
@@ -81,6 +111,12 @@ def main(argv: list[str] | None = None) -> int:
         type=H.subset(METHODS),
         default=("p3gm",),
         help=f"comma-separated of {METHODS}",
+    )
+    p.add_argument(
+        "--baseline",
+        type=Path,
+        default=None,
+        help="a directory holding the jdp and accounting packages to measure first",
     )
     return H.run(p, compute, render, argv)
 
