@@ -58,17 +58,19 @@ def numpy_rng(key: jax.Array) -> np.random.Generator:
 
 
 def normal(key: jax.Array, shape: tuple[int, ...], dtype: Any = float) -> jax.Array:
-    """``N(0, I)`` of ``shape`` (not privacy noise: latent draws, reparametrisations): one
-    flat ``jax.random.normal`` of ``prod(shape)`` rounded up to a multiple of
-    :data:`DRAW_MULTIPLE` values, the first ``prod(shape)`` shaped.
+    """``N(0, I)`` of ``shape`` (not privacy noise: latent draws, reparametrisations), the
+    values of ``jax.random.normal(key, shape)``, compiled faster: one flat draw of
+    ``prod(shape)`` rounded up to a multiple of :data:`DRAW_MULTIPLE` values, the first
+    ``prod(shape)`` shaped.
 
-    When ``prod(shape)`` is a multiple, the values are ``jax.random.normal(key, shape)``'s
-    (it draws flat too); otherwise a different draw of the same law. The reason is XLA's
-    CPU compiler: a threefry draw whose last axis is short and not a multiple of 8 compiles
-    about 3x slower (``(414, 10)``: 0.9 s, the same draw flat 0.27 s), and a draw inside a
-    per-example function becomes, batched by ``vmap``, one of shape ``(examples, size)``
-    (``(414, 16)``: 0.21 s against 0.7 s for ``(414, 10)``: about 0.5 s of every P3GM
-    DP-SGD step's compilation).
+    The values are the same because JAX's threefry is partitionable (the default since JAX
+    0.5, ``jax_threefry_partitionable``): each value's bits depend on its index alone, so a
+    longer flat draw starts with the shorter one (with the flag off: another draw of the same
+    law). The reason is XLA's CPU compiler: a threefry draw whose last axis is short and not a
+    multiple of 8 compiles about 3x slower (``(414, 10)``: 0.9 s, the same draw flat 0.27 s),
+    and a draw inside a per-example function becomes, batched by ``vmap``, one of shape
+    ``(examples, size)`` (``(414, 16)``: 0.21 s against 0.7 s for ``(414, 10)``: about 0.5 s of
+    every P3GM DP-SGD step's compilation).
     """
     size = math.prod(shape)
     drawn = -(-size // DRAW_MULTIPLE) * DRAW_MULTIPLE
