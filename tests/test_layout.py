@@ -255,7 +255,7 @@ NON_PRIVACY_DRAWS: dict[tuple[str, str], str] = {
     ("jdp/encoding/em.py", "sample"): "sampling a released mixture",
     ("jdp/synth/pca_gauss", "sample_gaussian"): "sampling a released Gaussian",
     ("jdp/synth/p3gm", "sample_latent"): "sampling the released latent prior",
-    ("jdp/synth/p3gm", "initial_decoder.loss"): "draws from the released latent mixture "
+    ("jdp/synth/p3gm", "initial_decoder.run.loss"): "draws from the released latent mixture "
     "to fit the decoder's initial map (post-processing)",
     ("jdp/synth/dp_gan", "draw_latent"): "GAN latent noise (generator input, not privacy noise)",
     ("jdp/nn/heads.py", "decode_sample"): "stochastic output heads of a decoder (sampling)",
