@@ -30,15 +30,21 @@ per-example gradients at once, :func:`jdp.dpsgd.step.dp_sgd` takes DPNorm's norm
 clipped sum's own pass, and the two counts are equal; a norm pass of its own (micro-batches,
 several chunks, a ghost path) shows as the difference.
 
+``--repeat K`` runs each fit ``K`` times, the baseline's and this tree's in turn, and reports
+each timing's median (a 20 s fit on this 2-core machine varies by 1-1.5 s, a compile share
+by 1-2 points, run to run).
+
 Usage: ``python scripts/bench_dpgm_fit.py [--quick] [--json] [--methods M,...] [--baseline
-DIR] [--seed S]``; the table also goes to ``docs/results/bench_dpgm_fit.md``.
+DIR] [--repeat K] [--seed S]``; the table also goes to ``docs/results/bench_dpgm_fit.md``.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -175,6 +181,16 @@ def measure(method: str, quick: bool, seed: int, rows: int, packages: Path | Non
     return json.loads(out.stdout)
 
 
+def median_run(runs: list[dict]) -> dict:
+    """One row for repeated fits: each number's median (the first fit's other fields)."""
+    return {
+        name: statistics.median(r[name] for r in runs)
+        if isinstance(value, float) and not isinstance(value, bool)
+        else value
+        for name, value in runs[0].items()
+    }
+
+
 def compute(args: argparse.Namespace) -> dict:
     methods = [m for m in args.methods.split(",") if m]
     unknown = sorted(set(methods) - set(CALIBRATION))
@@ -185,12 +201,13 @@ def compute(args: argparse.Namespace) -> dict:
         codes = ([("baseline", args.baseline.resolve())] if args.baseline else []) + [
             ("this tree", None)
         ]
-        ledgers = []
-        for code, packages in codes:
-            H.log(f"{method} fit ({code}) ...")
+        ledgers, fits = [], {code: [] for code, _ in codes}
+        for repeat, (code, packages) in itertools.product(range(args.repeat), codes):
+            H.log(f"{method} fit ({code}, {repeat + 1} of {args.repeat}) ...")
             run = measure(method, args.quick, args.seed, args.rows, packages)
             ledgers.append(run.pop("ledger"))
-            runs.append({"code": code, **run})
+            fits[code].append(run)
+        runs += [{"code": code, **median_run(found)} for code, found in fits.items()]
         same[method] = all(ledger == ledgers[0] for ledger in ledgers)
     H.log("per-example gradient passes ...")
     return {
@@ -199,6 +216,7 @@ def compute(args: argparse.Namespace) -> dict:
         "epsilon": EPSILON,
         "delta": DELTA,
         "quick": args.quick,
+        "repeat": args.repeat,
         "runs": runs,
         "same_ledger": same,
     }
@@ -206,6 +224,8 @@ def compute(args: argparse.Namespace) -> dict:
 
 def render(result: dict) -> str:
     setup = "default configs, 1 epoch" if result["quick"] else "default configs"
+    if result.get("repeat", 1) > 1:
+        setup += f"; medians of {result['repeat']} fits each, alternating"
     lines = [
         (
             f"Fits on {result['rows']} Adult rows, eps = {result['epsilon']:g}, "
@@ -258,6 +278,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--rows", type=int, default=ROWS, help="first rows of Adult's training split (0: all)"
     )
+    p.add_argument("--repeat", type=int, default=1, help="fits per code, medians reported")
     return H.run(p, compute, render, argv)
 
 
