@@ -177,6 +177,14 @@ def time_round_robin(
 # -- scoring ------------------------------------------------------------------------------------
 
 
+def median_run(runs: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """One row for repeated measurements: each float's median, the first run's other fields."""
+    return {
+        name: statistics.median(r[name] for r in runs) if isinstance(value, float) else value
+        for name, value in runs[0].items()
+    }
+
+
 def mean_scores(
     rows: list[dict], side: str, metrics: tuple[str, ...] = ("AUROC", "AUPRC")
 ) -> dict[str, float]:

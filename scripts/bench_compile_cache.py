@@ -15,8 +15,11 @@ packages found in DIR (e.g. a worktree of an earlier commit), its own cache dire
 "code" column tells the two apart, and the cold (``off``) CPU seconds of this tree over the
 baseline's are printed per method.
 
+``--repeat K`` runs the triples ``K`` times (the baseline's and this tree's in turn) and
+reports each timing's median.
+
     python scripts/bench_compile_cache.py [--quick] [--json] [--methods p3gm,dp-gan]
-        [--baseline DIR] [--seed S]
+        [--baseline DIR] [--repeat K] [--seed S]
 
 ``--quick`` fits P3GM on bench_memory's short schedule (20 DP-SGD steps: the share of the
 fit the cache can save is then larger than in a full fit). The table also goes to
@@ -26,6 +29,7 @@ fit the cache can save is then larger than in a full fit). The table also goes t
 from __future__ import annotations
 
 import argparse
+import itertools
 import tempfile
 from pathlib import Path
 
@@ -40,24 +44,27 @@ def compute(args: argparse.Namespace) -> dict:
     codes = {"this tree": None}
     if args.baseline is not None:
         codes = {"baseline": args.baseline.resolve(), **codes}
-    runs = []
+    found: dict[tuple[str, str, str], list[dict]] = {}
     with tempfile.TemporaryDirectory(prefix="bench_compile_cache_") as tmp:
         data, schema, rows = write_table(Path(tmp), 1)
         for method in args.methods:
             options = OPTIONS.get(method, ()) if args.quick else ()
-            for code, packages in codes.items():
-                cache = {"XDG_CACHE_HOME": str(Path(tmp) / f"cache_{method}_{len(runs)}")}
+            for repeat, (code, packages) in itertools.product(range(args.repeat), codes.items()):
+                cache = {"XDG_CACHE_HOME": str(Path(tmp) / f"cache_{method}_{code}_{repeat}")}
                 for name, environ in (("off", {"JDP_COMPILE_CACHE": "off"}), ("first", cache),
                                       ("second", cache)):  # fmt: skip
-                    H.log(f"{method} on {rows} rows, {code}, cache {name} ...")
+                    H.log(f"{method} on {rows} rows, {code}, cache {name} ({repeat + 1}) ...")
                     out = Path(tmp) / f"model_{method}"
                     run = fit_in_child(
                         method, data, schema, out, args.seed, packages, environ=environ,
                         options=options,
                     )  # fmt: skip
-                    runs.append(
-                        {"code": code, "method": method, "cache": name, "options": options, **run}
-                    )
+                    found.setdefault((code, method, name), []).append(run)
+    runs = [
+        {"code": code, "method": method, "cache": name, "options": (
+            OPTIONS.get(method, ()) if args.quick else ()), **H.median_run(fits)}
+        for (code, method, name), fits in found.items()
+    ]  # fmt: skip
     for run in runs:
         if run["cache"] == "second":
             first = next(
@@ -65,7 +72,7 @@ def compute(args: argparse.Namespace) -> dict:
                 if (r["code"], r["method"], r["cache"]) == (run["code"], run["method"], "first")
             )  # fmt: skip
             run["ratio"] = run["cpu_s"] / first["cpu_s"]
-    return {"rows": rows, "target": TARGET, "runs": runs}
+    return {"rows": rows, "target": TARGET, "repeat": args.repeat, "runs": runs}
 
 
 def _cold(runs: list[dict], code: str, method: str) -> float | None:
@@ -81,6 +88,11 @@ def render(result: dict) -> str:
         (
             f"jdp fit on Adult's training split ({result['rows']} rows), three fresh processes "
             "per method: cache off, first run on an empty cache, the same command again"
+            + (
+                f"; medians of {result['repeat']} such triples"
+                if result.get("repeat", 1) > 1
+                else ""
+            )
         ),
         (
             f"{'code':>10} {'method':>10} {'cache':>7} {'CPU s':>7} {'wall s':>7} "
@@ -118,6 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="a directory holding the jdp and accounting packages to measure first",
     )
+    p.add_argument("--repeat", type=int, default=1, help="triples per code, medians reported")
     return H.run(p, compute, render, argv)
 
 

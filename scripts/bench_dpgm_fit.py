@@ -44,7 +44,6 @@ import argparse
 import itertools
 import json
 import os
-import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -181,16 +180,6 @@ def measure(method: str, quick: bool, seed: int, rows: int, packages: Path | Non
     return json.loads(out.stdout)
 
 
-def median_run(runs: list[dict]) -> dict:
-    """One row for repeated fits: each number's median (the first fit's other fields)."""
-    return {
-        name: statistics.median(r[name] for r in runs)
-        if isinstance(value, float) and not isinstance(value, bool)
-        else value
-        for name, value in runs[0].items()
-    }
-
-
 def compute(args: argparse.Namespace) -> dict:
     methods = [m for m in args.methods.split(",") if m]
     unknown = sorted(set(methods) - set(CALIBRATION))
@@ -207,7 +196,7 @@ def compute(args: argparse.Namespace) -> dict:
             run = measure(method, args.quick, args.seed, args.rows, packages)
             ledgers.append(run.pop("ledger"))
             fits[code].append(run)
-        runs += [{"code": code, **median_run(found)} for code, found in fits.items()]
+        runs += [{"code": code, **H.median_run(found)} for code, found in fits.items()]
         same[method] = all(ledger == ledgers[0] for ledger in ledgers)
     H.log("per-example gradient passes ...")
     return {
