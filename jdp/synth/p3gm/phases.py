@@ -338,7 +338,9 @@ def initial_decoder(
     chunks = max(c for c in range(1, _INIT_CHUNKS + 1) if steps % c == 0)
     size = steps // chunks
 
-    def run(carry: tuple[Any, Any], fixed: dict[str, Any], key: jax.Array, start: jax.Array):
+    def run(
+        carry: tuple[Any, Any], fixed: dict[str, Any], key: jax.Array, start: jax.Array
+    ) -> tuple[Any, Any]:
         # one program for every chunk: the prior, the keys and the chunk's slice of them in it
         weights, means, chols = standardized_prior(fixed)
         scale = fixed["latent_scale"]
