@@ -93,6 +93,7 @@ from jdp.progress import fit_delta
 from jdp.random import numpy_rng
 from jdp.synth.feasibility import (
     PublicShape,
+    check_public_noise,
     check_shape,
     class_domain,
     has_minimum,
@@ -245,7 +246,8 @@ class Method:
         row count ``rows`` as declared, else released from its own key and share of
         ``budget``, as the target's class counts for a method with a minimum of the smallest
         class; released too when the config has public-shape settings to resolve,
-        :attr:`for_shape`); put the numeric columns on the config's ``scale``
+        :attr:`for_shape`), and when a release whose noise is data-free cannot carry signal on
+        any table (:func:`~jdp.synth.feasibility.check_public_noise`); put the numeric columns on the config's ``scale``
         (:func:`jdp.data.quantile_scale.scale_table`: public log knots, or released quantile
         knots from their own key and share of ``budget``), encode ``data`` with the public
         codec of the schema with knots, fit on the arrays, keep the released parameters with
@@ -280,6 +282,7 @@ class Method:
         codec = self.codec(data.schema, config)  # a config the schema refuses fails first
         if judged:
             check_shape(self.name, shape)
+        check_public_noise(self.name, config, codec, rest, shape)
         params, ledger = self.fit_arrays(key, codec.encode(data), codec, rest, config)
         ledger = counted + spent + ledger
         model = FittedModel(self.name, params, data.schema, config, budget, ledger)

@@ -33,13 +33,26 @@ A method below a minimum warns (:class:`CannotWorkWarning`) and names a method w
 minimums the table meets. Methods that
 register no minimum were not measured below chance anywhere and are never warned about.
 The rule reads no data beyond the released or declared counts.
+
+A second rule reads no count at all: where a method adds noise of a **data-free size** to
+what it releases of the numeric columns, it registers those releases
+(:func:`register_public_noise`), each with its noise against the largest signal it could
+carry on *any* table (:class:`jdp.synth.signal.Release`, the public bound). A release whose
+noise reaches that bound (ratio ``>= 1``) is noise on every table: the fit warns before it
+starts (:func:`check_public_noise`), under the same :class:`CannotWorkWarning`, that the
+columns it describes cannot be placed. ClustMix's mixtures are the case: noise sd 0.3-0.6 per
+feature at ``epsilon = 1`` against at most 1/2 for a column's spread on ``[0, 1]``, so the
+post-fit no-signal rule (:func:`jdp.synth.signal.check_signal`) named every numeric column of
+every table measured (``docs/results/numeric_columns.md``); now the fit says so first.
 """
 
 from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -51,6 +64,7 @@ from jdp.mechanisms.noise import (
     laplace_mechanism,
     snapping_laplace_parameters,
 )
+from jdp.synth.signal import Release, weak_releases
 from jdp.verbosity import private_detail
 
 #: Share of the budget's epsilon spent on the row count when none is declared.
@@ -67,6 +81,11 @@ MEASURES = ("rows", "smallest class")
 FALLBACKS = ("marginals", "clustmix")
 
 _MINIMUM: dict[tuple[str, str], float] = {}
+
+#: ``releases(config, codec, budget)``: a method's releases whose noise is data-free, each
+#: against the largest signal it could carry on any table (:func:`register_public_noise`).
+PublicNoise = Callable[[Any, Any, PrivacyBudget], list[Release]]
+_PUBLIC_NOISE: dict[str, PublicNoise] = {}
 
 
 class CannotWorkWarning(UserWarning):
@@ -259,6 +278,42 @@ def check_shape(method: str, shape: PublicShape) -> str | None:
                 else f", smallest class {shape.smallest_class:.0f}"
             )
         )
+    )
+    warnings.warn(message, CannotWorkWarning, stacklevel=4)
+    return message
+
+
+def register_public_noise(method: str, releases: PublicNoise) -> None:
+    """Let :func:`check_public_noise` judge ``method`` before its fit by ``releases(config,
+    codec, budget)``: its releases whose noise is a function of the config, the public
+    codec and the budget only, each with the largest signal the release could carry on any
+    table as its ``signal`` (e.g. half the box for a spread on ``[0, 1]``)."""
+    _PUBLIC_NOISE[method] = releases
+
+
+def check_public_noise(
+    method: str, config: Any, codec: Any, budget: PrivacyBudget, shape: PublicShape
+) -> str | None:
+    """Warn (:class:`CannotWorkWarning`) when a release ``method`` registered
+    (:func:`register_public_noise`) has noise at least the largest signal it could carry:
+    what it describes is noise on every table. Names a method of :data:`FALLBACKS` whose
+    minimums ``shape`` meets. Reads no data.
+
+    Returns:
+      The warning's message, or ``None`` when the method registered nothing or every
+      release can carry signal.
+    """
+    releases = _PUBLIC_NOISE.get(method)
+    weak = weak_releases(releases(config, codec, budget)) if releases else []
+    if not weak:
+        return None
+    better = alternative(shape)
+    message = (
+        f"{method} cannot place "
+        + "; ".join(f"{r.name} (noise/signal at least {r.ratio:.2g})" for r in weak)
+        + " here, on any table at this budget: they will be drawn from noise"
+        + (f"; {better} is expected to do better" if better and better != method else "")
+        + "; more epsilon or fewer columns help"
     )
     warnings.warn(message, CannotWorkWarning, stacklevel=4)
     return message

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import warnings
 
 import jax
 import numpy as np
@@ -243,7 +244,9 @@ def test_cli_fit_paper_mode_shows_the_label_and_bad_options_write_nothing(tmp_pa
     for bad in (["--set", "alpha=2"], ["--set", "n_clusters=100000", "--set", "mode=paper"]):
         code = main(base + ["--out", str(tmp_path / "bad")] + bad)
         _, err = capsys.readouterr()
-        assert code != 0 and len(err.strip().splitlines()) == 1
+        lines = err.strip().splitlines()  # warnings from before the fit may come first
+        assert code != 0 and [line.startswith("jdp fit: error:") for line in lines].count(True) == 1
+        assert all(line.startswith("jdp fit: ") for line in lines)
         assert not (tmp_path / "bad").exists()
 
 
@@ -478,3 +481,56 @@ def test_released_spread_is_the_mixtures_spread_beyond_their_noise():
     dof = 2 * m - 2
     assert stats.chi2.ppf(alpha / 2, dof) / dof <= ratio <= stats.chi2.ppf(1 - alpha / 2, dof) / dof
     assert [r.name for r in weak_releases([spread_x, spread_z])] == ["spread of z (to within half)"]
+
+
+# -- the rule before the fit ------------------------------------------------------------------
+@pytest.mark.parametrize("mode", ["strict", "paper"])
+def test_the_noise_judged_before_the_fit_is_the_fits(mode):
+    """public_releases' noise (data-free, read before the fit) is the noise std the fit
+    then releases, in both modes, and its signal is the largest spread on [0, 1] in the
+    post-fit rule's units."""
+    from jdp.synth.clustmix.model import MAX_SPREAD, public_releases
+
+    config = dataclasses.replace(CONFIG, mode=mode)
+    codec = ClustMixCodec.of(Schema(columns=tuple(
+        Column(name=f"x{j}", kind="continuous", lower=0.0, upper=1.0) for j in range(X_WIDTH)
+    ) + (SCHEMA["y"],), target="y"))  # fmt: skip
+    ((release),) = public_releases(config, codec, PrivacyBudget(epsilon=EPS, delta=DELTA))
+    assert release.noise == pytest.approx(float(_fit(config).info["noise_std"]), rel=1e-12)
+    assert release.signal == MEAN_PRECISION * MAX_SPREAD
+
+
+def test_a_fit_says_before_it_starts_when_no_numeric_column_can_be_placed(monkeypatch):
+    """At mixture_size 20 on SCHEMA's 5 features the mixtures' noise std is above 1/8: the
+    warning comes before the arrays are fitted (a fit that fails at once still shows it) and
+    calibration runs once for the rule and the fit; at mixture_size 400 it stays silent."""
+    from jdp.synth.clustmix import phases
+    from jdp.synth.feasibility import CannotWorkWarning
+
+    def said(config, method=None):
+        if method is not None:
+            monkeypatch.setitem(base._REGISTRY, "clustmix", method)
+        budget = PrivacyBudget(epsilon=EPS, delta=DELTA)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                fit_model(jax.random.key(0), "clustmix", _frame(), budget, config,
+                          schema=SCHEMA, rows=1e6)  # fmt: skip
+            except RuntimeError:
+                pass
+        return [str(w.message) for w in caught if issubclass(w.category, CannotWorkWarning)]
+
+    calls = []
+    real = phases.calibrate
+    monkeypatch.setattr(phases, "calibrate", lambda *a, **k: calls.append(1) or real(*a, **k))
+    monkeypatch.setattr(phases, "_SCALES", {})
+    (message,) = said(CONFIG)
+    assert "cannot place the values of every numeric column" in message
+    assert len(calls) == 1
+    assert not said(dataclasses.replace(CONFIG, mixture_size=400))
+
+    def boom(*args):
+        raise RuntimeError("the fit started")
+
+    method = dataclasses.replace(base.get_method("clustmix"), fit_arrays=boom)
+    assert len(said(CONFIG, method)) == 1

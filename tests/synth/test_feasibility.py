@@ -216,3 +216,23 @@ def test_one_record_moves_one_class_count_by_one():
     for extra, moved in (("n", 1), ("p", 1), ("q", 1), (None, 0), (np.nan, 0)):
         after = F.class_counts(pd.concat([base, pd.Series([extra])], ignore_index=True), classes)
         assert np.abs(after - before).sum() == moved and np.abs(after - before).max() <= 1
+
+
+def test_a_release_noisier_than_any_table_could_show_warns_before_the_fit(monkeypatch):
+    """check_public_noise: a registered release whose noise reaches the largest signal it
+    could carry (ratio >= 1) warns, naming it and a fallback; one below does not; a method
+    that registered nothing is not judged."""
+    from jdp.synth.signal import Release
+
+    noise = {"level": 0.2}
+    monkeypatch.setattr(F, "_PUBLIC_NOISE", {})
+    F.register_public_noise("slow", lambda c, k, b: [Release("the values", noise["level"], 0.125)])
+    budget, shape = PrivacyBudget(epsilon=1.0, delta=1e-5), F.PublicShape(5000.0, 50, 1.0)
+    with pytest.warns(F.CannotWorkWarning, match=r"slow cannot place the values \(noise/signal "
+                      r"at least 1.6\).*marginals is expected"):  # fmt: skip
+        assert F.check_public_noise("slow", None, None, budget, shape) is not None
+    noise["level"] = 0.12
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert F.check_public_noise("slow", None, None, budget, shape) is None
+        assert F.check_public_noise("marginals", None, None, budget, shape) is None

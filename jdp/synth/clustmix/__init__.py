@@ -24,12 +24,13 @@ from jdp.synth.clustmix.model import (
     codec,
     fit,
     fit_arrays,
+    public_releases,
     released_statistics,
     sample_arrays,
 )
 from jdp.synth.clustmix.phases import PAPER_NOTE, ClustMixRelease, strict_plan
 from jdp.synth.estimator import Synthesizer
-from jdp.synth.feasibility import register_minimum
+from jdp.synth.feasibility import register_minimum, register_public_noise
 from jdp.synth.signal import register_releases
 
 __all__ = [
@@ -56,6 +57,7 @@ register(
 )
 
 register_releases("clustmix", released_statistics)
+register_public_noise("clustmix", public_releases)
 
 
 class ClustMix(Synthesizer):

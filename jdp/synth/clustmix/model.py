@@ -24,7 +24,7 @@ from jdp.mechanisms.mixing import check_unit_box
 from jdp.random import numpy_rng
 from jdp.synth.base import FittedModel, Params
 from jdp.synth.clustmix.config import ClustMixConfig, Mode, Records
-from jdp.synth.clustmix.phases import ClustMixRelease, fit_paper, fit_strict
+from jdp.synth.clustmix.phases import ClustMixRelease, fit_paper, fit_strict, mixing_noise_std
 from jdp.synth.signal import MEAN_PRECISION, Release
 
 ModeFit = Callable[[jax.Array, Records, PrivacyBudget, ClustMixConfig], ClustMixRelease]
@@ -68,6 +68,11 @@ class ClustMixCodec:
         """``C``: the target's categories."""
         schema = self.encoder.schema
         return len(schema[schema.target].categories)
+
+    @property
+    def width(self) -> int:
+        """``D``: the features of a record (one per encoder span in ordinal encoding)."""
+        return len(self.encoder.spans) if self.ordinal else self.encoder.width
 
     @property
     def state_columns(self) -> np.ndarray:
@@ -248,6 +253,28 @@ def value_coordinate(codec: ClustMixCodec, name: str) -> int:
     spans = codec.encoder.spans
     (j,) = [i for i, s in enumerate(spans) if s.name == name]
     return j if codec.ordinal else spans[j].start
+
+
+#: The largest spread (standard deviation) of any variable on ``[0, 1]`` (Popoviciu): half
+#: the box.
+MAX_SPREAD = 0.5
+
+
+def public_releases(
+    config: ClustMixConfig, codec: ClustMixCodec, budget: PrivacyBudget
+) -> list[Release]:
+    """Before the fit (:func:`jdp.synth.feasibility.check_public_noise`): the numeric
+    columns' value coordinates of the mixtures, their noise std per feature
+    (:func:`~jdp.synth.clustmix.phases.mixing_noise_std`, data-free) against the signal
+    :func:`released_statistics` would give the largest spread any column can have,
+    :data:`MAX_SPREAD`. At noise/signal >= 1 (noise std >= 1/8) that rule names every numeric
+    column after the fit, whatever the data; none when the schema has no numeric column."""
+    schema = codec.encoder.schema
+    numeric = [c.name for c in schema.columns if c.is_numeric and c.name != schema.target]
+    if not numeric:
+        return []
+    s = mixing_noise_std(config, codec.n_classes, codec.width, budget)
+    return [Release("the values of every numeric column", s, MEAN_PRECISION * MAX_SPREAD)]
 
 
 def released_statistics(model: FittedModel) -> list[Release]:

@@ -43,6 +43,7 @@ References:
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -150,6 +151,19 @@ def mixture_size(config: ClustMixConfig, noise_std_of_one: float) -> int:
     return max(1, math.ceil(noise_std_of_one / AUTO_NOISE_STD))
 
 
+def paper_mixing(
+    config: ClustMixConfig, n_classes: int, n_features: int, budget: PrivacyBudget
+) -> tuple[int, float]:
+    """Paper mode's mixture size ``l`` and Eq. 8 noise std ``sigma`` at ``l``, at the budget
+    basic composition leaves (the paper composes basically). Data-free."""
+    sigma = functools.partial(
+        paper_noise_std, budget.left.epsilon, budget.left.delta, n_classes=n_classes,
+        n_features=n_features,
+    )  # fmt: skip
+    l = mixture_size(config, sigma(mixture_size=1))
+    return l, sigma(mixture_size=l)
+
+
 def fit_paper(
     key: jax.Array, records: Records, budget: PrivacyBudget, config: ClustMixConfig
 ) -> ClustMixRelease:
@@ -160,8 +174,7 @@ def fit_paper(
     cluster_key, kip_key, mix_key = jax.random.split(key, 3)
     rng = numpy_rng(cluster_key)
     d = x.shape[1]
-    one = paper_noise_std(epsilon, delta, mixture_size=1, n_classes=n_classes, n_features=d)
-    l, k = mixture_size(config, one), config.n_clusters
+    (l, sigma), k = paper_mixing(config, n_classes, d, budget), config.n_clusters
     members, centres, centre_labels, class_l = [], [], [], []
     for c in track(range(n_classes), "constrained GMM, class", current=True):
         rows = np.flatnonzero(y == c)
@@ -200,7 +213,6 @@ def fit_paper(
         means.append(mixed)
     means = np.concatenate(means)
     group_cluster = np.asarray(group_cluster)
-    sigma = paper_noise_std(epsilon, delta, mixture_size=l, n_classes=n_classes, n_features=d)
     mu = paper_mu(sigma, mixture_size=l, n_classes=n_classes, n_features=d)
     ledger = PrivacyLedger().record(
         "clustmix/approximate", ev.NoOpDpEvent(), mode="paper",
@@ -310,23 +322,63 @@ def mixing_groups(
     return np.where(bucket >= 0, offsets[cluster] + bucket, -1)
 
 
+#: :func:`strict_scale`'s answers by their public inputs (the prior by its ``repr``: events
+#: are not hashable); cleared past :data:`_SCALES_KEPT` entries.
+_SCALES: dict[tuple, float] = {}
+_SCALES_KEPT = 64
+
+
+def strict_scale(
+    config: ClustMixConfig, n_classes: int, n_features: int, budget: PrivacyBudget
+) -> float:
+    """The scale of a strict fit's plan (:func:`strict_plan`) that meets ``budget`` after its
+    prior (:func:`accounting.calibrate.calibrate`): data-free, remembered so that the rule run
+    before the fit (:func:`mixing_noise_std`) and the fit calibrate once."""
+    memo = (config, n_classes, n_features, budget.epsilon, budget.delta, repr(budget.prior))
+    if memo not in _SCALES:
+        if len(_SCALES) >= _SCALES_KEPT:
+            _SCALES.clear()
+        _SCALES[memo] = calibrate(
+            lambda s: strict_plan(config, n_classes, n_features, s),
+            target_epsilon=budget.epsilon,
+            target_delta=budget.delta,
+            prior=budget.prior,
+        )
+    return _SCALES[memo]
+
+
+def strict_mixing(
+    config: ClustMixConfig, n_classes: int, n_features: int, budget: PrivacyBudget
+) -> tuple[dict[str, float], int, float]:
+    """A strict fit's noise multipliers, mixture size ``l`` and its mixtures' noise std per
+    feature, ``z_mixing sqrt(D) / (2 l)`` (the centred group sums' sensitivity ``sqrt(D)/2``
+    over the ``l`` records of a group). Data-free."""
+    z = strict_multipliers(config, strict_scale(config, n_classes, n_features, budget))
+    one = z["mixing"] * math.sqrt(n_features) / 2.0
+    l = mixture_size(config, one)
+    return z, l, one / l
+
+
+def mixing_noise_std(
+    config: ClustMixConfig, n_classes: int, n_features: int, budget: PrivacyBudget
+) -> float:
+    """The noise std per feature of a mixture of ``l`` records in ``config.mode``: strict
+    mode's (:func:`strict_mixing`), or paper mode's Eq. 8 ``sigma`` at the budget basic
+    composition leaves (a small class's mixtures, of fewer records, carry more). Data-free."""
+    if config.mode == "strict":
+        return strict_mixing(config, n_classes, n_features, budget)[2]
+    return paper_mixing(config, n_classes, n_features, budget)[1]
+
+
 def fit_strict(
     key: jax.Array, records: Records, budget: PrivacyBudget, config: ClustMixConfig
 ) -> ClustMixRelease:
     """Strict ClustMix (module docstring): (epsilon, delta)-DP under add/remove-one, every
     phase in the ledger (docs/privacy.md, "ClustMix")."""
     x, y, n_classes = records
-    epsilon, delta = budget.epsilon, budget.delta
-    scale = calibrate(
-        lambda s: strict_plan(config, n_classes, x.shape[1], s),
-        target_epsilon=epsilon,
-        target_delta=delta,
-        prior=budget.prior,
-    )
-    z = strict_multipliers(config, scale)
     d = x.shape[1]
-    k, l = config.n_clusters, mixture_size(config, z["mixing"] * math.sqrt(d) / 2.0)
-    noise_std = z["mixing"] * math.sqrt(d) / 2.0 / l
+    z, l, noise_std = strict_mixing(config, n_classes, d, budget)
+    scale, k = strict_scale(config, n_classes, d, budget), config.n_clusters
     if noise_std > MAX_NOISE_STD:
         raise ValueError(
             f"budget too small: the mixtures' noise std per feature would be {noise_std:.3g}, "
