@@ -11,8 +11,15 @@
    answer moves by < 0.5%), with ratios to RDP and times; and the ledger's default figure,
    the minimum, naming its accountant. ``--quick`` runs 4 configurations, the default 12.
    A scatter of the two PLD/RDP ratios goes to ``--out`` (default docs/figures/).
+3. **Calibration searches** (``--calibration``). The noise searches the methods run before
+   a fit (dp-GAN's, P3GM's and DPGM's default plans on Adult's row count, alone and after a
+   Laplace release of class counts, as the table adapter composes them; four DP-SGD runs),
+   each in a fresh process: accountant evaluations, the PLD ones among them (0.1-0.3 s
+   each), seconds and the multiplier found. ``--baseline DIR`` runs the same searches with
+   the ``accounting`` and ``jdp`` packages of another tree first, in the same run.
 
     python scripts/bench_accounting.py [--quick] [--json] [--out DIR] [--skip-pld]
+        [--calibration [--baseline DIR]]
 
 Prints the tables (``--json``: one JSON object, the timings and ``pld`` rows) and writes them
 to ``docs/results/bench_accounting.md`` (``scripts/_harness.py``).
@@ -21,7 +28,13 @@ to ``docs/results/bench_accounting.md`` (``scripts/_harness.py``).
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import _harness as H
@@ -120,6 +133,91 @@ def _plot(rows: list[dict], out: Path) -> Path:
     return path
 
 
+def calibration_searches() -> dict[str, Callable[[], float]]:
+    """The searches of part 3, by name: each returns the (DP-SGD) multiplier it found."""
+    import dataclasses
+
+    from accounting import PrivacyBudget, PrivacyLedger
+    from accounting.calibrate import calibrate_noise_multiplier
+    from jdp.synth.base import get_method
+    from jdp.synth.dp_gan.model import calibrate_noise as dp_gan_noise
+    from jdp.synth.dp_gan.model import critic_dpsgd
+    from jdp.synth.dpgm.model import calibrate_noise as dpgm_noise
+    from jdp.synth.p3gm.privacy import calibrate_noise as p3gm_noise
+
+    rows, cut = 32561, 1e-88  # Adult's training rows; a sampler cut per step
+    plain = PrivacyBudget(epsilon=1.0, delta=1e-5)
+    counts = PrivacyLedger().record("class counts", ev.LaplaceDpEvent(1 / 0.05))
+    gan = get_method("dp-gan").make_config(None)
+    p3gm = get_method("p3gm").make_config(None)
+    p3gm = dataclasses.replace(p3gm, dpsgd=p3gm.dpsgd.for_rows(rows))
+    dpgm = get_method("dpgm").make_config(None)
+    dpgm = dataclasses.replace(dpgm, dpsgd=dpgm.dpsgd.for_rows(rows / dpgm.n_clusters))
+    searches: dict[str, Callable[[], float]] = {}
+    for suffix, b in (("", plain), (" after counts", plain.composing().less(counts))):
+        searches["dp-gan" + suffix] = lambda b=b: (
+            dp_gan_noise(critic_dpsgd(gan, b), b, noise_cut=cut, state_share=gan.state_share).sgd
+        )
+        searches["p3gm" + suffix] = lambda b=b: p3gm_noise(p3gm, "p3gm", b, noise_cut=cut)["sgd"]
+        searches["dpgm" + suffix] = lambda b=b: dpgm_noise(dpgm, b, noise_cut=cut)["sgd"]
+    for q, steps, eps in (
+        (0.01, 1000, 1.0),
+        (0.004, 5000, 1.0),
+        (0.1, 100, 3.0),
+        (0.02, 2000, 8.0),
+    ):
+        searches[f"dp-sgd q={q} T={steps} eps={eps:g}"] = lambda q=q, t=steps, e=eps: (
+            calibrate_noise_multiplier(
+                target_epsilon=e, target_delta=1e-5, sampling_prob=q, steps=t
+            )
+        )
+    return searches
+
+
+def run_search(name: str) -> dict:
+    """One search of :func:`calibration_searches` in this process: its accountant
+    evaluations (the search observer's steps), the PLD ones among them, seconds, result."""
+    from accounting.calibrate import set_search_observer
+
+    search = calibration_searches()[name]
+    steps: list[str] = []
+    passes: list[int] = []
+    refine = pld.PldAccountant._refine
+
+    def counted(self: pld.PldAccountant, answer: Callable) -> float:
+        passes.append(1)
+        return refine(self, answer)
+
+    observer = set_search_observer(lambda e: steps.append(e) if e == "step" else None)
+    pld.PldAccountant._refine = counted
+    try:
+        t = time.perf_counter()
+        value = search()
+        seconds = time.perf_counter() - t
+    finally:
+        pld.PldAccountant._refine = refine
+        set_search_observer(observer)
+    return {"evaluations": len(steps), "pld": len(passes), "seconds": seconds, "value": value}
+
+
+def calibration_rows(baseline: Path | None) -> list[dict]:
+    """Every search in a fresh child process, the baseline's packages (if given) first."""
+    codes = {"this tree": None} if baseline is None else {"baseline": baseline, "this tree": None}
+    rows = []
+    for name in calibration_searches():
+        for code, packages in codes.items():
+            env = dict(os.environ)
+            if packages is not None:
+                env["PYTHONPATH"] = os.pathsep.join([str(packages), env.get("PYTHONPATH", "")])
+            H.log(f"calibration search {name}, {code}")
+            child = subprocess.run(
+                [sys.executable, __file__, "--calibration-child", name],
+                env=env, capture_output=True, text=True, check=True,
+            )  # fmt: skip
+            rows.append({"search": name, "code": code, **json.loads(child.stdout)})
+    return rows
+
+
 def compute(args: argparse.Namespace) -> dict:
     event = dpsgd_event(args.noise_multiplier, args.sampling_prob, args.steps)
     H.log(f"accounting {args.steps} steps (q={args.sampling_prob}, z={args.noise_multiplier})")
@@ -149,6 +247,9 @@ def compute(args: argparse.Namespace) -> dict:
             "max_seconds_adaptive": max(r["seconds_adaptive"] for r in rows),
         }
         result["figure"] = str(_plot(rows, args.out))
+    if args.calibration:
+        baseline = None if args.baseline is None else args.baseline.resolve()
+        result["calibration"] = calibration_rows(baseline)
     return result
 
 
@@ -176,6 +277,22 @@ def render(result: dict) -> str:
                 f"{r['seconds_adaptive']:>8.1f}  {r['ledger_accountant']}"
             )
         lines.append(f"figure: {result['figure']}")
+    if "calibration" in result:
+        lines.append(
+            f"\n{'calibration search':<32}{'code':>10}{'evaluations':>12}{'PLD':>5}"
+            f"{'seconds':>9}{'multiplier':>12}"
+        )
+        for r in result["calibration"]:
+            lines.append(
+                f"{r['search']:<32}{r['code']:>10}{r['evaluations']:>12}{r['pld']:>5}"
+                f"{r['seconds']:>9.2f}{r['value']:>12.6g}"
+            )
+        for code in dict.fromkeys(r["code"] for r in result["calibration"]):
+            mine = [r for r in result["calibration"] if r["code"] == code]
+            lines.append(
+                f"{code}: {sum(r['pld'] for r in mine)} PLD evaluations, "
+                f"{sum(r['seconds'] for r in mine):.1f} s in all"
+            )
     return "\n".join(lines)
 
 
@@ -188,6 +305,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--configs", type=int, help="PLD configurations (default 12; 4 quick)")
     p.add_argument("--skip-pld", action="store_true", help="only the RDP timing")
+    p.add_argument("--calibration", action="store_true", help="the methods' noise searches")
+    p.add_argument("--baseline", type=Path, help="with --calibration: an earlier tree's root")
+    p.add_argument("--calibration-child", help=argparse.SUPPRESS)
+    argv = sys.argv[1:] if argv is None else argv
+    if "--calibration-child" in argv:  # one search, in this fresh process: JSON on stdout
+        print(json.dumps(run_search(argv[argv.index("--calibration-child") + 1])))
+        return 0
     return H.run(p, compute, render, argv)
 
 

@@ -43,3 +43,22 @@ def test_bench_pld_rows(tmp_path):
         assert r["ratio_adaptive"] == r["pld_adaptive"] / r["rdp"]
     assert data["pld_summary"]["max_ratio_adaptive"] == max(r["ratio_adaptive"] for r in rows)
     assert Path(data["figure"]).is_file() and Path(data["figure"]).parent == tmp_path
+
+
+def test_a_calibration_search_counts_its_evaluations_and_leaves_the_accountant_as_it_was():
+    """Part 3's child, in process: a DP-SGD search's multiplier is calibrate_noise_multiplier's,
+    its PLD answers are among its evaluations, and the counting spy and observer are removed
+    afterwards."""
+    sys.path.insert(0, str(SCRIPT.parent))
+    import bench_accounting as B
+
+    from accounting.accountants import pld
+    from accounting.calibrate import calibrate_noise_multiplier
+
+    refine = pld.PldAccountant._refine
+    row = B.run_search("dp-sgd q=0.1 T=100 eps=3")
+    assert row["value"] == calibrate_noise_multiplier(
+        target_epsilon=3.0, target_delta=1e-5, sampling_prob=0.1, steps=100
+    )
+    assert 1 <= row["pld"] <= row["evaluations"] and row["seconds"] > 0
+    assert pld.PldAccountant._refine is refine

@@ -162,28 +162,37 @@ def test_fit_ledger_matches_the_plan_and_meets_the_budget(rbm_fit):
 
 def test_fit_ledger_is_the_ledger_of_the_per_cluster_runs(rbm_fit):
     """Issue 29: calibrating on one cluster's run and training the clusters as one batched
-    program leave the ledger as it was, multipliers and notes included (the saved ledger of
-    the same fit by the per-cluster code). Labels, notes and event structure must be equal;
-    numbers equal to 1e-9 relative: the moments accountant integrates with scipy's quadrature,
-    whose roundoff moved the calibrated multipliers by 1.1e-12 from scipy 1.17 to 1.18, while
-    a changed calibration moves them by its own tolerance (1e-3) or more."""
+    program leave the ledger as it was (the saved ledger of the same fit by the per-cluster
+    code): labels, notes and event structure equal; numbers within the calibration's own
+    window. The search was since changed (secant steps aimed inside the window, issue 29),
+    which moved the multipliers by under 1e-3 relative: each of calibrate_shares' two searches
+    lands its epsilon anywhere in ``[(1 - 1e-3) target, target]``, and a multiplier moves
+    less than its epsilon does (epsilon falls faster than ``1 / z``), so by at most 2e-3
+    relative. That the ledger at the saved multipliers is the saved one to the bit is
+    :func:`test_batched_clusters_train_as_the_per_cluster_runs`'s; that it meets the budget,
+    :func:`test_fit_ledger_matches_the_plan_and_meets_the_budget`'s."""
     fitted, z = rbm_fit
-    _assert_same(z, BEFORE_BATCHING["rbm"]["z"])
-    _assert_same(fitted.ledger.to_dict(), BEFORE_BATCHING["rbm"]["ledger"])
+    _assert_same(z, BEFORE_BATCHING["rbm"]["z"], rel=2e-3)
+    _assert_same(fitted.ledger.to_dict(), BEFORE_BATCHING["rbm"]["ledger"], rel=2e-3)
 
 
-def _assert_same(got, saved, path: str = "") -> None:
-    """``got == saved`` for nested dicts and lists, floats to 1e-9 relative."""
+def _assert_same(got, saved, path: str = "", *, rel: float = 1e-9) -> None:
+    """``got == saved`` for nested dicts and lists, floats to ``rel`` relative."""
     if isinstance(saved, dict):
         assert isinstance(got, dict) and got.keys() == saved.keys(), path
         for name in saved:
-            _assert_same(got[name], saved[name], f"{path}.{name}")
+            _assert_same(got[name], saved[name], f"{path}.{name}", rel=rel)
     elif isinstance(saved, list):
         assert isinstance(got, (list, tuple)) and len(got) == len(saved), path
         for i, (a, b) in enumerate(zip(got, saved, strict=True)):
-            _assert_same(a, b, f"{path}[{i}]")
+            _assert_same(a, b, f"{path}[{i}]", rel=rel)
     elif isinstance(saved, float) and not isinstance(got, bool):
-        assert got == pytest.approx(saved, rel=1e-9), path
+        assert got == pytest.approx(saved, rel=rel), path
+    elif isinstance(saved, str) and rel > 1e-9:  # a note: its numbers (6 digits) to rel
+        numbers = re.compile(r"\d+\.\d+")
+        assert numbers.split(got) == numbers.split(saved), path
+        for a, b in zip(numbers.findall(got), numbers.findall(saved), strict=True):
+            assert float(a) == pytest.approx(float(b), rel=rel), path
     else:
         assert got == saved, path
 
