@@ -232,6 +232,8 @@ def run_section(command: str, result: Mapping[str, Any], table: str) -> str:
     when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     facts = f"{when}, {_commit()}, {os.cpu_count()} CPUs; "
     facts += f"{result['seconds']:.0f} s wall, peak RSS {result['peak_rss_mb']:.0f} MiB."
+    if result.get("baseline"):  # a tree measured beside this one (--baseline DIR)
+        facts += f" Baseline: {result['baseline']}, {_commit(Path(result['baseline']))}."
     return f"## `{command}`\n\n{facts}\n\n```text\n{table.rstrip()}\n```\n"
 
 
@@ -260,9 +262,10 @@ def write_section(script: str, key: str, body: str, *, path: Path | None = None)
     return path
 
 
-def _commit() -> str:
-    """The checkout's commit, and whether files differ from it (read-only git calls)."""
-    git = ["git", "-C", str(ROOT)]
+def _commit(root: Path = ROOT) -> str:
+    """The commit of the checkout at ``root``, and whether files differ from it (read-only
+    git calls)."""
+    git = ["git", "-C", str(root)]
     env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0"}
     try:
         head = subprocess.run(

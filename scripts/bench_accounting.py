@@ -250,6 +250,7 @@ def compute(args: argparse.Namespace) -> dict:
     if args.calibration:
         baseline = None if args.baseline is None else args.baseline.resolve()
         result["calibration"] = calibration_rows(baseline)
+        result["baseline"] = None if baseline is None else str(baseline)
     return result
 
 

@@ -72,7 +72,9 @@ def compute(args: argparse.Namespace) -> dict:
                 if (r["code"], r["method"], r["cache"]) == (run["code"], run["method"], "first")
             )  # fmt: skip
             run["ratio"] = run["cpu_s"] / first["cpu_s"]
-    return {"rows": rows, "target": TARGET, "repeat": args.repeat, "runs": runs}
+    baseline = None if args.baseline is None else str(args.baseline.resolve())
+    return {"rows": rows, "target": TARGET, "repeat": args.repeat, "runs": runs,
+            "baseline": baseline}  # fmt: skip
 
 
 def _cold(runs: list[dict], code: str, method: str) -> float | None:

@@ -208,6 +208,7 @@ def compute(args: argparse.Namespace) -> dict:
         "repeat": args.repeat,
         "runs": runs,
         "same_ledger": same,
+        "baseline": None if args.baseline is None else str(args.baseline.resolve()),
     }
 
 

@@ -62,3 +62,15 @@ def test_a_calibration_search_counts_its_evaluations_and_leaves_the_accountant_a
     )
     assert 1 <= row["pld"] <= row["evaluations"] and row["seconds"] > 0
     assert pld.PldAccountant._refine is refine
+
+
+def test_a_section_names_the_commit_of_the_tree_measured_beside_this_one():
+    """--baseline DIR: the section's facts give DIR's commit, so a ratio can be traced."""
+    sys.path.insert(0, str(SCRIPT.parent))
+    import _harness as H
+
+    root = SCRIPT.parents[1]
+    facts = {"seconds": 1.0, "peak_rss_mb": 1.0}
+    assert "Baseline" not in H.run_section("cmd", facts, "table")
+    text = H.run_section("cmd", {**facts, "baseline": str(root)}, "table")
+    assert f"Baseline: {root}, commit " in text
