@@ -236,21 +236,16 @@ def _segments(
         start += size
 
 
-def _softmax(r: jax.Array) -> jax.Array:
-    return jax.nn.softmax(r, axis=-1)
-
-
 def _identity(r: jax.Array) -> jax.Array:
     return r
 
 
-#: Each kind's activation: raw output -> the mean of the modelled value.
+#: Each coordinate-wise kind's activation: raw output -> the mean of the modelled value (a
+#: ``categorical`` or ``state`` block's is its softmax, :func:`activate`).
 ACTIVATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
     "bernoulli": jax.nn.sigmoid,
     "tanh": jnp.tanh,
     "gaussian": _identity,
-    "categorical": _softmax,
-    "state": _softmax,
 }
 
 
@@ -258,10 +253,27 @@ def activate(raw: jax.Array, layout: HeadLayout) -> jax.Array:
     """Each head's activation on raw outputs of shape ``(..., d)`` (the deterministic output
     layer of a generator): sigmoid, tanh, identity, or softmax over a categorical block. A
     ``"binned"`` head has none (``ValueError``): it is a distribution, read by
-    :func:`log_likelihood` and :func:`decode_sample`."""
+    :func:`log_likelihood` and :func:`decode_sample`.
+
+    Computed for all heads at once, as :func:`log_likelihood`: each coordinate's softmax
+    from its head's peak and sum (the membership matrix), then each kind's activation
+    selected per coordinate."""
     if any(kind == "binned" for kind, _ in layout):
         raise ValueError("expected heads with an activation, got a 'binned' head")
-    return jnp.concatenate([ACTIVATIONS[kind](r) for kind, _, r in _segments(raw, layout)], -1)
+    plan = _plan(layout)
+    shifted = jnp.exp(raw - _head_peak(raw, plan)[..., plan.head])  # <= 1: no overflow
+    softmax = shifted / (shifted @ jnp.asarray(plan.member, raw.dtype))[..., plan.head]
+    out = softmax
+    for kind, activation in ACTIVATIONS.items():
+        out = jnp.where(plan.kind == kind, activation(raw), out)
+    return out
+
+
+def _head_peak(raw: jax.Array, plan: _Plan) -> jax.Array:
+    """Each head's largest raw coordinate, ``(..., H)``, held constant under
+    differentiation (the softmax and log-sum-exp it steadies do not depend on it)."""
+    heads = jnp.where(plan.padded_ok, raw[..., plan.padded], -jnp.inf)  # (..., H, widest)
+    return jax.lax.stop_gradient(jnp.max(heads, axis=-1))
 
 
 def binned_cell(x: jax.Array, cells: int) -> jax.Array:
@@ -272,9 +284,10 @@ def binned_cell(x: jax.Array, cells: int) -> jax.Array:
 
 @dataclass(frozen=True)
 class _Plan:
-    """:func:`log_likelihood`'s static reading of a layout, one entry per raw coordinate
-    (``W`` of them) or per head (``H``): ``member`` the ``(W, H)`` 0/1 matrix of which head
-    holds each coordinate, ``data`` the data coordinate each raw one reads (a binned head's
+    """The static reading of a layout by :func:`log_likelihood`, :func:`activate` and
+    :func:`into_heads`, one entry per raw coordinate (``W`` of them) or per head (``H``):
+    ``kind`` its head's kind, ``member`` the ``(W, H)`` 0/1 matrix of which head holds each
+    coordinate, ``data`` the data coordinate each raw one reads (a binned head's
     ``B`` logits all read its one value), ``offset`` its place in its head, ``cells`` its
     head's width, ``binned``/``block``/``bernoulli``/``gaussian`` its head's kind, ``gated``
     the heads followed by a ``state`` head and ``gate`` the data coordinate of that state's
@@ -284,6 +297,7 @@ class _Plan:
     ``padded_ok`` which of them are its own (the heads' maxima in one reduction)."""
 
     head: np.ndarray
+    kind: np.ndarray
     member: np.ndarray
     data: np.ndarray
     offset: np.ndarray
@@ -317,6 +331,7 @@ def _plan(layout: HeadLayout) -> _Plan:
     index = np.int32  # one integer type whether or not 64-bit mode is on
     return _Plan(
         head=head.astype(index),
+        kind=kinds[head],
         member=member,
         data=np.where(binned, data_starts[head], data_starts[head] + offset).astype(index),
         offset=offset.astype(index),
@@ -365,8 +380,7 @@ def log_likelihood(
     member = jnp.asarray(plan.member, raw.dtype)
     v = x[..., plan.data]
     target = jnp.where(plan.binned, binned_cell(v, plan.cells) == plan.offset, v)
-    heads = jnp.where(plan.padded_ok, raw[..., plan.padded], -jnp.inf)  # (..., H, widest)
-    peak = jax.lax.stop_gradient(jnp.max(heads, axis=-1))
+    peak = _head_peak(raw, plan)
     normaliser = jnp.log(jnp.exp(raw - peak[..., plan.head]) @ member) + peak
     terms = jnp.where(plan.block, target * (raw - normaliser[..., plan.head]), 0.0)
     bernoulli = v * jax.nn.log_sigmoid(raw) + (1.0 - v) * jax.nn.log_sigmoid(-raw)
