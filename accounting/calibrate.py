@@ -339,18 +339,19 @@ def _bisect(
     Bracket ``[lo, hi]`` with ``eps(lo) > target >= eps(hi)``: grow ``hi`` by doubling, then
     lower ``lo`` from ``hi`` by the factor ``shrink`` (never evaluating far below the answer:
     tiny noise scales are expensive for the PLD accountant; a caller that already holds a
-    near answer passes a ``shrink`` close to 1). Then secant steps on ``log eps`` against
-    ``log s`` (smooth and nearly linear for every mechanism here), aimed at the middle of the
-    window ``[(1 - rtol) target, target]`` the answer's epsilon must land in: through the
-    last two evaluations when that lands inside the bracket (superlinear, also when they
-    are on one side of the answer), else through the bracket's ends with the Illinois rule
+    near answer passes a ``shrink`` close to 1). Then interpolation steps on ``log s`` as a
+    function of ``log eps`` (smooth and nearly linear for every mechanism here), aimed at the
+    middle of the window ``[(1 - rtol) target, target]`` the answer's epsilon must land in:
+    through the last three evaluations (inverse quadratic, as Brent's method) or the last two
+    (the secant) when that lands inside the bracket (superlinear, also when they are on one
+    side of the answer), else through the bracket's ends with the Illinois rule
     (the weight of an end that stays put twice is halved, so both ends converge). The step
     stays inside the bracket; it is a midpoint where no secant is finite (an epsilon of 0 or
     infinity), and bisection takes over after three steps that halved neither the bracket
     nor the smallest gap to the aim (kinks, jumps). The bracket shrinks every step and its
     upper end, which is returned, always meets the target. About 3-4 evaluations to ``rtol =
-    1e-3`` where bisection took 8-10; the last two evaluations' secant took dp-GAN's PLD
-    search from 12 evaluations to 5 (``scripts/bench_accounting.py``).
+    1e-3`` where bisection took 8-10; interpolating the last evaluations took dp-GAN's PLD
+    search from 12 evaluations to 4 (``scripts/bench_accounting.py --calibration``).
     """
     eps_hi = eps(hi)
     while eps_hi > target:
@@ -381,7 +382,7 @@ def _bisect(
     f_lo = _log_gap(eps_lo, log_t)
     f_hi = _log_gap(eps_hi, log_t)
     x_lo, x_hi = math.log(lo), math.log(hi)
-    recent = [(x_hi, f_hi), (x_lo, f_lo)]  # the last two evaluations, oldest first
+    recent = [(x_hi, f_hi), (x_lo, f_lo)]  # the last three evaluations, oldest first
     side, steps, checkpoint = 0, 0, (x_hi - x_lo, min(-f_hi, f_lo))
     stalled = False
     while eps_hi < (1 - rtol) * target and hi / lo > 1 + 1e-12:
@@ -391,27 +392,42 @@ def _bisect(
             stalled = stalled or all(p > c / 2 for p, c in zip(progress, checkpoint))
             checkpoint = progress
         width = x_hi - x_lo
-        x = _secant(*recent[0], *recent[1])
-        if x is None or not x_lo + 1e-3 * width <= x <= x_hi - 1e-3 * width:
+        low, high = x_lo + 1e-3 * width, x_hi - 1e-3 * width  # inside, off the ends
+        through = [_through(recent), _through(recent[-2:])]  # the last three, the last two
+        x = next((t for t in through if t is not None and low <= t <= high), None)
+        if x is None:
             x = _secant(x_lo, f_lo, x_hi, f_hi)  # regula falsi on the bracket's ends
-            if x is not None:  # keep the step inside the bracket, off its ends
-                x = min(max(x, x_lo + 1e-3 * width), x_hi - 1e-3 * width)
+            if x is not None:
+                x = min(max(x, low), high)
         if stalled or x is None:
             x = (x_lo + x_hi) / 2  # bisect: no finite secant, or three steps gained too little
         mid = math.exp(x)
         e = eps(mid)
-        recent = [recent[1], (x, _log_gap(e, log_t))]
+        recent = [*recent[-2:], (x, _log_gap(e, log_t))]
         if e <= target:
-            hi, eps_hi, x_hi, f_hi = mid, e, x, recent[1][1]
+            hi, eps_hi, x_hi, f_hi = mid, e, x, recent[-1][1]
             if side == 1:  # hi moved twice: halve lo's weight (Illinois)
                 f_lo /= 2
             side = 1
         else:
-            lo, x_lo, f_lo = mid, x, recent[1][1]
+            lo, x_lo, f_lo = mid, x, recent[-1][1]
             if side == -1:
                 f_hi /= 2
             side = -1
     return hi
+
+
+def _through(points: list[tuple[float, float]]) -> float | None:
+    """The zero of the polynomial ``x(f)`` through ``points`` ``(x, f)`` (two: the secant;
+    three: inverse quadratic interpolation, as Brent's method); ``None`` when an ``f`` is
+    infinite or two are equal."""
+    fs = [f for _, f in points]
+    if not all(math.isfinite(f) for f in fs) or len(set(fs)) < len(fs):
+        return None
+    return sum(
+        x * math.prod(fj / (fj - fi) for j, (_, fj) in enumerate(points) if j != i)
+        for i, (x, fi) in enumerate(points)
+    )
 
 
 def _secant(x0: float, f0: float, x1: float, f1: float) -> float | None:

@@ -279,10 +279,10 @@ def test_a_search_evaluates_each_scale_once_per_accountant(monkeypatch):
 @pytest.mark.parametrize("curvature", [0.0, 1.0, 3.0, 6.0])
 def test_a_curved_search_lands_in_the_window_in_few_evaluations(curvature):
     """``log eps`` convex in ``log s`` (as DP-SGD's PLD answers are) with the answer just
-    below the bracket's top: secant steps through the last two evaluations reach the
-    window ``[(1 - rtol) target, target]`` in at most 4 evaluations after the bracket's two
+    below the bracket's top: interpolating the last evaluations reaches the window
+    ``[(1 - rtol) target, target]`` in at most 4 evaluations after the bracket's two
     (regula falsi with the Illinois rule alone took 9-10 at curvature 3 and 6: dp-GAN's
-    PLD search, 12 PLD answers where 5 do now)."""
+    PLD search, 12 PLD answers where 4 do now)."""
     calls = []
 
     def eps(s: float) -> float:
