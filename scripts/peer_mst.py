@@ -62,7 +62,7 @@ pd.DataFrame(mst.sample(len(df)), columns=df.columns).to_csv(dst, index=False)
 
 def mst_fit(args: argparse.Namespace, data: Any, seed: int, work: Path) -> dict[str, Any]:
     """One MST fit on ``data``'s cells by the peer interpreter, scored by jdp's evaluator."""
-    table, _, _ = scale_table(None, data.schema.conform(data.train), None, MarginalsConfig().scale)
+    table = scale_table(None, data.schema.conform(data.train), None, MarginalsConfig().scale).data
     codec = CellCodec(table.schema, BINS)
     src, dst = work / f"{data.name}.csv", work / f"{data.name}_mst_{seed}.csv"
     pd.DataFrame(codec.encode(table), columns=table.schema.names).to_csv(src, index=False)

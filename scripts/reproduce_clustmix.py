@@ -122,7 +122,7 @@ def encode(name: str, quick: bool, scale: str, epsilon: float) -> dict[str, Any]
         test = test.iloc[rng.permutation(len(test))[: QUICK_TEST[name]]]
     delta = 1e-5 if name == "mnist" else 1.0 / PAPER_N[name]
     chosen = SCALES[scale]
-    table, spent, rest = scale_table(
+    table, spent, rest, _ = scale_table(
         key_from_seed(SPLIT_SEED) if chosen.spends else None,
         schema.conform(train),
         PrivacyBudget(epsilon=epsilon, delta=delta),

@@ -21,8 +21,18 @@ A method's config holds a :class:`NumericScale`; the one table adapter
   linear scale (for one whose bulk lies far from zero). Free. A column declared far wider
   than its bulk (Adult's ``fnlwgt``, ``[1, 2e6]``) is right-tailed without any point mass:
   measured against the zero-inflated columns alone in docs/results/numeric_columns.md.
-* ``"quantiles"``: ``share`` of the fit's epsilon, split equally over the columns that need
-  knots, buys :func:`jdp.mechanisms.quantiles.dp_quantiles` knots at ``probs`` for each.
+* ``"quantiles"``: ``share`` of the fit's epsilon buys :func:`jdp.mechanisms.quantiles.dp_quantiles`
+  knots at ``probs`` for each column that needs knots (:func:`release_all_knots`). A tenth of
+  it (:data:`COUNT_SHARE`) first releases each column's noisy count ``n_c`` of value records
+  (those besides point masses and missing values); the rest is split over the columns in
+  proportion to ``sqrt(log(4 B_c) / n_c)`` (:func:`split_knots_epsilon`, ``B_c`` the column's
+  geometric buckets): a zero-inflated column whose value part is a few percent of the rows
+  gets more than a column every record fills. :func:`jdp.synth.signal.knot_releases` judges
+  each column's knots by the no-signal rule: they carry signal when ``epsilon_l n_c >= 8
+  log(4 B_c)`` at the per-level budget ``epsilon_l`` (the exponential mechanism then puts its
+  median inside the interquartile range with odds of about 4 to 1: outside, at most ``B_c``
+  buckets of base mass weigh ``exp(-epsilon_l n_c / 8)`` each; inside, about one bucket
+  weighs 1).
 
 The knots go into the schema (:attr:`jdp.data.schema.Column.quantiles`), so every encoding of
 the fit and of sampling reads the column through them (:mod:`jdp.data.scales`). The DP schema
@@ -35,11 +45,19 @@ adapter reads the model's own distribution of each knotted column on the unit sc
 ``from_unit(F(to_unit(x)))`` (:func:`onto_knots`): the model decides which rows are high or low,
 the knots decide the marginal. Post-processing of the model and the knots with public noise.
 
-Privacy: ``"log"`` reads no data. ``"quantiles"`` makes one
+Privacy: ``"log"`` reads no data. ``"quantiles"`` releases the value counts with Laplace
+noise (L1 sensitivity ``k``, the knotted columns: a record is in each count at most once;
+``COUNT_SHARE * epsilon``-DP, entry ``dp-counts:knots``), then one
 :func:`~jdp.mechanisms.quantiles.dp_quantiles` release per column, on the column's values
-besides its declared point masses and missing values (a per-record public filter), each
-``epsilon_c``-DP under add/remove; entries ``dp-quantiles:<column>`` in the ledger; the rest of
-the budget goes to the method (basic composition of the pure releases).
+besides its declared point masses and missing values (a per-record public filter),
+``epsilon_c``-DP under add/remove. The split ``epsilon_c`` depends on the released counts, but
+the ``epsilon_c`` sum to ``(1 - COUNT_SHARE) epsilon`` for every count: given the counts, the
+releases together are that pure-DP mechanism (the probability of any output sequence changes
+by at most ``prod_c exp(epsilon_c)``; a pure-DP privacy filter, Rogers et al. 2016), one entry
+``dp-quantiles`` with a ``PureDpEvent`` of the sum. The per-column events would not do: how
+RDP or PLD compose them depends on the split, which the data chose. The rest of the budget
+goes to the method (basic composition of the pure releases). docs/privacy.md, "Numeric
+scales".
 """
 
 from __future__ import annotations
@@ -47,6 +65,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import jax
 import numpy as np
@@ -58,30 +77,41 @@ from accounting.validation import check_open_unit
 from jdp.data.scales import from_unit, to_unit
 from jdp.data.schema import Column, Schema, Table
 from jdp.data.transforms import numeric_column, numeric_state, numeric_values
-from jdp.mechanisms.quantiles import check_probs, dp_quantiles
+from jdp.mechanisms.noise import laplace_counts
+from jdp.mechanisms.quantiles import check_probs, default_resolution, dp_quantiles, geometric_edges
 from jdp.random import numpy_rng
 
 __all__ = [
+    "COUNT_SHARE",
     "DEFAULT_PROBS",
     "LOG",
     "MIN_MAX",
     "QUANTILES",
     "SCALE_KINDS",
     "TAILS",
+    "KnotSpend",
     "NumericScale",
+    "Scaled",
+    "knot_buckets",
     "knotted",
     "log_knots",
     "needs_knots",
     "onto_knots",
     "own_cdf",
+    "release_all_knots",
     "release_knots",
     "right_tailed",
     "scale_table",
+    "split_knots_epsilon",
 ]
 
 #: The knots' levels: the bulk and both shoulders of the distribution (5 knots: three levels
 #: of the recursion).
 DEFAULT_PROBS: tuple[float, ...] = (0.05, 0.25, 0.5, 0.75, 0.95)
+
+
+#: The share of the knots' epsilon that buys the noisy value counts that split the rest.
+COUNT_SHARE = 0.1
 
 
 #: The numeric scales a method may use (:class:`NumericScale`).
@@ -195,36 +225,120 @@ def release_knots(
     return dataclasses.replace(column, quantiles=tuple(zip(probs, v.tolist()))), event
 
 
+def knot_buckets(column: Column) -> int:
+    """How many geometric buckets :func:`~jdp.mechanisms.quantiles.dp_quantiles` cuts the
+    column's declared range into (public)."""
+    resolution = default_resolution(column.lower, column.upper, integer=column.is_integer_valued)
+    return len(geometric_edges(column.lower, column.upper, resolution)) - 1
+
+
+def split_knots_epsilon(
+    epsilon: float, columns: Sequence[Column], counts: np.ndarray
+) -> np.ndarray:
+    """``epsilon`` split over ``columns`` in proportion to ``sqrt(log(4 B_c) / max(n_c, 1))``
+    (``B_c`` :func:`knot_buckets`, ``n_c`` the released value counts): the per-level budget
+    that gives a column's knots signal scales as ``log(4 B_c) / n_c`` (module docstring), and
+    the square root gives a thin column more without starving the others (splitting in
+    proportion to the need itself put Adult's hours-per-week median outside its interquartile
+    range of 40 to 45 hours: docs/privacy.md, "As an encoding"). Post-processing of the counts.
+    The parts sum to ``epsilon`` for any counts."""
+    need = np.array([np.log(4.0 * knot_buckets(c)) for c in columns])
+    weight = np.sqrt(need / np.maximum(np.asarray(counts, dtype=np.float64), 1.0))
+    return epsilon * weight / weight.sum()
+
+
+class KnotSpend(NamedTuple):
+    """One column's knots: what the no-signal rule reads (released or public values only)."""
+
+    #: the column (its declared range sets its buckets)
+    column: Column
+    #: its released value count (the public cap when the budget was too small to count)
+    count: float
+    #: the epsilon its knots spent
+    epsilon: float
+
+
+def release_all_knots(
+    rng: np.random.Generator,
+    frame: pd.DataFrame,
+    columns: Sequence[Column],
+    *,
+    epsilon: float,
+    probs: Sequence[float] = DEFAULT_PROBS,
+) -> tuple[list[Column], PrivacyLedger, list[KnotSpend]]:
+    """``columns`` with knots released from ``frame`` at ``epsilon`` in all: the noisy value
+    counts (:data:`COUNT_SHARE`), their split of the rest (:func:`split_knots_epsilon`), one
+    :func:`release_knots` per column (module docstring, "Privacy"). Returns the columns, the
+    ledger (``dp-counts:knots``, ``dp-quantiles``) and each column's count and epsilon for the
+    no-signal rule (:func:`jdp.synth.signal.knot_releases`)."""
+    values = []
+    for column in columns:
+        x = numeric_values(frame[column.name])
+        values.append(x[~np.isnan(x) & ~np.isin(x, column.point_masses)])
+    sizes = np.array([len(x) for x in values], dtype=np.float64)
+    counts, count_event = laplace_counts(
+        rng, sizes, l1_sensitivity=float(len(columns)), epsilon=COUNT_SHARE * epsilon
+    )
+    rest = (1.0 - COUNT_SHARE) * epsilon
+    split = split_knots_epsilon(rest, columns, counts)
+    knotted_columns = [
+        release_knots(rng, column, x, epsilon=float(e), probs=probs)[0]
+        for column, x, e in zip(columns, values, split, strict=True)
+    ]
+    ledger = PrivacyLedger()
+    if count_event is not None:  # else too small an epsilon to count: the split is by buckets
+        ledger = ledger.record(
+            "dp-counts:knots", count_event, note="value counts that split the knots' budget"
+        )
+    ledger = ledger.record(
+        "dp-quantiles",
+        ev.PureDpEvent(epsilon=rest),
+        note="knots of " + ", ".join(c.name for c in columns),
+    )
+    spends = [KnotSpend(*kce) for kce in zip(columns, counts.tolist(), split.tolist(), strict=True)]
+    return knotted_columns, ledger, spends
+
+
+class Scaled(NamedTuple):
+    """What :func:`scale_table` returns."""
+
+    #: the table on the schema with knots
+    data: Table
+    #: the releases' ledger (empty for a public scale)
+    ledger: PrivacyLedger
+    #: the budget left for the method
+    rest: PrivacyBudget
+    #: each released column's count and epsilon, for the no-signal rule
+    knots: list[KnotSpend]
+
+
 def scale_table(
     key: jax.Array | None, data: Table, budget: PrivacyBudget, scale: NumericScale
-) -> tuple[Table, PrivacyLedger, PrivacyBudget]:
+) -> Scaled:
     """``data`` on the schema with knots for every column that :func:`needs_knots`, by
-    ``scale.kind``; returns the table, the releases' ledger and the budget left for the method
+    ``scale.kind``; returns it with the releases' ledger, the budget left for the method
     (:meth:`~accounting.budget.PrivacyBudget.less`; the knots take ``share`` of the epsilon
-    basic composition leaves, :attr:`~accounting.budget.PrivacyBudget.left`).
-    ``key`` is read only to release knots."""
+    basic composition leaves, :attr:`~accounting.budget.PrivacyBudget.left`) and what each
+    column's knots spent, for the no-signal rule. ``key`` is read only to release knots."""
     todo = [c for c in data.schema.columns if needs_knots(c)]
     if scale.kind == "minmax" or not todo:
-        return data, PrivacyLedger(), budget
-    ledger, rest, scaled = PrivacyLedger(), budget, {}
+        return Scaled(data, PrivacyLedger(), budget, [])
+    ledger, rest, scaled, spends = PrivacyLedger(), budget, {}, []
     if scale.kind == "log":
         scaled = {c.name: log_knots(c) for c in todo}
     elif scale.kind == "tails":
         scaled = {c.name: log_knots(c) for c in todo if right_tailed(c)}
     else:
-        rng = numpy_rng(key)
-        eps = scale.share * budget.left.epsilon / len(todo)
-        for column in todo:
-            values = numeric_values(data.frame[column.name])
-            scaled[column.name], event = release_knots(
-                rng, column, values, epsilon=eps, probs=scale.probs
-            )
-            ledger = ledger.record(f"dp-quantiles:{column.name}", event)
+        epsilon = scale.share * budget.left.epsilon
+        knotted_columns, ledger, spends = release_all_knots(
+            numpy_rng(key), data.frame, todo, epsilon=epsilon, probs=scale.probs
+        )
+        scaled = {c.name: c for c in knotted_columns}
         rest = budget.less(ledger)
     schema = dataclasses.replace(
         data.schema, columns=tuple(scaled.get(c.name, c) for c in data.schema.columns)
     )
-    return dataclasses.replace(data, schema=schema), ledger, rest
+    return Scaled(dataclasses.replace(data, schema=schema), ledger, rest, spends)
 
 
 #: Rows from which a fitted model's own distribution of each knotted column is read

@@ -403,6 +403,25 @@ def laplace_mechanism(
     return _symmetrize(upper), event
 
 
+def laplace_counts(
+    rng: np.random.Generator, counts: np.ndarray, *, l1_sensitivity: float, epsilon: float
+) -> tuple[np.ndarray, ev.DpEvent | None]:
+    """Record counts released by :func:`laplace_mechanism` (the snapping mechanism), or, where
+    ``epsilon`` is too small for it (its noise scale beyond the public clamp: a function of
+    the public epsilon, sensitivity and cell count only), nothing: every count returned is
+    the clamp's record bound :data:`DEFAULT_MAX_RECORDS`, an upper bound on any count the
+    mechanism admits, and the event is ``None``. A verdict drawn from such counts errs
+    towards "enough records"."""
+    counts = np.asarray(counts, dtype=np.float64)
+    try:
+        snapping_laplace_parameters(
+            l1_sensitivity=l1_sensitivity, epsilon=epsilon, size=max(counts.size, 1)
+        )
+    except ValueError:
+        return np.full(counts.shape, float(DEFAULT_MAX_RECORDS)), None
+    return laplace_mechanism(rng, counts, l1_sensitivity=l1_sensitivity, epsilon=epsilon)
+
+
 def gaussian_releases(
     rng: np.random.Generator,
     values: Sequence[np.ndarray],

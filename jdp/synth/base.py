@@ -103,7 +103,7 @@ from jdp.synth.feasibility import (
 )
 from jdp.synth.registry import METHODS
 from jdp.synth.rejection import MAX_DRAWS_PER_ROW, accepted_chunks
-from jdp.synth.signal import check_signal
+from jdp.synth.signal import check_signal, knot_releases, warn_weak
 from jdp.verbosity import warn_private
 
 Params = Mapping[str, Any]  # nested dict of arrays
@@ -276,13 +276,14 @@ class Method:
         scale_key = None
         if scale.spends and any(needs_knots(c) for c in data.schema.columns):
             scale_key, key = jax.random.split(key)  # keys change only when knots are released
-        data, spent, rest = scale_table(scale_key, data, rest, scale)
+        data, spent, rest, knots = scale_table(scale_key, data, rest, scale)
         if self.for_shape is not None:
             config = self.for_shape(config, data.schema, rest, rows)
         codec = self.codec(data.schema, config)  # a config the schema refuses fails first
         if judged:
             check_shape(self.name, shape)
         check_public_noise(self.name, config, codec, rest, shape)
+        warn_weak(self.name, knot_releases(knots, scale.probs))  # before the fit
         params, ledger = self.fit_arrays(key, codec.encode(data), codec, rest, config)
         ledger = counted + spent + ledger
         model = FittedModel(self.name, params, data.schema, config, budget, ledger)

@@ -59,11 +59,7 @@ import pandas as pd
 
 from accounting import PrivacyBudget, PrivacyLedger
 from jdp.data.schema import Schema
-from jdp.mechanisms.noise import (
-    DEFAULT_MAX_RECORDS,
-    laplace_mechanism,
-    snapping_laplace_parameters,
-)
+from jdp.mechanisms.noise import laplace_counts
 from jdp.synth.signal import Release, weak_releases
 from jdp.verbosity import private_detail
 
@@ -189,20 +185,17 @@ def release_counts(
     (snapped), ``epsilon_n = share * budget.left.epsilon``; returns them with their ledger
     (one entry, ``label``) and the budget left (:meth:`~accounting.budget.PrivacyBudget.less`).
 
-    Where ``epsilon_n`` is too small for the snapping mechanism (its noise scale beyond the
-    public clamp ``max_records``), nothing is released: every count returned is that public
-    cap, an upper bound on any count the mechanism admits, so a verdict drawn from it errs
-    towards silence, with an empty ledger and the whole budget.
+    Where ``epsilon_n`` is too small for the snapping mechanism, nothing is released
+    (:func:`jdp.mechanisms.noise.laplace_counts`: the public cap on every count, so a verdict
+    drawn from it errs towards silence), with an empty ledger and the whole budget.
 
     Privacy: adding or removing a record changes one count by 1 (L1 sensitivity 1), so the
     release is ``epsilon_n``-DP (:func:`jdp.mechanisms.noise.laplace_mechanism`)."""
-    counts = np.asarray(counts, dtype=np.float64)
-    epsilon = share * budget.left.epsilon
-    try:
-        snapping_laplace_parameters(l1_sensitivity=1.0, epsilon=epsilon, size=counts.size)
-    except ValueError:  # a function of the public epsilon and cell count only
-        return np.full(counts.shape, float(DEFAULT_MAX_RECORDS)), PrivacyLedger(), budget
-    noisy, event = laplace_mechanism(rng, counts, l1_sensitivity=1.0, epsilon=epsilon)
+    noisy, event = laplace_counts(
+        rng, counts, l1_sensitivity=1.0, epsilon=share * budget.left.epsilon
+    )
+    if event is None:
+        return noisy, PrivacyLedger(), budget
     ledger = PrivacyLedger().record(label, event, note="for the method's shape rule")
     return noisy, ledger, budget.less(ledger)
 

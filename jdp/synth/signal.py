@@ -26,10 +26,12 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from jdp.data.quantile_scale import KnotSpend, knot_buckets
+from jdp.mechanisms.quantiles import recursion_depth
 from jdp.verbosity import private_detail
 
 SIGNAL_SHARE = 0.05
@@ -122,20 +124,41 @@ def check_signal(model: FittedModel) -> list[Release]:
     reporter = _REPORTERS.get(model.method)
     if reporter is None:
         return []
-    releases = reporter(model)
-    weak = weak_releases(releases)
+    return warn_weak(model.method, reporter(model), stacklevel=4)
+
+
+def knot_releases(knots: Iterable[KnotSpend], probs: Sequence[float]) -> list[Release]:
+    """Each column's released knots (:func:`jdp.data.quantile_scale.release_all_knots`) as a
+    release: noise ``8 log(4 B_c) / epsilon_l`` records against the signal ``n_c``, its
+    released value count (``B_c`` its geometric buckets, ``epsilon_l = epsilon_c / L`` per level
+    of the ``L``; the rule is derived in :mod:`jdp.data.quantile_scale` and docs/privacy.md,
+    "As an encoding")."""
+    depth = recursion_depth(len(probs))
+    return [
+        Release(
+            f"knots of {k.column.name}",
+            8.0 * math.log(4.0 * knot_buckets(k.column)) * depth / k.epsilon,
+            k.count,
+        )
+        for k in knots
+    ]
+
+
+def warn_weak(method: str, releases: list[Release], *, stacklevel: int = 3) -> list[Release]:
+    """Warn (:class:`NoSignalWarning`, see :func:`check_signal`) when any of ``method``'s
+    ``releases`` carries no signal; returns the weak ones, worst first."""
+    weak = sorted(weak_releases(releases), key=lambda r: -r.ratio)
     if weak:
-        ranked = sorted(weak, key=lambda r: -r.ratio)
-        worst = ", ".join(f"{r.name} {r.ratio:.2g}" for r in ranked[:SHOWN])
-        more = f" and {len(ranked) - SHOWN} more" if len(ranked) > SHOWN else ""
+        worst = ", ".join(f"{r.name} {r.ratio:.2g}" for r in weak[:SHOWN])
+        more = f" and {len(weak) - SHOWN} more" if len(weak) > SHOWN else ""
         message = (
-            f"{model.method}: the budget is too small for any signal in {len(weak)} of "
+            f"{method}: the budget is too small for any signal in {len(weak)} of "
             f"{len(releases)} released statistics (noise/signal: {worst}{more}); what they "
             "describe in the synthetic data is mostly noise. More epsilon, more rows or fewer "
             "columns help"
             + private_detail(
-                "; ".join(f"{r.name}: noise {r.noise:.3g}, signal {r.signal:.3g}" for r in ranked)
+                "; ".join(f"{r.name}: noise {r.noise:.3g}, signal {r.signal:.3g}" for r in weak)
             )
         )
-        warnings.warn(NoSignalWarning(message, tuple(ranked)), stacklevel=3)
+        warnings.warn(NoSignalWarning(message, tuple(weak)), stacklevel=stacklevel)
     return weak

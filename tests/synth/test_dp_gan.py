@@ -391,11 +391,12 @@ def test_budget_too_small_for_the_planned_critic_steps_is_one_clear_error(tmp_pa
     )  # fmt: skip
     lines = capsys.readouterr().err.strip().splitlines()
     # the shape rule's warning first (the public cap on rows at epsilon 1e-9 is hopeless),
-    # then the one error line
-    assert code == 2 and len(lines) == 2 and not out.exists()
+    # then the released knots' (no signal), then the one error line
+    assert code == 2 and len(lines) == 3 and not out.exists()
     assert "dp-gan cannot work here" in lines[0]
+    assert "too small for any signal" in lines[1] and "knots of x" in lines[1]
     assert (
-        lines[1].startswith("jdp fit: error") and "needs a noise multiplier above 1e+06" in lines[1]
+        lines[2].startswith("jdp fit: error") and "needs a noise multiplier above 1e+06" in lines[2]
     )
 
 

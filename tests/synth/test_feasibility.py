@@ -63,8 +63,10 @@ def test_a_minimum_lies_between_its_measured_failure_and_success(monkeypatch):
 
 def test_a_share_too_small_to_release_gives_the_public_cap_and_spends_nothing():
     budget = PrivacyBudget(epsilon=1e-9, delta=1e-5)
+    from jdp.mechanisms.noise import DEFAULT_MAX_RECORDS
+
     rows, ledger, rest = F.release_row_count(np.random.default_rng(0), 500, budget)
-    assert rows == F.DEFAULT_MAX_RECORDS and not ledger.entries and rest == budget
+    assert rows == DEFAULT_MAX_RECORDS and not ledger.entries and rest == budget
 
 
 def test_below_the_minimum_warns_and_names_a_method_that_passes(monkeypatch):

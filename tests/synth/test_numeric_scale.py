@@ -1,12 +1,13 @@
 """The one table adapter reads a config's ``scale``: released quantile knots for the numeric
-columns that need them (their own key and share of the budget, ``dp-quantiles:<column>``
-entries first in the ledger), the method fitted on the rest, the knots kept in the model's
+columns that need them (their own key and share of the budget, the value counts that split it
+and the knots first in the ledger), the method fitted on the rest, the knots kept in the model's
 schema so sampling decodes through them; min-max (the default) spends nothing and changes
 nothing."""
 
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 import jax
 import numpy as np
@@ -14,9 +15,9 @@ import pandas as pd
 import pytest
 
 from accounting import PrivacyBudget
+from accounting.events import PureDpEvent
 from jdp.data.quantile_scale import LOG, MIN_MAX, QUANTILES, NumericScale
 from jdp.data.schema import Column, Schema
-from jdp.mechanisms.quantiles import quantiles_event
 from jdp.synth import io
 from jdp.synth.base import available_methods, fit_model, get_method, sample_model
 
@@ -57,11 +58,12 @@ def test_every_shipped_method_takes_the_scale_measured_to_help_by_default():
     right-tailed columns only (tree; P3GM's config and its other variants), or (dp-gan, whose
     samples are mapped through them) released knots, where each was measured to help."""
     from jdp.data.quantile_scale import TAILS
+    from jdp.synth.dp_gan.config import KNOTS
 
     for name in available_methods():
         scale = get_method(name).make_config(None).scale
         expected = (
-            QUANTILES if name == "dp-gan"
+            KNOTS if name == "dp-gan"
             else LOG if name in ("marginals", "clustmix", "dp-vae")
             else TAILS if name in ("tree", "p3gm", "p3gm-ae", "pgm")
             else MIN_MAX
@@ -70,12 +72,90 @@ def test_every_shipped_method_takes_the_scale_measured_to_help_by_default():
 
 
 def test_quantiles_spend_their_share_first_and_the_ledger_meets_the_budget(fitted):
+    from jdp.data.quantile_scale import COUNT_SHARE
+    from jdp.mechanisms.noise import laplace_event
+
     labels = fitted.ledger.labels
-    assert labels[0] == "dp-quantiles:amount" and "dp-quantiles:k" not in labels  # 0/1: none
-    # one column needs knots: it gets the whole share
-    expected = quantiles_event(QUANTILES.share * BUDGET.epsilon, len(QUANTILES.probs))
-    assert fitted.ledger.entries[0].event == expected
+    assert list(labels[:2]) == ["dp-counts:knots", "dp-quantiles"]
+    assert fitted.ledger.entries[1].note == "knots of amount"  # k is 0/1: none
+    share = QUANTILES.share * BUDGET.epsilon
+    assert fitted.ledger.entries[0].event == laplace_event(COUNT_SHARE * share)
+    assert fitted.ledger.entries[1].event == PureDpEvent(epsilon=(1 - COUNT_SHARE) * share)
     assert fitted.epsilon() <= BUDGET.epsilon * (1 + 1e-9) and fitted.budget == BUDGET
+
+
+def test_the_knots_ledger_is_the_same_whatever_the_data_chose():
+    """The split follows the released counts, the ledger does not: a table whose amount is
+    mostly zeros gets a larger share for it (and a different release), and the same ledger."""
+    from jdp.data.quantile_scale import scale_table
+    from jdp.synth.signal import knot_releases
+
+    frame = _frame()[["amount"]]
+    thin = frame.assign(amount=np.where(np.arange(len(frame)) % 20 == 0, frame["amount"], 0.0))
+    schema = Schema(columns=(SCHEMA["amount"], dataclasses.replace(SCHEMA["amount"], name="b")))
+    scaled = [
+        scale_table(
+            jax.random.key(0), schema.conform(f.assign(b=frame["amount"])), BUDGET, QUANTILES
+        )
+        for f in (frame, thin)
+    ]
+    assert scaled[0].ledger.to_dict() == scaled[1].ledger.to_dict()
+    assert scaled[0].rest == scaled[1].rest
+    # the thin amount's knots weigh more noise against fewer records
+    ratios = [{r.name: r.ratio for r in knot_releases(s.knots, QUANTILES.probs)} for s in scaled]
+    assert ratios[1]["knots of amount"] > 4 * ratios[0]["knots of amount"]
+
+
+def test_the_split_sums_to_the_budget_and_favours_thin_columns():
+    from jdp.data.quantile_scale import split_knots_epsilon
+
+    wide = Column(name="w", kind="continuous", lower=0.0, upper=1e5)
+    narrow = Column(name="n", kind="integer", lower=0, upper=20)
+    for counts in ([1000.0, 1000.0], [-5.0, 3e4], [50.0, 4e4], [0.0, 0.0]):
+        parts = split_knots_epsilon(0.3, [wide, narrow], np.array(counts))
+        assert parts.sum() == pytest.approx(0.3, rel=1e-12) and (parts > 0).all()
+    same = split_knots_epsilon(0.3, [wide, wide], np.array([1000.0, 1000.0]))
+    np.testing.assert_allclose(same, [0.15, 0.15])
+    thin = split_knots_epsilon(0.3, [wide, wide], np.array([250.0, 4000.0]))
+    np.testing.assert_allclose(thin[0] / thin[1], 4.0)  # sqrt(4000 / 250)
+
+
+@pytest.mark.parametrize(
+    "column, draw",
+    [
+        (Column(name="loss", kind="integer", lower=0, upper=4356), lambda r, n: r.normal(1900, 300, n)),
+        (Column(name="gain", kind="integer", lower=0, upper=99999), lambda r, n: r.lognormal(8.9, 0.9, n)),
+        (Column(name="amount", kind="continuous", lower=0.0, upper=1e5), lambda r, n: r.lognormal(7.5, 0.8, n)),
+        (Column(name="age", kind="integer", lower=17, upper=90), lambda r, n: r.normal(38, 13, n)),
+    ],
+)  # fmt: skip
+def test_knots_at_the_signal_threshold_put_the_median_in_the_interquartile_range(column, draw):
+    """The no-signal rule's promise (``knot_releases``): at noise/signal 1 the released median
+    lies in the interquartile range at least 4 times in 5; at 4 (a quarter of the budget) less
+    than half the time. 300 releases each: the bounds are 3 binomial sds from 0.8 and 0.5."""
+    from jdp.data.quantile_scale import KnotSpend
+    from jdp.mechanisms.quantiles import dp_quantiles
+    from jdp.synth.signal import knot_releases
+
+    rng, n, trials = np.random.default_rng(7), 500, 300
+    x = np.clip(
+        np.round(draw(rng, n)) if column.is_integer_valued else draw(rng, n),
+        column.lower,
+        column.upper,
+    )
+    q1, q3 = np.quantile(x, [0.25, 0.75])
+    at_one = knot_releases([KnotSpend(column, n, 1.0)], (0.5,))[0].ratio  # at epsilon 1
+    for ratio, holds in ((1.0, lambda h: h >= 0.8 - 3 * np.sqrt(0.16 / trials)),
+                         (4.0, lambda h: h <= 0.5 + 3 * np.sqrt(0.25 / trials))):  # fmt: skip
+        eps = at_one / ratio
+        hits = np.mean(
+            [
+                q1 <= dp_quantiles(rng, x, (0.5,), lower=column.lower, upper=column.upper,
+                                   epsilon=eps, integer=column.is_integer_valued)[0][0] <= q3
+                for _ in range(trials)
+            ]
+        )  # fmt: skip
+        assert holds(hits), (column.name, ratio, hits)
 
 
 def test_the_knots_stay_in_the_schema_and_sampling_decodes_through_them(fitted, tmp_path):
@@ -137,7 +217,7 @@ def test_the_log_scale_is_public_and_gives_the_bulk_near_zero_its_share():
     assert to_unit(column, values).max() < 0.016
     u = to_unit(logged, values)
     assert u[1] - u[0] > 0.1
-    table, ledger, rest = scale_table(None, SCHEMA.conform(_frame(100)), BUDGET, LOG)
+    table, ledger, rest, _ = scale_table(None, SCHEMA.conform(_frame(100)), BUDGET, LOG)
     assert not ledger.entries and rest == BUDGET
     assert table.schema.columns[0] == logged and table.schema.columns[1] == SCHEMA.columns[1]
     narrow = Column(name="n", kind="integer", lower=0, upper=10)
@@ -176,7 +256,7 @@ def test_the_tails_scale_logs_only_right_tailed_columns():
     above = Column(name="w", kind="continuous", lower=0.0, upper=1e5, point_masses=(5.0,))
     schema = Schema(columns=(*SCHEMA.columns, signed, above), target="y")
     frame = _frame(100).assign(v=0.5, w=5.0)
-    table, ledger, rest = scale_table(None, schema.conform(frame), BUDGET, TAILS)
+    table, ledger, rest, _ = scale_table(None, schema.conform(frame), BUDGET, TAILS)
     assert not ledger.entries and rest == BUDGET
     assert [right_tailed(c) for c in schema.columns] == [True, True, False, False, True]
     assert table.schema.columns[0] == log_knots(SCHEMA.columns[0])
@@ -203,7 +283,8 @@ def test_released_knots_beside_dp_sgd_keep_the_ledger_within_the_budget(tiny_con
     budget = PrivacyBudget(epsilon=1.0, delta=1e-5)
     config = dataclasses.replace(tiny_config("dp-gan"), scale=QUANTILES)
     model = fit_model(jax.random.key(0), "dp-gan", frame, budget, config, schema=schema)
-    assert sum(label.startswith("dp-quantiles") for label in model.ledger.labels) == 7
+    knots = model.ledger.entries[model.ledger.labels.index("dp-quantiles")]
+    assert knots.note == "knots of " + ", ".join(f"x{j}" for j in range(7))
     assert 0.99 * budget.epsilon <= model.epsilon() <= budget.epsilon * (1 + 1e-9)
 
 
@@ -270,9 +351,9 @@ def test_dp_gan_samples_follow_the_released_quantiles_whatever_its_generator(tin
         {"amount": rng.lognormal(7.5, 0.8, n), "y": rng.choice(["no", "yes"], n).astype(object)}
     )
     config = tiny_config("dp-gan")
-    assert config.scale == QUANTILES
+    assert config.scale.kind == "quantiles"
     model = fit_model(jax.random.key(3), "dp-gan", frame, BUDGET, config, schema=schema)
-    assert "dp-quantiles:amount" in model.ledger.labels
+    assert model.ledger.entries[model.ledger.labels.index("dp-quantiles")].note == "knots of amount"
     knots = model.schema["amount"].quantiles
     bound = (
         stats.kstwo.ppf(1.0 - alpha, n)
@@ -285,3 +366,45 @@ def test_dp_gan_samples_follow_the_released_quantiles_whatever_its_generator(tin
         x = draws["amount"].to_numpy(dtype=np.float64)
         gaps = [abs(np.mean(x <= v) - p) for p, v in knots]
         assert (max(gaps) <= bound) == within
+
+
+def test_knots_without_signal_are_named_before_the_method_is_fitted():
+    """A column whose value part is a few records weighs more noise than signal: the fit says
+    so (``NoSignalWarning`` naming its knots) before the method's own fit starts; a full column
+    at the same budget is not named."""
+    from jdp.synth.signal import NoSignalWarning
+
+    frame = _frame()
+    frame["amount"] = np.where(np.arange(len(frame)) % 200 == 0, frame["amount"], 0.0)
+
+    def boom(*args):
+        raise RuntimeError("the fit started")
+
+    method = dataclasses.replace(get_method("marginals"), fit_arrays=boom)
+    config = method.make_config(None, scale=QUANTILES)
+    key = jax.random.key(0)
+    with (
+        pytest.warns(NoSignalWarning, match="knots of amount") as caught,
+        pytest.raises(RuntimeError, match="the fit started"),
+    ):
+        method.fit(key, SCHEMA.conform(frame), BUDGET, config, rows=10**6)
+    assert "knots of amount" in [r.name for r in caught[0].message.releases]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NoSignalWarning)
+        with pytest.raises(RuntimeError, match="the fit started"):
+            method.fit(key, SCHEMA.conform(_frame()), BUDGET, config, rows=10**6)
+
+
+def test_a_budget_too_small_to_count_splits_the_knots_by_their_buckets():
+    """Below what the snapping mechanism can release, the counts are not released (no
+    ``dp-counts`` entry, the public cap in their place), the split follows the buckets alone
+    and the knots still spend their part."""
+    from jdp.data.quantile_scale import COUNT_SHARE, scale_table
+    from jdp.synth.signal import knot_releases
+
+    tiny = PrivacyBudget(epsilon=1e-9, delta=1e-12)
+    scaled = scale_table(jax.random.key(0), SCHEMA.conform(_frame(200)), tiny, QUANTILES)
+    assert list(scaled.ledger.labels) == ["dp-quantiles"]
+    knots = scaled.ledger.entries[0].event
+    assert knots == PureDpEvent(epsilon=(1 - COUNT_SHARE) * QUANTILES.share * tiny.epsilon)
+    assert [r.ratio >= 1 for r in knot_releases(scaled.knots, QUANTILES.probs)] == [True]
