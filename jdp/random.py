@@ -29,21 +29,34 @@ DRAW_MULTIPLE = 16
 def key_from_seed(seed: int | None) -> jax.Array:
     """A typed JAX key from ``seed``, or from fresh OS entropy when ``seed is None``.
 
-    Args:
-      seed: a non-negative integer, or ``None`` for 63 bits from :mod:`secrets`.
+    With the default key implementation (``threefry2x32``, two 32-bit words) the key's words
+    are the seed's two halves, ``[seed >> 32, seed mod 2^32]``: ``jax.random.key(seed)`` for
+    every seed below ``2^32``, and distinct keys for distinct seeds up to ``2^64``, where
+    ``jax.random.key`` (without 64-bit mode) keeps only the low 32 bits. Fresh entropy fills
+    every word of the key from :mod:`secrets`: 64 bits, where ``jax.random.key`` of a fresh
+    63-bit seed would keep 32 (a space an attacker could search). Built from the words on
+    the host: no program is compiled.
 
-    Returns:
-      ``jax.random.key(seed)``.
+    Args:
+      seed: a non-negative integer below ``2^64``, or ``None``.
 
     Raises:
-      ValueError: ``seed`` is negative; TypeError: ``seed`` is not an integer.
+      ValueError: ``seed`` is negative or too large; TypeError: ``seed`` is not an integer.
 
     A fixed seed is for research reproducibility only: a real release must not use one.
     """
+    impl = jax.config.jax_default_prng_impl
     if seed is None:
-        seed = secrets.randbits(63)
+        words = jax.eval_shape(lambda: jax.random.key_data(jax.random.key(0))).shape
+        data = np.array([secrets.randbits(32) for _ in range(math.prod(words))], np.uint32)
+        return jax.random.wrap_key_data(data.reshape(words), impl=impl)
     check_count("seed", seed)
-    return jax.random.key(seed)
+    if seed >= 2**64:
+        raise ValueError(f"expected a seed below 2**64, got {seed}")
+    if impl != "threefry2x32":  # another implementation seeds as JAX does
+        return jax.random.key(seed)
+    data = np.array([seed >> 32, seed & 0xFFFFFFFF], np.uint32)
+    return jax.random.wrap_key_data(data, impl=impl)
 
 
 def numpy_rng(key: jax.Array) -> np.random.Generator:

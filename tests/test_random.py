@@ -18,6 +18,28 @@ def test_numpy_rng_reads_every_bit_of_a_typed_or_legacy_key():
         key_from_seed(-1)
 
 
+def test_seeds_below_2_32_give_jaxs_keys_and_larger_ones_stay_distinct():
+    """Reproducible where JAX's own key was (seed < 2**32); distinct up to 2**64 where
+    ``jax.random.key`` without 64-bit mode keeps the low 32 bits (2**40 + 7 and 7 collided)."""
+    for seed in (0, 1, 12345, 2**32 - 1):
+        np.testing.assert_array_equal(
+            jax.random.key_data(key_from_seed(seed)), jax.random.key_data(jax.random.key(seed))
+        )
+    assert key_from_seed(7).dtype == jax.random.key(7).dtype
+    big, small = (jax.random.key_data(key_from_seed(s)) for s in (2**40 + 7, 7))
+    assert not np.array_equal(big, small)
+    np.testing.assert_array_equal(jax.random.key_data(key_from_seed(2**64 - 1)), [2**32 - 1] * 2)
+    with pytest.raises(ValueError, match="below 2\\*\\*64"):
+        key_from_seed(2**64)
+
+
+def test_fresh_keys_fill_every_word_from_os_entropy():
+    """Without a seed both 32-bit words of the key are random: the high word of 16 fresh keys
+    is all zero with probability 2**-512 (it always was when JAX truncated a 63-bit seed)."""
+    keys = np.stack([jax.random.key_data(key_from_seed(None)) for _ in range(16)])
+    assert keys.shape == (16, 2) and keys[:, 0].any() and len({tuple(k) for k in keys}) == 16
+
+
 @pytest.mark.parametrize("shape", [(DRAW_MULTIPLE,), (10,), (999, 7), (4, 3, 5)])
 def test_normal_is_jaxs_own_draw_in_any_shape_and_under_vmap(shape):
     """The same values as ``jax.random.normal`` (partitionable threefry, JAX's default: a
