@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jdp.random import DRAW_MULTIPLE, key_from_seed, normal, numpy_rng
+from jdp.random import DRAW_MULTIPLE, key_from_seed, normal, numpy_rng, split
 
 
 def test_numpy_rng_reads_every_bit_of_a_typed_or_legacy_key():
@@ -53,4 +53,28 @@ def test_normal_is_jaxs_own_draw_in_any_shape_and_under_vmap(shape):
     np.testing.assert_array_equal(
         jax.vmap(lambda k: normal(k, shape))(keys),
         jax.vmap(lambda k: jax.random.normal(k, shape))(keys),
+    )
+
+
+def test_split_is_jaxs_split_eagerly_and_inside_a_traced_function():
+    """The same keys as ``jax.random.split`` at any count, eagerly (one program, compiled
+    with the run-once options) and under ``jit`` / ``vmap`` (traced into the caller, where
+    XLA takes no options)."""
+    key = jax.random.key(11)
+    for n in (2, 3, 4):
+        ours = split(key, n)
+        assert isinstance(ours, tuple) and len(ours) == n
+        np.testing.assert_array_equal(
+            np.stack([jax.random.key_data(k) for k in ours]),
+            jax.random.key_data(jax.random.split(key, n)),
+        )
+    inside = jax.jit(lambda k: split(k, 3)[2])(key)
+    np.testing.assert_array_equal(
+        jax.random.key_data(inside), jax.random.key_data(jax.random.split(key, 3)[2])
+    )
+    keys = jax.random.split(key, 5)
+    mapped = jax.vmap(lambda k: split(k)[0])(keys)
+    np.testing.assert_array_equal(
+        jax.random.key_data(mapped),
+        jax.random.key_data(jax.vmap(lambda k: jax.random.split(k)[0])(keys)),
     )

@@ -58,7 +58,7 @@ from jdp.dpsgd.settings import AUTO_STEPS_PER_DISPATCH, DPSGDConfig, Performance
 from jdp.dpsgd.step import DPSGDState, StepKeys, choose_method, dp_sgd
 from jdp.mechanisms.tape import public, released
 from jdp.progress import current_delta, phase, track
-from jdp.random import numpy_rng
+from jdp.random import numpy_rng, split
 from jdp.verbosity import warn_private
 
 __all__ = ["Run", "run_ledger", "start", "take"]
@@ -340,7 +340,7 @@ def start(
         multiple_of=performance.chunk_multiple,
         chunk_size=performance.chunk_size,
     )
-    sample_key, noise_key, example_key, clip_key = jax.random.split(key, 4)
+    sample_key, noise_key, example_key, clip_key = split(key, 4)
     chain = optax.chain(
         dp_aggregate(
             noise_key,

@@ -66,6 +66,7 @@ from jdp.dpsgd.clipping import (
 from jdp.dpsgd.ghost_clipping import clipped_sum_ghost, ghost_support
 from jdp.dpsgd.ghost_penalty import GradientPenaltyLoss, clipped_sum_penalty, penalty_support
 from jdp.dpsgd.parallel import shard_clipped_sum
+from jdp.random import jit_once
 
 ClipSchedule = Callable[[int], Any]
 ClipRule = Any  # a bound C, a pytree of per-leaf bounds, a ClipSchedule or an AdaptiveClip
@@ -353,8 +354,12 @@ def dp_sgd(
     apply_fn = jax.jit(apply_update(optimizer))
     hist_fn = jax.jit(dpnorm, static_argnums=3)
 
+    # run once a fit: one program, not one per optimiser leaf
+    start = jit_once(lambda params: (optimizer.init(params), jnp.zeros((), jnp.int32)))
+
     def init(params: Params, model_state: Any = None) -> DPSGDState:
-        return DPSGDState(params, optimizer.init(params), model_state, 0, jnp.zeros((), jnp.int32))
+        opt_state, nonfinite = start(params)
+        return DPSGDState(params, opt_state, model_state, 0, nonfinite)
 
     def choose(key: jax.Array, mask: jax.Array, norms: jax.Array) -> jax.Array:
         # DPNorm of the norms, key and mask bound first (one function per dp_sgd: the jitted

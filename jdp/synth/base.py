@@ -90,7 +90,7 @@ from jdp.data.quantile_scale import (
 )
 from jdp.data.schema import NONPRIVATE_SCHEMA_CLAIM, Schema, Table, UnaccountedSchemaWarning
 from jdp.progress import fit_delta
-from jdp.random import numpy_rng
+from jdp.random import numpy_rng, split
 from jdp.synth.feasibility import (
     PublicShape,
     check_public_noise,
@@ -263,7 +263,7 @@ class Method:
             self.for_shape(config, data.schema, rest, None) is None
         )
         if (judged or needs_rows) and rows is None:  # keys change only on a release
-            count_key, key = jax.random.split(key)
+            count_key, key = split(key)
             if classes is not None:  # the class counts, in place of the row count
                 target = data.frame[data.schema.target]
                 rows, smallest, counted, rest = release_class_counts(
@@ -275,7 +275,7 @@ class Method:
         scale = getattr(config, "scale", MIN_MAX)  # a user's method may have none
         scale_key = None
         if scale.spends and any(needs_knots(c) for c in data.schema.columns):
-            scale_key, key = jax.random.split(key)  # keys change only when knots are released
+            scale_key, key = split(key)  # keys change only when knots are released
         data, spent, rest, knots = scale_table(scale_key, data, rest, scale)
         if self.for_shape is not None:
             config = self.for_shape(config, data.schema, rest, rows)
@@ -299,7 +299,7 @@ class Method:
         mapped onto them by the model's own CDF (:func:`jdp.data.quantile_scale.onto_knots`,
         with ``params["value_cdf"]``; a model without it is left as drawn). Post-processing."""
         codec = self.codec(model.schema, model.config)
-        draw_key, decode_key = jax.random.split(key)
+        draw_key, decode_key = split(key)
         rows = self.sample_arrays(draw_key, model.params, codec, model.config, n)
         table = codec.decode(decode_key, rows)
         if "value_cdf" not in model.params:

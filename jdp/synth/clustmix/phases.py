@@ -65,7 +65,7 @@ from jdp.encoding.constrained_gmm import (
 from jdp.mechanisms.mixing import bucket_groups, mix, paper_mix, paper_mu, paper_noise_std
 from jdp.mechanisms.noise import gaussian_event, gaussian_mechanism
 from jdp.progress import phase, track
-from jdp.random import numpy_rng
+from jdp.random import numpy_rng, split
 from jdp.synth.clustmix.config import AUTO_NOISE_STD, ClustMixConfig, Records
 from jdp.synth.clustmix.dp_kip import centred_problem, dp_kip_displacement, support_noise_cut
 from kip.kip import fit_support
@@ -171,7 +171,7 @@ def fit_paper(
     claim, labelled :data:`PAPER_NOTE`."""
     x, y, n_classes = records
     epsilon, delta = budget.left.epsilon, budget.left.delta  # the paper composes basically
-    cluster_key, kip_key, mix_key = jax.random.split(key, 3)
+    cluster_key, kip_key, mix_key = split(key, 3)
     rng = numpy_rng(cluster_key)
     d = x.shape[1]
     (l, sigma), k = paper_mixing(config, n_classes, d, budget), config.n_clusters
@@ -385,7 +385,7 @@ def fit_strict(
             f"above {MAX_NOISE_STD:g} (the width of the [0, 1] box); raise epsilon or "
             "mixture_size, or give the mixing a larger share"
         )
-    cluster_key, size_key, kip_key, mix_key = jax.random.split(key, 4)
+    cluster_key, size_key, kip_key, mix_key = split(key, 4)
 
     # 1. DP clustering per class (the classes partition the records).
     rng = numpy_rng(cluster_key)

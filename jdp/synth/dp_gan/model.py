@@ -54,7 +54,7 @@ from jdp.mechanisms.release import record_release
 from jdp.nn.gan import Critic, Generator, SequenceCritic, SequenceGenerator
 from jdp.nn.heads import HeadLayout, heads_for_spans, layout_width
 from jdp.nn.once import run_once
-from jdp.random import numpy_rng
+from jdp.random import numpy_rng, split
 from jdp.synth import states
 from jdp.synth.base import Params
 from jdp.synth.dp_gan.config import DPGANConfig
@@ -294,7 +294,7 @@ def fit_arrays(
     """
     layout, blocks = codec.layout, codec.state_blocks
     generator, critic = networks(config, layout)
-    init_key, run_key, generator_key, counts_key = jax.random.split(key, 4)
+    init_key, run_key, generator_key, counts_key = split(key, 4)
     critic_params, gen_state = init_state(init_key, config, layout)
     dp, z_states = critic_dpsgd(config, budget), 0.0
     if budget is not None:

@@ -65,7 +65,7 @@ from jdp.encoding.kmeans import KMeansResult, assign_clusters, dp_kernel_kmeans,
 from jdp.encoding.rff import dim_for_noise, draw_rff
 from jdp.mechanisms.noise import gaussian_event, gaussian_mechanism
 from jdp.mechanisms.release import record_release
-from jdp.random import numpy_rng
+from jdp.random import numpy_rng, split
 from jdp.synth import states
 from jdp.synth.base import Params
 from jdp.synth.dpgm.codec import DPGMCodec, codec
@@ -360,7 +360,7 @@ def fit_arrays(
     cut = generator_noise_cut(config, codec.width)
     z = calibrate_noise(config, budget, noise_cut=cut, state_counts=bool(blocks))
     k = config.n_clusters
-    k_rff, k_kmeans, k_sizes, k_train = jax.random.split(key, 4)
+    k_rff, k_kmeans, k_sizes, k_train = split(key, 4)
     gamma = 1.0 / codec.width if config.gamma is None else config.gamma
     public_rng = numpy_rng(k_rff)
     feature_map = draw_rff(public_rng, codec.width, config.rff_dim, gamma=gamma)

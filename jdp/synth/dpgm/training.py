@@ -62,7 +62,7 @@ from jdp.mechanisms.tape import public, released
 from jdp.nn.heads import HeadLayout, layout_width
 from jdp.nn.once import run_once
 from jdp.progress import phase
-from jdp.random import numpy_rng
+from jdp.random import numpy_rng, split
 from jdp.synth.dpgm.generators import Generator
 from jdp.verbosity import warn_private
 
@@ -196,7 +196,7 @@ def train_clusters(
     )  # fmt: skip
 
     def start(key: jax.Array) -> tuple[DPSGDState, StepKeys, Any, jax.Array]:
-        init_key, train_key = jax.random.split(key)
+        init_key, train_key = split(key)
         params = generator.init(init_key, width)
         run_key, model_state, move_key = generator.start(train_key, width)
         sample_key, noise_key, example_key, clip_key = jax.random.split(run_key, 4)

@@ -48,7 +48,7 @@ from jdp.nn.heads import (
     raw_width,
 )
 from jdp.nn.vae import Decoder
-from jdp.random import numpy_rng
+from jdp.random import numpy_rng, split
 from jdp.synth.p3gm.config import P3GMConfig
 from jdp.synth.p3gm.phases import (
     decoding_phase,
@@ -217,7 +217,7 @@ def fit_arrays(
     x = np.asarray(x)
     if x.dtype not in (np.float32, np.float64):  # a float32 table stays as it is
         x = x.astype(np.float64)
-    enc_key, dec_key = jax.random.split(key)
+    enc_key, dec_key = split(key)
     layout = codec.layout
     cut = sgd_noise_cut(config, variant, layout)
     noise = calibrate_noise(config, variant, budget, noise_cut=cut) if variant.private else None

@@ -52,7 +52,7 @@ from jdp.nn.heads import (
 from jdp.nn.once import run_once
 from jdp.nn.vae import Decoder, Encoder, kl_to_mixture, kl_to_standard_normal
 from jdp.progress import phase
-from jdp.random import normal
+from jdp.random import normal, split
 from jdp.synth.p3gm.config import P3GMConfig
 from jdp.synth.p3gm.variants import Variant, get_variant
 
@@ -365,7 +365,7 @@ def initial_decoder(
         return jax.lax.scan(step, carry, keys)[0]
 
     chunk = jax.jit(run)
-    carry = (decoder_params, optimizer.init(decoder_params))
+    carry = (decoder_params, run_once(optimizer.init, decoder_params))
     with phase("decoder init step", total=steps) as shown:
         for i in range(chunks):
             carry = chunk(carry, fixed, key, i * size)
@@ -414,7 +414,7 @@ def decoding_phase(
     without that copy beside ``x`` (the same rows, batches and noise: privacy unchanged).
     """
     variant = get_variant(variant)
-    init_key, train_key = jax.random.split(key)
+    init_key, train_key = split(key)
     if trainable is None:
         trainable = run_once(lambda k: init_networks(k, config, variant, layout, fixed), init_key)
         if variant.fixed_mean and config.decoder_init_steps > 0:
