@@ -766,6 +766,59 @@ def _dp_quantiles() -> Mechanism:
     )
 
 
+def _dp_knots() -> Mechanism:
+    import pandas as pd
+
+    from jdp.data.quantile_scale import COUNT_SHARE, release_all_knots
+    from jdp.data.schema import Column
+    from jdp.mechanisms.noise import laplace_event
+
+    probs, top = (0.25, 0.5, 0.75), 1e6
+    columns = [
+        Column(name="a", kind="continuous", lower=0.0, upper=top),
+        Column(name="b", kind="continuous", lower=0.0, upper=top, point_masses=(0.0,)),
+    ]
+
+    def plan(eps: float) -> ev.DpEvent:
+        return ev.ComposedDpEvent(
+            [laplace_event(COUNT_SHARE * eps), ev.PureDpEvent(epsilon=(1 - COUNT_SHARE) * eps)]
+        )
+
+    def neighbours(rng: np.random.Generator) -> tuple[pd.DataFrame, pd.DataFrame]:
+        base = pd.DataFrame(
+            {"a": np.sort(rng.uniform(10.0, 20.0, 7)), "b": [0.0, 0.0, 5.0, 6.0, 7.0, 0.0, 8.0]}
+        )
+        # the canary: a at the range's top (its count, so the split, and its knots move), b at
+        # its mass (no count)
+        return base, pd.concat([base, pd.DataFrame({"a": [top], "b": [0.0]})], ignore_index=True)
+
+    def audit(rng: np.random.Generator, trials: int, eps: float, delta: float) -> Scores:
+        del delta
+        out = []
+        for frame in neighbours(rng):
+            medians = [
+                release_all_knots(rng, frame, columns, epsilon=eps, probs=probs)[0][0].quantiles[1][
+                    1
+                ]
+                for _ in range(trials)
+            ]
+            out.append(np.asarray(medians))
+        return out[0], out[1], plan(eps)
+
+    return Mechanism(
+        name="dp-knots",
+        description="the knots of a numeric scale (jdp.data.quantile_scale.release_all_knots: "
+        "value counts, their split of the rest, 3 quantiles per column over [0, 1e6]); canary: "
+        "one more record at 1e6 in one column and at the other's mass; score: its released median",
+        param="epsilon",
+        plan=plan,
+        neighbours=neighbours,
+        audit=audit,
+        audit_trials=5_000,
+        end_to_end=True,
+    )
+
+
 CATALOGUE: tuple[Mechanism, ...] = (
     _GAUSSIAN,
     _GAUSSIAN_SYMMETRIC,
@@ -781,6 +834,7 @@ CATALOGUE: tuple[Mechanism, ...] = (
     _marginals(),
     _pca_gauss(),
     _dp_quantiles(),
+    _dp_knots(),
 )
 
 

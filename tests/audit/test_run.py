@@ -43,6 +43,7 @@ CI_TRIALS = {
     "pca-gauss": 1_500,
     "dp-marginals": 200,  # a whole fit per trial (~25 ms)
     "dp-quantiles": 2_000,
+    "dp-knots": 2_000,
 }
 SLOW_TRIALS = {"dp-marginals": 1_000, "pca-gauss": 5_000}
 
@@ -201,4 +202,3 @@ def test_one_run_dpsgd_audit_below_claim_and_catches_tiny_noise():
     )
     assert loud.correct >= 0.95 * loud.guesses
     assert 2.0 < loud.lower_bound < loud.epsilon
-
