@@ -351,7 +351,15 @@ def dp_sgd(
         if isinstance(l2_clip_norm, AdaptiveClip) and method == "general"
         else sum_fn
     )
-    apply_fn = jax.jit(apply_update(optimizer))
+    apply = apply_update(optimizer)
+
+    @jax.jit
+    def finish(params: Params, opt_state: Any, clipped: ClippedSum, count: Any, flags: Any):
+        # the update, and the dropped examples counted, in the one program of the step's end
+        params, opt_state = apply(params, opt_state, clipped)
+        dropped = sum(jnp.sum(f).astype(count.dtype) for f in flags)
+        return params, opt_state, count + dropped
+
     hist_fn = jax.jit(dpnorm, static_argnums=3)
 
     # run once a fit: one program, not one per optimiser leaf
@@ -390,13 +398,15 @@ def dp_sgd(
         keyed = [(x, m, jax.random.fold_in(t_key, j)) for j, (x, m) in enumerate(chunks)]
         clip = clip_bound(state, keyed)
         total: ClippedSum | None = None
-        nonfinite = state.num_nonfinite
+        flags = []
         fn = whole_fn if isinstance(clip, jax.tree_util.Partial) else sum_fn
         for x, m, k in keyed:
             part, info = fn(state.params, x, m, k, clip, state.model_state)
             total = part if total is None else add_clipped_sums(total, part)
-            nonfinite = nonfinite + info.num_nonfinite.astype(nonfinite.dtype)
-        params, opt_state = apply_fn(state.params, state.opt_state, total)
+            flags.append(info.nonfinite)
+        params, opt_state, nonfinite = finish(
+            state.params, state.opt_state, total, state.num_nonfinite, tuple(flags)
+        )
         return DPSGDState(params, opt_state, state.model_state, state.count + 1, nonfinite)
 
     return DPSGD(init, step)

@@ -52,7 +52,7 @@ from jdp.nn.heads import (
 from jdp.nn.once import run_once
 from jdp.nn.vae import Decoder, Encoder, kl_to_mixture, kl_to_standard_normal
 from jdp.progress import phase
-from jdp.random import normal, split
+from jdp.random import jit_once, normal, split
 from jdp.synth.p3gm.config import P3GMConfig
 from jdp.synth.p3gm.variants import Variant, get_variant
 
@@ -419,7 +419,11 @@ def decoding_phase(
         trainable = run_once(lambda k: init_networks(k, config, variant, layout, fixed), init_key)
         if variant.fixed_mean and config.decoder_init_steps > 0:
             trainable["decoder"] = initial_decoder(
-                jax.random.fold_in(init_key, 1), trainable["decoder"], fixed, layout, config
+                jit_once(lambda k: jax.random.fold_in(k, 1))(init_key),
+                trainable["decoder"],
+                fixed,
+                layout,
+                config,
             )
     loss_fn = negative_elbo(fixed, layout, config, variant)
     if noise_multiplier is None:
