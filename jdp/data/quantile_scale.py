@@ -36,7 +36,8 @@ A method's config holds a :class:`NumericScale`; the one table adapter
 
 The knots go into the schema (:attr:`jdp.data.schema.Column.quantiles`), so every encoding of
 the fit and of sampling reads the column through them (:mod:`jdp.data.scales`). The DP schema
-(:func:`jdp.data.dp_schema.infer_schema_dp`) releases knots with the same function.
+(:func:`jdp.data.dp_schema.infer_schema_dp`) releases bounds from noisy geometric histograms,
+not knots (its docstring says why not quantiles).
 
 Released knots are an estimate of each column's distribution, and a model may not follow them
 (dp-GAN's tanh heads pile values at the range's ends under DP-SGD's noise). After the fit the
