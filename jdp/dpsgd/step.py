@@ -41,6 +41,7 @@ References:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -198,6 +199,18 @@ def make_clipped_sum_fn(
     StepInfo)`` with the clip norm as a traced argument (schedules, overflow accumulation);
     sharded over ``mesh`` (:func:`jdp.dpsgd.parallel.data_mesh`) when given."""
     return jax.jit(_keyed_sum_fn(loss_fn, has_aux, microbatch_size, method, mesh))
+
+
+@functools.cache
+def _chunk_keys(n: int) -> Callable[[jax.Array, Any], tuple[jax.Array, ...]]:
+    """``(key, count) -> (fold_in(fold_in(key, count), j) for j < n)``: a step's chunk keys
+    as one program (eagerly, ``1 + n`` dispatches a step)."""
+
+    def keys(key: jax.Array, count: Any) -> tuple[jax.Array, ...]:
+        step_key = jax.random.fold_in(key, count)
+        return tuple(jax.random.fold_in(step_key, j) for j in range(n))
+
+    return jit_once(keys)
 
 
 def apply_update(optimizer: optax.GradientTransformation) -> Callable:
@@ -394,8 +407,8 @@ def dp_sgd(
         return hist_fn(key, norms, jnp.concatenate(masks), l2_clip_norm)
 
     def step(state: DPSGDState, chunks: Sequence[tuple[Any, Any]]) -> DPSGDState:
-        t_key = jax.random.fold_in(keys.example, state.count)
-        keyed = [(x, m, jax.random.fold_in(t_key, j)) for j, (x, m) in enumerate(chunks)]
+        step_keys = _chunk_keys(len(chunks))(keys.example, state.count)
+        keyed = [(x, m, k) for (x, m), k in zip(chunks, step_keys, strict=True)]
         clip = clip_bound(state, keyed)
         total: ClippedSum | None = None
         flags = []
