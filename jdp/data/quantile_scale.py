@@ -21,8 +21,9 @@ A method's config holds a :class:`NumericScale`; the one table adapter
   linear scale (for one whose bulk lies far from zero). Free. A column declared far wider
   than its bulk (Adult's ``fnlwgt``, ``[1, 2e6]``) is right-tailed without any point mass:
   measured against the zero-inflated columns alone in docs/results/numeric_columns.md.
-* ``"quantiles"``: ``share`` of the fit's epsilon buys :func:`jdp.mechanisms.quantiles.dp_quantiles`
-  knots at ``probs`` for each column that needs knots (:func:`release_all_knots`). A tenth of
+* ``"quantiles"``: ``share`` of the fit's epsilon buys
+  :func:`jdp.mechanisms.quantiles.dp_quantiles` knots at ``probs`` for each column that needs
+  knots (:func:`release_all_knots`). A tenth of
   it (:data:`COUNT_SHARE`) first releases each column's noisy count ``n_c`` of value records
   (those besides point masses and missing values); the rest is split over the columns in
   proportion to ``sqrt(log(4 B_c) / n_c)`` (:func:`split_knots_epsilon`, ``B_c`` the column's
@@ -57,8 +58,8 @@ releases together are that pure-DP mechanism (the probability of any output sequ
 by at most ``prod_c exp(epsilon_c)``; a pure-DP privacy filter, Rogers et al. 2016), one entry
 ``dp-quantiles`` with a ``PureDpEvent`` of the sum. The per-column events would not do: how
 RDP or PLD compose them depends on the split, which the data chose. The rest of the budget
-goes to the method (basic composition of the pure releases). docs/privacy.md, "Numeric
-scales".
+goes to the method (basic composition of the pure releases). docs/privacy.md, "Joint DP
+quantiles", *As an encoding*.
 """
 
 from __future__ import annotations
