@@ -118,6 +118,13 @@ def test_the_split_sums_to_the_budget_and_favours_thin_columns():
     np.testing.assert_allclose(same, [0.15, 0.15])
     thin = split_knots_epsilon(0.3, [wide, wide], np.array([250.0, 4000.0]))
     np.testing.assert_allclose(thin[0] / thin[1], 4.0)  # sqrt(4000 / 250)
+    # a count the noise put near zero or below weighs as the floor (the noise sd), not as 1:
+    # without it the first column took 97% of the budget
+    floored = split_knots_epsilon(0.3, [wide, wide], np.array([-500.0, 3e4]), floor=1500.0)
+    np.testing.assert_allclose(
+        floored, split_knots_epsilon(0.3, [wide, wide], np.array([1500.0, 3e4]))
+    )
+    assert floored[0] < 0.85 * 0.3
 
 
 @pytest.mark.parametrize(
