@@ -733,6 +733,20 @@ def _pca_gauss() -> Mechanism:
 
 
 #: Every catalogued mechanism, in the order they are listed.
+def _repeated_scores(
+    rng: np.random.Generator,
+    neighbours: Callable[[np.random.Generator], tuple[Any, Any]],
+    trials: int,
+    score: Callable[[np.random.Generator, Any, float], float],
+    param: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``trials`` scores of one release on each of the two neighbouring datasets (the
+    end-to-end audits whose score is one released number)."""
+    return tuple(
+        np.array([score(rng, data, param) for _ in range(trials)]) for data in neighbours(rng)
+    )
+
+
 def _dp_quantiles() -> Mechanism:
     from jdp.mechanisms.quantiles import dp_quantiles, quantiles_event
 
@@ -742,16 +756,16 @@ def _dp_quantiles() -> Mechanism:
         base = np.sort(rng.uniform(10.0, 20.0, size=7))
         return base, np.append(base, upper)  # the canary: one record at the range's top
 
+    def median(rng: np.random.Generator, values: np.ndarray, eps: float) -> float:
+        # the median: released first, at the root
+        return dp_quantiles(rng, values, probs, lower=lower, upper=upper, epsilon=eps)[0][1]
+
     def audit(rng: np.random.Generator, trials: int, eps: float, delta: float) -> Scores:
         del delta
-        out = []
-        for values in neighbours(rng):
-            draws = [
-                dp_quantiles(rng, values, probs, lower=lower, upper=upper, epsilon=eps)[0]
-                for _ in range(trials)
-            ]
-            out.append(np.asarray(draws)[:, 1])  # the median (released first, at the root)
-        return out[0], out[1], quantiles_event(eps, len(probs))
+        return (
+            *_repeated_scores(rng, neighbours, trials, median, eps),
+            quantiles_event(eps, len(probs)),
+        )
 
     return Mechanism(
         name="dp-quantiles",
@@ -792,18 +806,13 @@ def _dp_knots() -> Mechanism:
         # its mass (no count)
         return base, pd.concat([base, pd.DataFrame({"a": [top], "b": [0.0]})], ignore_index=True)
 
+    def median(rng: np.random.Generator, frame: pd.DataFrame, eps: float) -> float:
+        knotted = release_all_knots(rng, frame, columns, epsilon=eps, probs=probs)[0]
+        return knotted[0].quantiles[1][1]  # column a's released median
+
     def audit(rng: np.random.Generator, trials: int, eps: float, delta: float) -> Scores:
         del delta
-        out = []
-        for frame in neighbours(rng):
-            medians = [
-                release_all_knots(rng, frame, columns, epsilon=eps, probs=probs)[0][0].quantiles[1][
-                    1
-                ]
-                for _ in range(trials)
-            ]
-            out.append(np.asarray(medians))
-        return out[0], out[1], plan(eps)
+        return (*_repeated_scores(rng, neighbours, trials, median, eps), plan(eps))
 
     return Mechanism(
         name="dp-knots",
