@@ -45,6 +45,9 @@ SHOW_FAILURE = 0.05
 #: The fewest and the most value cells :func:`cells_for_noise` gives a numeric column.
 AUTO_BINS = (4, 32)
 
+#: The weight of the independent table in :func:`rake`'s seed (the noisy table weighs 1).
+RAKE_FLOOR = 1e-6
+
 
 def cells_for_noise(rows: float, noise_sd: float) -> int:
     """Value cells for a numeric column counted from ``rows`` records with noise of sd
@@ -82,6 +85,49 @@ def norm_sub(noisy: np.ndarray, total: float) -> np.ndarray:
     theta = (np.cumsum(c) - total) / k
     kept = int(np.flatnonzero(c > theta)[-1])
     return np.maximum(np.asarray(noisy, dtype=np.float64) - max(theta[kept], 0.0), 0.0)
+
+
+def rake(joint: np.ndarray, rows: np.ndarray, cols: np.ndarray, *, tol: float = 1e-9) -> np.ndarray:
+    """The 2-way distribution with margins ``rows`` and ``cols`` nearest (in KL divergence)
+    to ``joint``: iterative proportional fitting (Deming & Stephan 1940), rows and columns
+    rescaled in turn until both margins are met to ``tol``.
+
+    A noisy 2-way table released beside more precise 1-way marginals (the tree's edges,
+    :mod:`jdp.synth.tree`) keeps its dependence but takes its margins from the 1-way
+    releases: sampling a child from the table's rows then gives the child its own 1-way
+    distribution, not the noisier sums of the table. The seed is ``joint / sum(joint) +``
+    :data:`RAKE_FLOOR` ``rows cols^T``: every cell both margins give mass is positive, so
+    fitting converges (it keeps the seed's cross-product ratios), and a row (column) the
+    table left empty is filled from the independent table ``rows cols^T``, rescaled by the
+    column (row) factors. Post-processing.
+
+    Args:
+      joint: a non-negative ``(r, c)`` table (zero everywhere is allowed).
+      rows, cols: the target margins, non-negative, each summing to 1.
+
+    Returns:
+      The ``(r, c)`` distribution, summing to 1, with margins ``rows`` and ``cols``.
+    """
+    joint = np.asarray(joint, dtype=np.float64)
+    rows = np.asarray(rows, dtype=np.float64)
+    cols = np.asarray(cols, dtype=np.float64)
+    if joint.shape != (rows.size, cols.size) or (joint < 0).any():
+        raise ValueError(
+            f"expected a non-negative {(rows.size, cols.size)} table, got shape {joint.shape}"
+        )
+    mass = joint.sum()
+    t = (joint / mass if mass > 0 else joint) + RAKE_FLOOR * np.outer(rows, cols)
+    for _ in range(10_000):
+        t *= _ratio(rows, t.sum(axis=1))[:, None]
+        t *= _ratio(cols, t.sum(axis=0))[None, :]
+        if np.abs(t.sum(axis=1) - rows).max() <= tol:
+            break
+    return t
+
+
+def _ratio(target: np.ndarray, current: np.ndarray) -> np.ndarray:
+    """``target / current``, 0 where ``current`` is 0 (IPF's scaling of an empty line)."""
+    return np.divide(target, current, out=np.zeros_like(target), where=current > 0)
 
 
 def pooled_totals(sums: Sequence[np.ndarray], cells: Sequence[int]) -> np.ndarray:

@@ -28,15 +28,22 @@ Three releases, on the cells of :class:`jdp.data.cells.CellCodec` (as ``marginal
 ``config.shares``, MST's equal thirds by default) so that the ledger meets the budget. Sampling
 is post-processing: the root (the target when the schema has one, else the first column) from
 its one-way distribution, then each child given its parent's cell from the edge's noisy table,
-each row norm-sub'd (:mod:`jdp.mechanisms.consistency`) to the parent cell's estimated count.
+norm-sub'd (:mod:`jdp.mechanisms.consistency`) and raked to the parent's and the child's
+one-way distributions (:func:`jdp.mechanisms.consistency.rake`): the two-way tables give the
+dependence, the one-ways every column's own distribution (a one-way cell carries about the
+noise of one two-way cell, and a two-way table's margin sums a whole row or column of them;
+before raking, a child's drawn distribution was the table's noisier margin, and the no-signal
+rule, which reads the one-ways, missed columns the tables had moved).
 See ``docs/privacy.md``, "DP tree of marginals".
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import jax
 import numpy as np
@@ -46,9 +53,17 @@ from accounting import events as ev
 from accounting.calibrate import calibrate_shares
 from accounting.validation import check_count
 from jdp.data.cells import CellCodec, cell_values, n_bins
-from jdp.data.quantile_scale import TAILS, NumericScale
+from jdp.data.quantile_scale import LOG, NumericScale
 from jdp.data.schema import Schema
-from jdp.mechanisms.consistency import RARE_SDS, distribution, norm_sub, pooled_totals
+from jdp.data.transforms import value_cells
+from jdp.mechanisms.consistency import (
+    RARE_SDS,
+    cells_for_noise,
+    distribution,
+    norm_sub,
+    pooled_totals,
+    rake,
+)
 from jdp.mechanisms.noise import gaussian_event, gaussian_mechanism
 from jdp.mechanisms.selection import gumbel_max
 from jdp.random import numpy_rng
@@ -66,20 +81,23 @@ class TreeConfig:
     """Options of the DP tree of marginals.
 
     Attributes:
-      bins: cells per continuous column (and at most this many per integer column).
+      bins: cells per continuous column (and at most this many per integer column), or
+        ``"auto"`` (the default): :func:`auto_bins`, from the declared or released row count.
       shares: the budget's split over the one-way marginals, the edge selection and the
         two-way marginals (MST's equal thirds).
-      scale: how numeric columns are cut into cells (by default the public log scale on
-        right-tailed columns only: on every column, as ``marginals`` takes it, its TSTR fell on
-        a signed table, docs/results/numeric_columns.md).
+      scale: how numeric columns are cut into cells (by default the public log scale,
+        each column measured from the point of its range nearest zero, as ``marginals``:
+        with the edges raked to the one-ways it beat the log scale on right-tailed columns
+        only, most on the signed creditcard tables, docs/results/numeric_columns.md).
     """
 
-    bins: int = 32
+    bins: int | Literal["auto"] = "auto"
     shares: tuple[float, float, float] = (1.0, 1.0, 1.0)
-    scale: NumericScale = TAILS
+    scale: NumericScale = LOG
 
     def __post_init__(self) -> None:
-        check_count("bins", self.bins, minimum=2)
+        if self.bins != "auto":
+            check_count("bins", self.bins, minimum=2)
         shares = tuple(float(s) for s in self.shares)
         if len(shares) != 3 or not all(s > 0 for s in shares):
             raise ValueError(f"expected three positive shares, got {self.shares!r}")
@@ -113,6 +131,29 @@ def multipliers(d: int, budget: PrivacyBudget, config: TreeConfig) -> dict[str, 
     )  # fmt: skip
 
 
+def auto_bins(schema: Schema, budget: PrivacyBudget, config: TreeConfig, rows: float) -> int:
+    """Value cells per numeric column: :func:`~jdp.mechanisms.consistency.cells_for_noise` of
+    ``rows`` at the one-way release's cell noise sd ``z_1 sqrt(d)`` (:func:`multipliers`),
+    the rule ``marginals`` takes for its unconditioned histograms. With fewer, fuller cells a
+    column's real tail stays above the noise and :func:`one_way_model`'s support rule keeps
+    it (at a fixed 32 cells, crx's long tails were cut). Public: the schema, the budget and a
+    declared or released ``rows``."""
+    d = len(schema.columns)
+    return cells_for_noise(rows, multipliers(d, budget, config)["one-way"] * float(np.sqrt(d)))
+
+
+def for_shape(
+    config: TreeConfig, schema: Schema, budget: PrivacyBudget, rows: float | None
+) -> TreeConfig | None:
+    """``config`` with ``bins="auto"`` resolved by :func:`auto_bins` (``None`` while the row
+    count is unknown); any other config unchanged."""
+    if config.bins != "auto":
+        return config
+    if rows is None:
+        return None
+    return dataclasses.replace(config, bins=auto_bins(schema, budget, config, rows))
+
+
 def counts(cells: np.ndarray, sizes: list[int], i: int, j: int | None = None) -> np.ndarray:
     """Exact (private) counts of column ``i``, or of the pair ``(i, j)`` as a table."""
     if j is None:
@@ -121,15 +162,33 @@ def counts(cells: np.ndarray, sizes: list[int], i: int, j: int | None = None) ->
     return np.bincount(flat, minlength=sizes[i] * sizes[j]).reshape(sizes[i], sizes[j]) * 1.0
 
 
-def one_way_model(one_way: list[np.ndarray]) -> tuple[float, list[np.ndarray]]:
+def one_way_model(
+    one_way: list[np.ndarray], ordered: Sequence[int] | None = None, sd: float | None = None
+) -> tuple[float, list[np.ndarray]]:
     """The pooled noisy total and each column's distribution, from the released one-ways
-    (:func:`jdp.mechanisms.consistency.distribution`, without dropping lone cells: a
-    compressed cell is expanded by these distributions, and an all-zero group would be
-    expanded uniformly, over the very tail the dropping clears)."""
+    (:func:`jdp.mechanisms.consistency.distribution`; with ``ordered``, each column's count of
+    ordered value cells, and the noise ``sd``, a numeric column's value cells outside the run
+    its noise can show are cleared first, as in ``marginals``). A compressed cell whose
+    cells all came out empty gets no mass, and raking keeps every drawn column to these
+    distributions, so it is never drawn."""
     total = float(
         pooled_totals([h.sum(keepdims=True) for h in one_way], [h.size for h in one_way])[0]
     )
-    return total, [distribution(h, total) for h in one_way]
+    ordered = [0] * len(one_way) if ordered is None else ordered
+    return total, [distribution(h, total, ordered=k, noise_sd=sd) for h, k in zip(one_way, ordered)]
+
+
+def column_model(
+    params: Params, schema: Schema, config: TreeConfig
+) -> tuple[list[np.ndarray], float, float, list[np.ndarray]]:
+    """A fitted tree's one-way releases, their noise sd, the pooled noisy total and each
+    column's distribution (:func:`one_way_model` with the numeric value cells ordered)."""
+    sizes = [n_bins(c, config.bins) for c in schema.columns]
+    one_way = np.split(np.asarray(params["one_way"], np.float64), np.cumsum(sizes)[:-1])
+    sd = float(np.asarray(params["sd"]).ravel()[0])
+    ordered = [value_cells(c, config.bins) if c.is_numeric else 0 for c in schema.columns]
+    total, probs = one_way_model(one_way, ordered, sd)
+    return one_way, sd, total, probs
 
 
 def compression(noisy: np.ndarray, sd: float) -> np.ndarray:
@@ -249,13 +308,10 @@ def sample_arrays(
     docstring; post-processing)."""
     rng = numpy_rng(key)
     schema = codec.schema
-    sizes = [n_bins(c, config.bins) for c in schema.columns]
-    d = len(sizes)
-    one_way = np.split(np.asarray(params["one_way"], np.float64), np.cumsum(sizes)[:-1])
-    sd = float(np.asarray(params["sd"]).ravel()[0])
-    total, probs = one_way_model(one_way)
+    one_way, sd, total, probs = column_model(params, schema, config)
+    d = len(one_way)
     if d == 1:
-        return rng.choice(sizes[0], size=(n, 1), p=probs[0])
+        return rng.choice(probs[0].size, size=(n, 1), p=probs[0])
     maps = [compression(h, sd) for h in one_way]
     small_sizes = [compressed_size(m) for m in maps]
     small_probs = [
@@ -272,12 +328,12 @@ def sample_arrays(
     small[:, root] = rng.choice(small_sizes[root], size=n, p=small_probs[root])
     for child, parent, e in order(d, edges, root):
         table = tables[e] if edges[e, 0] == parent else tables[e].T
-        joint = norm_sub(table.ravel(), total).reshape(table.shape) if total > 0 else 0 * table
+        noisy = norm_sub(table.ravel(), total).reshape(table.shape) if total > 0 else 0 * table
+        joint = rake(noisy, small_probs[parent], small_probs[child])
         for a in range(small_sizes[parent]):
             rows = np.flatnonzero(small[:, parent] == a)
-            if rows.size:
-                kept = joint[a].sum()
-                p = joint[a] / kept if kept > 0 else small_probs[child]
+            if rows.size:  # drawn, so joint[a] (summing to the parent's share) is positive
+                p = joint[a] / joint[a].sum()
                 small[rows, child] = rng.choice(small_sizes[child], size=rows.size, p=p)
     out = np.empty_like(small)
     for i, (m, p) in enumerate(zip(maps, probs)):
@@ -293,9 +349,7 @@ def sample_arrays(
 
 def noisy_row_count(model: FittedModel) -> int:
     """The pooled noisy total of the one-way marginals (post-processing), at least 1."""
-    sizes = [n_bins(c, model.config.bins) for c in model.schema.columns]
-    one_way = np.split(np.asarray(model.params["one_way"], np.float64), np.cumsum(sizes)[:-1])
-    return max(1, round(one_way_model(one_way)[0]))
+    return max(1, round(column_model(model.params, model.schema, model.config)[2]))
 
 
 def released_statistics(model: FittedModel) -> list[Release]:
@@ -307,10 +361,7 @@ def released_statistics(model: FittedModel) -> list[Release]:
     one-way noise of sd ``s`` by ``s sqrt(sum_c v_c^2) / N`` (``N`` the pooled noisy total):
     ``marginals``' rule for one class. Post-processing of release 1."""
     schema, config = model.schema, model.config
-    sizes = [n_bins(c, config.bins) for c in schema.columns]
-    one_way = np.split(np.asarray(model.params["one_way"], np.float64), np.cumsum(sizes)[:-1])
-    sd = float(np.asarray(model.params["sd"]).ravel()[0])
-    total, probs = one_way_model(one_way)
+    _, sd, total, probs = column_model(model.params, schema, config)
     out = []
     for col, p in zip(schema.columns, probs):
         if not col.is_numeric or col.name == schema.target:
@@ -324,7 +375,13 @@ def released_statistics(model: FittedModel) -> list[Release]:
 
 
 def codec(schema: Schema, config: TreeConfig) -> CellCodec:
-    """The public encoding: one cell per column (``config.bins`` cells of a numeric column)."""
+    """The public encoding: one cell per column (``config.bins`` cells of a numeric column;
+    ``bins="auto"`` is resolved by :func:`for_shape` first, as the fit does)."""
+    if config.bins == "auto":
+        raise ValueError(
+            "bins='auto' is resolved from the row count when fitting a table (fit_model, "
+            "for_shape); give an int to use the arrays directly"
+        )
     return CellCodec(schema, config.bins)
 
 
@@ -337,14 +394,16 @@ register(
         sample_arrays=sample_arrays,
         description="DP tree of 2-way marginals: spanning tree chosen privately (MST-style)",
         noisy_rows=noisy_row_count,
+        for_shape=for_shape,
         calibrates_prior=True,
     )
 )
 
 
 register_releases(LABEL, released_statistics)
-# below chance on a seed of german (AUROC .407; .600 on others), above on spambase (lowest
-# .764); below chance on a seed of creditcard at P3GM's sampling (222 frauds: .367), above on
+# at chance on a seed of german (AUROC .505; .561 mean over 4), above on spambase (lowest
+# .856; crx, below german in records per width, lowest .730: the rule errs towards warning);
+# below chance on a seed of creditcard at P3GM's sampling (222 frauds: .233), above on
 # spambase's 1,218 spam (numeric_columns.md): which pairs the private tree keeps decides
 # whether it holds the label's relation
 register_minimum(LABEL, failed="german", worked="spambase")

@@ -8,11 +8,13 @@ import numpy as np
 import pytest
 
 from jdp.mechanisms.consistency import (
+    RAKE_FLOOR,
     SHOW_FAILURE,
     distribution,
     drop_isolated,
     norm_sub,
     pooled_totals,
+    rake,
     support,
     window_reach,
 )
@@ -155,3 +157,40 @@ def test_the_mass_a_cut_removes_stays_with_the_ordered_cells():
     draws = 200
     shares = simulated(true, 28.0, 18, draws)[:, 18]
     assert abs(shares.mean() - 1500 / true.sum()) < 3 * shares.std() / np.sqrt(draws)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_rake_meets_both_margins_and_keeps_the_tables_odds_ratios(seed):
+    """IPF rescales rows and columns only, so every 2x2 cross-product ratio of its seed (the
+    normalised table plus the floor's independent table) survives (Deming & Stephan 1940)."""
+    rng = np.random.default_rng(seed)
+    joint = rng.gamma(1.0, 1.0, (5, 7)) * 40
+    rows, cols = rng.dirichlet(np.ones(5)), rng.dirichlet(np.ones(7))
+    out = rake(joint, rows, cols)
+    np.testing.assert_allclose(out.sum(axis=1), rows, atol=1e-9)
+    np.testing.assert_allclose(out.sum(axis=0), cols, atol=1e-9)
+
+    def odds(t: np.ndarray) -> np.ndarray:
+        return t[:-1, :-1] * t[1:, 1:] / (t[:-1, 1:] * t[1:, :-1])
+
+    seed_table = joint / joint.sum() + RAKE_FLOOR * np.outer(rows, cols)
+    np.testing.assert_allclose(odds(out), odds(seed_table), rtol=1e-9)
+
+
+def test_rake_leaves_a_table_with_those_margins_and_fills_an_empty_row():
+    """A table that already has the margins comes back (to the floor's weight); a row the
+    table left empty gets its margin on every column, and a zero margin stays zero."""
+    t = np.array([[0.1, 0.2, 0.0], [0.3, 0.0, 0.4]])
+    np.testing.assert_allclose(rake(t, t.sum(axis=1), t.sum(axis=0)), t, atol=1e-5)
+    joint = np.array([[3.0, 1.0, 0.0], [0.0, 0.0, 0.0], [1.0, 0.0, 5.0]])
+    rows, cols = np.array([0.4, 0.2, 0.4]), np.array([0.3, 0.3, 0.4])
+    out = rake(joint, rows, cols)
+    np.testing.assert_allclose(out.sum(axis=1), rows, atol=1e-9)
+    assert (out[1] > 0).all()
+    np.testing.assert_allclose(out.sum(axis=0), cols, atol=1e-9)
+    zero = rake(joint, np.array([0.5, 0.0, 0.5]), cols)
+    assert (zero[1] == 0).all()
+    with pytest.raises(ValueError, match="non-negative"):
+        rake(-joint, rows, cols)
+    with pytest.raises(ValueError, match="table"):
+        rake(joint[:2], rows, cols)

@@ -54,8 +54,8 @@ def fitted():
 
 
 def test_every_shipped_method_takes_the_scale_measured_to_help_by_default():
-    """Min-max, the public log scale on every column (marginals, ClustMix, DP-VAE) or on
-    right-tailed columns only (tree; P3GM's config and its other variants), or (dp-gan, whose
+    """Min-max, the public log scale on every column (marginals, the tree, ClustMix, DP-VAE) or
+    on right-tailed columns only (P3GM's config and its other variants), or (dp-gan, whose
     samples are mapped through them) released knots, where each was measured to help."""
     from jdp.data.quantile_scale import TAILS
     from jdp.synth.dp_gan.config import KNOTS
@@ -64,8 +64,8 @@ def test_every_shipped_method_takes_the_scale_measured_to_help_by_default():
         scale = get_method(name).make_config(None).scale
         expected = (
             KNOTS if name == "dp-gan"
-            else LOG if name in ("marginals", "clustmix", "dp-vae")
-            else TAILS if name in ("tree", "p3gm", "p3gm-ae", "pgm")
+            else LOG if name in ("marginals", "tree", "clustmix", "dp-vae")
+            else TAILS if name in ("p3gm", "p3gm-ae", "pgm")
             else MIN_MAX
         )  # fmt: skip
         assert scale == expected, name

@@ -9,19 +9,27 @@ from scipy import stats
 
 from accounting import PrivacyBudget
 from accounting.compose import best_epsilon
+from jdp.data.cells import n_bins
 from jdp.data.schema import Column, Schema
+from jdp.mechanisms.consistency import AUTO_BINS
 from jdp.random import key_from_seed
 from jdp.synth import base
 from jdp.synth.signal import MEAN_PRECISION
 from jdp.synth.tree import (
     RARE_SDS,
     TreeConfig,
+    auto_bins,
+    codec,
+    compressed_size,
     compression,
     counts,
     edge_scores,
+    for_shape,
     multipliers,
+    one_way_model,
     plan,
     released_statistics,
+    sample_arrays,
 )
 
 BUDGET = PrivacyBudget(epsilon=1.0, delta=1e-5)
@@ -131,3 +139,49 @@ def test_reported_mean_noise_is_the_spread_of_the_one_way_mean_over_releases():
     assert stats.chi2.ppf(alpha / 2, dof) / dof <= ratio <= stats.chi2.ppf(1 - alpha / 2, dof) / dof
     z = stats.norm.ppf(1 - alpha / 2)
     assert abs(release.signal / MEAN_PRECISION - data["c"].mean()) <= z * release.noise
+
+
+def test_every_sampled_column_follows_its_one_way_whatever_the_two_way_tables_say():
+    """The edges' tables give the dependence, the one-ways each column's distribution: with
+    every two-way table replaced by one that puts all its mass in its first cell, each
+    sampled column still follows its one-way distribution (chi-square goodness of fit at
+    ALPHA; a cell the one-way leaves empty is never drawn). Before the tables were raked,
+    every child came out as its first cell."""
+    alpha, n = 1e-3, 4000
+    model = fit(2, frame(3000, 1))
+    config, sd = model.config, float(model.params["sd"][0])
+    sizes = [n_bins(c, config.bins) for c in SCHEMA.columns]
+    one_way = np.split(np.asarray(model.params["one_way"]), np.cumsum(sizes)[:-1])
+    _, probs = one_way_model(one_way)
+    small = [compressed_size(compression(h, sd)) for h in one_way]
+    edges = np.asarray(model.params["edges"]).reshape(-1, 2).tolist()
+    starts = np.cumsum([0] + [small[i] * small[j] for i, j in edges])[:-1]
+    spiked = np.zeros_like(model.params["two_way"])
+    spiked[starts] = 3000.0
+    params = {**model.params, "two_way": spiked}
+    cells = sample_arrays(key_from_seed(3), params, codec(SCHEMA, config), config, n)
+    for i, p in enumerate(probs):
+        observed = np.bincount(cells[:, i], minlength=p.size)
+        assert observed[p == 0].sum() == 0
+        _, pvalue = stats.chisquare(observed[p > 0], n * p[p > 0])
+        assert pvalue > alpha, (SCHEMA.names[i], observed, n * p)
+
+
+def test_auto_bins_is_the_noise_rule_and_a_fit_resolves_it_from_the_declared_rows():
+    """``round(rows / (RARE_SDS z_1 sqrt(d)))`` within AUTO_BINS; ``None`` until a row count
+    is known; a fit with a declared count spends nothing more and keeps the resolved int."""
+    config = TreeConfig()
+    sd = multipliers(4, BUDGET, config)["one-way"] * 2.0
+    for rows in (10.0, 3000.0, 1e7):
+        expected = int(np.clip(round(rows / (RARE_SDS * sd)), *AUTO_BINS))
+        assert auto_bins(SCHEMA, BUDGET, config, rows) == expected
+    assert auto_bins(SCHEMA, BUDGET, config, 1e7) == AUTO_BINS[1]
+    assert for_shape(config, SCHEMA, BUDGET, None) is None
+    assert for_shape(TreeConfig(bins=4), SCHEMA, BUDGET, None).bins == 4
+    with pytest.raises(ValueError, match="resolved from the row count"):
+        codec(SCHEMA, config)
+    model = base.fit_model(
+        key_from_seed(0), "tree", frame(3000, 1), BUDGET, config, schema=SCHEMA, rows=3000
+    )
+    assert model.config.bins == auto_bins(SCHEMA, BUDGET, config, 3000.0)
+    assert model.ledger.labels == ["tree/one-way", "tree/selection", "tree/two-way"]
