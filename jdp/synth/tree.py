@@ -40,6 +40,7 @@ See ``docs/privacy.md``, "DP tree of marginals".
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -50,7 +51,7 @@ import numpy as np
 
 from accounting import PrivacyBudget, PrivacyLedger
 from accounting import events as ev
-from accounting.calibrate import calibrate_shares
+from accounting.calibrate import calibrate_shares, prior_event, prior_key
 from accounting.validation import check_count
 from jdp.data.cells import CellCodec, cell_values, n_bins
 from jdp.data.quantile_scale import LOG, NumericScale
@@ -123,12 +124,23 @@ def multipliers(d: int, budget: PrivacyBudget, config: TreeConfig) -> dict[str, 
     values only)."""
     if budget.delta == 0:
         raise ValueError("the tree's marginals are Gaussian: it needs delta > 0")
+    return dict(
+        _multipliers(d, budget.epsilon, budget.delta, prior_key(budget.prior), config.shares)
+    )
+
+
+@functools.lru_cache(maxsize=128)
+def _multipliers(
+    d: int, epsilon: float, delta: float, prior: str | None, shares: tuple[float, ...]
+) -> tuple[tuple[str, float], ...]:
+    """:func:`multipliers`' search, cached by its public inputs (a fit asks twice: for its
+    cells, :func:`auto_bins`, and for its noise; each search is seconds of PLD accounting)."""
     phases = PHASES if d > 1 else PHASES[:1]
-    shares = dict(zip(phases, config.shares))
-    return calibrate_shares(
-        lambda z: plan(d, z), shares, target_epsilon=budget.epsilon, target_delta=budget.delta,
-        prior=budget.prior,
+    z = calibrate_shares(
+        lambda z: plan(d, z), dict(zip(phases, shares)), target_epsilon=epsilon,
+        target_delta=delta, prior=prior_event(prior),
     )  # fmt: skip
+    return tuple(z.items())
 
 
 def auto_bins(schema: Schema, budget: PrivacyBudget, config: TreeConfig, rows: float) -> int:

@@ -18,6 +18,7 @@ from jdp.synth.signal import MEAN_PRECISION
 from jdp.synth.tree import (
     RARE_SDS,
     TreeConfig,
+    _multipliers,
     auto_bins,
     codec,
     compressed_size,
@@ -180,8 +181,10 @@ def test_auto_bins_is_the_noise_rule_and_a_fit_resolves_it_from_the_declared_row
     assert for_shape(TreeConfig(bins=4), SCHEMA, BUDGET, None).bins == 4
     with pytest.raises(ValueError, match="resolved from the row count"):
         codec(SCHEMA, config)
+    _multipliers.cache_clear()
     model = base.fit_model(
         key_from_seed(0), "tree", frame(3000, 1), BUDGET, config, schema=SCHEMA, rows=3000
     )
+    assert _multipliers.cache_info().misses == 1  # the cells and the noise: one search
     assert model.config.bins == auto_bins(SCHEMA, BUDGET, config, 3000.0)
     assert model.ledger.labels == ["tree/one-way", "tree/selection", "tree/two-way"]
