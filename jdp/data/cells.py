@@ -10,6 +10,7 @@ Each record falls in exactly one cell; decoding draws a value inside its cell.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import jax
 import numpy as np
@@ -29,6 +30,17 @@ from jdp.data.transforms import (
     value_cells,
 )
 from jdp.random import numpy_rng
+
+
+def resolved_bins(bins: int | Literal["auto"]) -> int:
+    """``bins`` for a codec: an int, refused while a method's ``"auto"`` is unresolved (a fit
+    resolves it from the declared or released row count, ``Method.for_shape``)."""
+    if bins == "auto":
+        raise ValueError(
+            "bins='auto' is resolved from the row count when fitting a table (fit_model, "
+            "for_shape); give an int to use the arrays directly"
+        )
+    return bins
 
 
 def n_bins(column: Column, bins: int) -> int:

@@ -53,7 +53,7 @@ from accounting import PrivacyBudget, PrivacyLedger
 from accounting import events as ev
 from accounting.calibrate import calibrate, prior_event, prior_key
 from accounting.validation import check_count
-from jdp.data.cells import CellCodec, cell_values, n_bins
+from jdp.data.cells import CellCodec, cell_values, n_bins, resolved_bins
 from jdp.data.quantile_scale import LOG, NumericScale
 from jdp.data.schema import Column, Schema
 from jdp.data.transforms import integer_runs, numeric_state, run_bounds, value_cells
@@ -281,12 +281,7 @@ def cell_counts(cells: np.ndarray, schema: Schema, config: MarginalsConfig) -> l
 def codec(schema: Schema, config: MarginalsConfig) -> CellCodec:
     """The public encoding: one cell per column, a numeric column in :func:`codec_bins`
     cells (``bins="auto"`` is resolved by :func:`for_shape` first, as the fit does)."""
-    if config.bins == "auto":
-        raise ValueError(
-            "bins='auto' is resolved from the row count when fitting a table (fit_model, "
-            "for_shape); give an int to use the arrays directly"
-        )
-    return CellCodec(schema, codec_bins(config))
+    return CellCodec(schema, resolved_bins(codec_bins(config)))
 
 
 def fit_arrays(

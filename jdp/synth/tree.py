@@ -53,7 +53,7 @@ from accounting import PrivacyBudget, PrivacyLedger
 from accounting import events as ev
 from accounting.calibrate import calibrate_shares, prior_event, prior_key
 from accounting.validation import check_count
-from jdp.data.cells import CellCodec, cell_values, n_bins
+from jdp.data.cells import CellCodec, cell_values, n_bins, resolved_bins
 from jdp.data.quantile_scale import LOG, NumericScale
 from jdp.data.schema import Schema
 from jdp.data.transforms import value_cells
@@ -389,12 +389,7 @@ def released_statistics(model: FittedModel) -> list[Release]:
 def codec(schema: Schema, config: TreeConfig) -> CellCodec:
     """The public encoding: one cell per column (``config.bins`` cells of a numeric column;
     ``bins="auto"`` is resolved by :func:`for_shape` first, as the fit does)."""
-    if config.bins == "auto":
-        raise ValueError(
-            "bins='auto' is resolved from the row count when fitting a table (fit_model, "
-            "for_shape); give an int to use the arrays directly"
-        )
-    return CellCodec(schema, config.bins)
+    return CellCodec(schema, resolved_bins(config.bins))
 
 
 register(
