@@ -9,7 +9,6 @@ from scipy import stats
 
 from accounting import PrivacyBudget
 from accounting.compose import best_epsilon
-from jdp.data.cells import n_bins
 from jdp.data.schema import Column, Schema
 from jdp.mechanisms.consistency import AUTO_BINS
 from jdp.random import key_from_seed
@@ -21,13 +20,13 @@ from jdp.synth.tree import (
     _multipliers,
     auto_bins,
     codec,
+    column_model,
     compressed_size,
     compression,
     counts,
     edge_scores,
     for_shape,
     multipliers,
-    one_way_model,
     plan,
     released_statistics,
     sample_arrays,
@@ -150,10 +149,8 @@ def test_every_sampled_column_follows_its_one_way_whatever_the_two_way_tables_sa
     every child came out as its first cell."""
     alpha, n = 1e-3, 4000
     model = fit(2, frame(3000, 1))
-    config, sd = model.config, float(model.params["sd"][0])
-    sizes = [n_bins(c, config.bins) for c in SCHEMA.columns]
-    one_way = np.split(np.asarray(model.params["one_way"]), np.cumsum(sizes)[:-1])
-    _, probs = one_way_model(one_way)
+    config = model.config
+    one_way, sd, _, probs = column_model(model.params, SCHEMA, config)
     small = [compressed_size(compression(h, sd)) for h in one_way]
     edges = np.asarray(model.params["edges"]).reshape(-1, 2).tolist()
     starts = np.cumsum([0] + [small[i] * small[j] for i, j in edges])[:-1]
